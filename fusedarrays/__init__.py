@@ -1,0 +1,58 @@
+"""fusedarrays: lazy NumPy-like arrays fused into one generated GPU kernel per expression.
+
+>>> import fusedarrays as fa, numpy as np
+>>> x = fa.asarray(np.arange(4, dtype=np.float32))
+>>> y = fa.sqrt(x) * 2 + 1          # recorded, not run
+>>> y.get()                          # one fused kernel
+array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
+"""
+
+__version__ = "0.1.0"
+
+from . import elementwise as _elementwise
+from .array import (
+    arange,
+    asarray,
+    broadcast_to,
+    compute,
+    empty,
+    empty_like,
+    expand_dims,
+    full,
+    full_like,
+    ndarray,
+    ones,
+    ones_like,
+    reshape,
+    squeeze,
+    transpose,
+    zeros,
+    zeros_like,
+)
+from .backend import get_backend as _get_backend
+from .display import explain
+from .errors import (
+    CompileError,
+    DeviceUnavailableError,
+    DTypeError,
+    FusedArraysError,
+    ShapeError,
+    UnsupportedOperationError,
+)
+from .runtime import reset_stats, stats, timings
+
+globals().update(_elementwise.FUNCTIONS)
+
+
+def backend() -> str:
+    """The active backend's name: ``cuda``, ``cpu`` or ``sim``."""
+    return _get_backend().name
+
+
+__all__ = [
+    "CompileError", "DTypeError", "DeviceUnavailableError", "FusedArraysError", "ShapeError",
+    "UnsupportedOperationError", "arange", "asarray", "backend", "broadcast_to", "compute",
+    "empty", "empty_like", "expand_dims", "explain", "full", "full_like", "ndarray", "ones",
+    "ones_like", "reset_stats", "reshape", "squeeze", "stats", "timings", "transpose", "zeros",
+    "zeros_like", *sorted(_elementwise.FUNCTIONS),
+]

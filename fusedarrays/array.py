@@ -1,0 +1,338 @@
+"""The lazy ``fa.ndarray``: operators from the op table, views as metadata, evaluation points.
+
+An array wraps one graph node. Operators and ``np.<ufunc>(x)`` build new nodes (nothing runs);
+views (``reshape``, ``.T``, basic indexing, ``broadcast_to`` …) transform the leaves under a node
+and never cut a fusion. Evaluation happens on ``.compute()``, ``fa.compute``, ``.get()``,
+``np.asarray``, ``float/int/bool``, printing values, past the node limit, and before an in-place
+write into a buffer that a pending array still reads. A view of an array shares its memory once
+computed, as in NumPy.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from . import config, dtypes, graph, layout, ops, runtime
+from .backend import Backend, Buffer, buffer_from_host, get_backend, new_buffer
+
+
+class ndarray:
+    """A lazy n-dimensional array on the active backend."""
+
+    __slots__ = ("_node", "_view_of", "_views", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, node: graph.Node, view_of: tuple | None = None):
+        self._node = node
+        self._view_of = view_of          # (base array, view function) while this is a view
+        self._views: weakref.WeakSet | None = None
+        if not node.is_leaf:
+            for buffer in node.buffers:
+                buffer.readers.add(self)
+        if view_of is not None:
+            base = view_of[0]
+            if base._views is None:
+                base._views = weakref.WeakSet()
+            base._views.add(self)
+
+    # -- attributes -------------------------------------------------------------------------
+    shape = property(lambda self: self._node.shape, doc="Tuple of extents.")
+    dtype = property(lambda self: self._node.dtype, doc="NumPy dtype of the elements.")
+    ndim = property(lambda self: len(self._node.shape))
+    size = property(lambda self: layout.size_of(self._node.shape))
+    itemsize = property(lambda self: self._node.dtype.itemsize)
+    nbytes = property(lambda self: self.size * self._node.dtype.itemsize)
+    T = property(lambda self: self.transpose())
+
+    @property
+    def pending(self) -> bool:
+        """True while this array is an unevaluated expression."""
+        return not self._resolved().is_leaf
+
+    def _resolved(self) -> graph.Node:
+        node = self._node.realized or self._node
+        self._node = node
+        return node
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    # -- evaluation -------------------------------------------------------------------------
+    def compute(self) -> ndarray:
+        """Evaluate (one kernel launch if pending) and return ``self``, now holding memory."""
+        compute(self)
+        return self
+
+    def get(self) -> np.ndarray:
+        """A NumPy copy of the values (evaluates first)."""
+        self.compute()
+        node = self._node
+        buffer, shape, strides, offset = graph.leaf_view(node)
+        if layout.size_of(shape) == 0:
+            return np.empty(shape, node.dtype)
+        if not layout.is_contiguous(shape, strides):
+            copied = ndarray(graph.op("copy", (node,), (node.dtype, node.dtype))).compute()
+            buffer, shape, strides, offset = graph.leaf_view(copied._node)
+        flat = buffer.backend.to_host(buffer.storage, node.dtype, layout.size_of(shape), offset)
+        return flat.reshape(shape)
+
+    def __array__(self, dtype=None, copy=None):
+        host = self.get()
+        return host if dtype is None else host.astype(dtype)
+
+    def item(self):
+        if self.size != 1:
+            raise ValueError(f"can only convert an array of size 1 to a Python scalar; "
+                             f"size is {self.size}")
+        return self.get().reshape(()).item()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"only integer arrays can be used as an index; dtype is {self.dtype}")
+        return int(self.item())
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()")
+        return bool(self.item())
+
+    def __repr__(self) -> str:
+        from .display import array_repr
+        return array_repr(self)
+
+    def __str__(self) -> str:
+        return str(self.get())
+
+    def _repr_html_(self) -> str:
+        from .display import array_html
+        return array_html(self)
+
+    # -- conversions and views ----------------------------------------------------------------
+    def astype(self, dtype) -> ndarray:
+        """A new array of ``dtype`` (NumPy's unsafe cast: floats truncate toward zero)."""
+        return _wrap(graph.cast(self._resolved(), dtypes.as_dtype(dtype)))
+
+    def copy(self) -> ndarray:
+        node = self._resolved()
+        return _wrap(graph.op("copy", (node,), (node.dtype, node.dtype)))
+
+    def _view(self, fn) -> ndarray:
+        node = self._resolved()
+        try:
+            return ndarray(graph.transform(node, fn), view_of=(self, fn))
+        except layout.NotAView:
+            self.compute()
+            return ndarray(graph.transform(self._node, fn), view_of=(self, fn))
+
+    def reshape(self, *shape) -> ndarray:
+        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        return self._view(lambda v: layout.reshape(v, shape))
+
+    def transpose(self, *axes) -> ndarray:
+        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
+        return self._view(lambda v: layout.transpose(v, axes or None))
+
+    def squeeze(self, axis=None) -> ndarray:
+        return self._view(lambda v: layout.squeeze(v, axis))
+
+    def ravel(self) -> ndarray:
+        return self.reshape(-1)
+
+    def __getitem__(self, key) -> ndarray:
+        return self._view(lambda v: layout.getitem(v, key))
+
+    # -- writes -------------------------------------------------------------------------------
+    def __setitem__(self, key, value) -> None:
+        target = self._destination(key)
+        node = _as_node(value, self.dtype.type)
+        runtime_write(target, node)
+
+    def _destination(self, key=()) -> tuple:
+        """The (buffer, dtype, shape, strides, offset) that a write to ``self[key]`` stores into."""
+        if self._view_of is not None and self.pending:
+            base, fn = self._view_of
+            base._destination()
+            self._node = graph.transform(base._resolved(), fn)
+        if self.pending:
+            self.compute()
+        buffer, shape, strides, offset = graph.leaf_view(self._node)
+        shape, strides, offset = layout.getitem((shape, strides, offset), key)
+        return buffer, self.dtype, shape, strides, offset
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from .elementwise import array_ufunc
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _wrap(node: graph.Node) -> ndarray:
+    array = ndarray(node)
+    if node.count > config.get("MAX_NODES"):
+        array.compute()
+    return array
+
+
+def _as_node(value, weak_to=None) -> graph.Node:
+    """A graph node for an operand: arrays as they are, NumPy data uploaded, scalars as params."""
+    if isinstance(value, ndarray):
+        return value._resolved()
+    if isinstance(value, (bool, int, float, np.generic)):
+        dt = dtypes.scalar_type(value)
+        if isinstance(dt, dtypes.Weak):
+            dt = np.dtype(weak_to) if weak_to is not None else dtypes.promote([dt])
+        return graph.scalar(value, dt)
+    return asarray(value)._resolved()
+
+
+def runtime_write(target: tuple, node: graph.Node) -> None:
+    """Store ``node`` (broadcast) into ``target``, keeping every pending reader's result."""
+    buffer = target[0]
+    readers = [a for a in list(buffer.readers) if a.pending]
+    if readers:
+        compute(*readers)
+    node = node.realized or node
+    if runtime.reads_through_other_map(node, buffer, target):
+        (node,) = runtime.compute_nodes([node], buffer.backend)
+    layout.broadcast_strides(node.shape, (0,) * node.ndim, target[2])
+    runtime.run([(node, target)])
+
+
+def compute(*arrays: ndarray):
+    """Evaluate several arrays together: one kernel launch per distinct shape.
+
+    Returns the arrays (one array if one was given), each now holding memory.
+    """
+    todo = []
+    for a in arrays:
+        root = a
+        while root._view_of is not None and root.pending:
+            root = root._view_of[0]
+        if root.pending and all(root is not t for t in todo):
+            todo.append(root)
+    groups: dict[tuple, list[ndarray]] = {}
+    for a in todo:
+        node = a._resolved()
+        groups.setdefault((_backend_of(node), node.shape), []).append(a)
+    for (backend, _), group in groups.items():
+        runtime.compute_nodes([a._node for a in group], backend)
+        for a in group:
+            _settle(a)
+    for a in arrays:
+        _settle(a)
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
+def _settle(array: ndarray) -> None:
+    """After ``array``'s node was computed: it and its pending views now read its memory."""
+    node = array._resolved()
+    if not node.is_leaf and array._view_of is not None:
+        base, fn = array._view_of
+        _settle(base)
+        if not base.pending:
+            array._node = graph.transform(base._node, fn)
+    if array._views is not None and not array.pending:
+        for view in list(array._views):
+            if view.pending:
+                view._node = graph.transform(array._node, view._view_of[1])
+                _settle(view)
+
+
+def _backend_of(node: graph.Node) -> Backend:
+    for buffer in node.buffers:
+        return buffer.backend
+    return get_backend()
+
+
+# -- construction -----------------------------------------------------------------------------
+def asarray(obj, dtype=None) -> ndarray:
+    """A ``fa.ndarray`` from a NumPy array, a ``fa.ndarray``, a scalar or a sequence, or (zero-copy
+    on the GPU) any object with ``__cuda_array_interface__`` or ``__dlpack__``."""
+    if isinstance(obj, ndarray):
+        return obj if dtype is None or np.dtype(dtype) == obj.dtype else obj.astype(dtype)
+    backend = get_backend()
+    if backend.name == "cuda" and (hasattr(obj, "__cuda_array_interface__")
+                                   or hasattr(obj, "__dlpack__")) and not isinstance(obj,
+                                                                                      np.ndarray):
+        storage, dt, shape, strides, offset, nbytes = backend.import_array(obj)
+        buffer = Buffer(storage, nbytes, backend)
+        array = ndarray(graph.leaf(buffer, dtypes.as_dtype(dt), shape, strides, offset))
+        return array if dtype is None else array.astype(dtype)
+    host = np.asarray(obj, dtype=dtype)
+    dt = dtypes.as_dtype(host.dtype, what="array of dtype")
+    buffer = buffer_from_host(backend, host)
+    return ndarray(graph.leaf(buffer, dt, host.shape, layout.contiguous_strides(host.shape), 0))
+
+
+def empty(shape, dtype=float) -> ndarray:
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    dt = dtypes.as_dtype(dtype)
+    buffer = new_buffer(get_backend(), layout.size_of(shape) * dt.itemsize)
+    return ndarray(graph.leaf(buffer, dt, shape, layout.contiguous_strides(shape), 0))
+
+
+def full(shape, fill_value, dtype=None) -> ndarray:
+    if dtype is None:
+        dtype = np.asarray(fill_value).dtype
+    out = empty(shape, dtype)
+    if out.size:
+        out[...] = fill_value
+    return out
+
+
+def zeros(shape, dtype=float) -> ndarray:
+    return full(shape, 0, dtype)
+
+
+def ones(shape, dtype=float) -> ndarray:
+    return full(shape, 1, dtype)
+
+
+def empty_like(a, dtype=None) -> ndarray:
+    return empty(np.shape(a) if not isinstance(a, ndarray) else a.shape, dtype or a.dtype)
+
+
+def zeros_like(a, dtype=None) -> ndarray:
+    return full(a.shape, 0, dtype or a.dtype)
+
+
+def ones_like(a, dtype=None) -> ndarray:
+    return full(a.shape, 1, dtype or a.dtype)
+
+
+def full_like(a, fill_value, dtype=None) -> ndarray:
+    return full(a.shape, fill_value, dtype or a.dtype)
+
+
+def arange(start, stop=None, step=1, dtype=None) -> ndarray:
+    return asarray(np.arange(start, stop, step, dtype=dtype))
+
+
+def broadcast_to(a, shape) -> ndarray:
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return asarray(a)._view(lambda v: layout.broadcast_to(v, shape))
+
+
+def expand_dims(a, axis) -> ndarray:
+    return asarray(a)._view(lambda v: layout.expand_dims(v, axis))
+
+
+def squeeze(a, axis=None) -> ndarray:
+    return asarray(a).squeeze(axis)
+
+
+def reshape(a, shape) -> ndarray:
+    return asarray(a).reshape(shape)
+
+
+def transpose(a, axes=None) -> ndarray:
+    return asarray(a).transpose(axes)

@@ -1,0 +1,97 @@
+"""The narrow backend seam, the buffers backends hand out, and the active backend.
+
+A backend compiles kernel source, loads and launches kernels, and allocates and copies memory; the
+runtime talks to nothing else. ``cuda`` (``fusedarrays/cuda``) is the real one; ``cpu``
+(``fusedarrays/cpu``) runs the same plans as a numba parallel loop and is the default without a GPU;
+``sim`` (``fusedarrays/cuda/sim.py``) runs the generated CUDA source in numba's simulator. Backends are
+imported on first use, so ``import fusedarrays`` imports neither numba nor a driver.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import weakref
+from typing import Any, Protocol
+
+import numpy as np
+
+from . import config
+from .errors import DeviceUnavailableError
+
+_uids = itertools.count(1)
+
+
+class Buffer:
+    """Memory a backend allocated (or imported), plus what the runtime tracks about it.
+
+    ``readers`` holds the pending arrays whose graphs read this buffer, so that an in-place write
+    can compute them first: writing into a buffer never changes a pending result.
+    """
+
+    __slots__ = ("uid", "storage", "nbytes", "backend", "readers", "__weakref__")
+
+    def __init__(self, storage: Any, nbytes: int, backend: Backend):
+        self.uid = next(_uids)
+        self.storage = storage
+        self.nbytes = nbytes
+        self.backend = backend
+        self.readers: weakref.WeakSet = weakref.WeakSet()
+
+    def __repr__(self) -> str:
+        return f"<Buffer {self.uid} {self.nbytes} bytes on {self.backend.name}>"
+
+
+class Backend(Protocol):
+    name: str
+    device_key: str            # what the memory cache is keyed by, e.g. "cuda:0:sm_90"
+    arch: str | None           # what the disk cache is keyed by; None: no disk level
+
+    def compile(self, source: str, fn_name: str, param_types: tuple[str, ...],
+                helpers: dict) -> Any: ...
+    def load(self, artifact: Any, param_types: tuple[str, ...]) -> Any: ...
+    def launch(self, kernel: Any, n: int, args: list) -> None: ...
+    def alloc(self, nbytes: int) -> Any: ...
+    def from_host(self, array: np.ndarray) -> Any: ...
+    def to_host(self, storage: Any, dtype: np.dtype, count: int, elem_offset: int) -> np.ndarray: ...
+    def operand_arg(self, storage: Any, dtype: np.dtype, elem_offset: int) -> Any: ...
+    def synchronize(self) -> None: ...
+
+
+_MODULES = {"cuda": "fusedarrays.cuda.backend", "cpu": "fusedarrays.cpu.backend",
+            "sim": "fusedarrays.cuda.sim"}
+_CLASSES = {"cuda": "CudaBackend", "cpu": "CpuBackend", "sim": "SimBackend"}
+_active: dict[str, Backend] = {}
+
+
+def _cuda_available() -> bool:
+    try:
+        module = importlib.import_module(_MODULES["cuda"])
+    except ImportError:
+        return False
+    return bool(module.CudaBackend.available())
+
+
+def get_backend(name: str | None = None) -> Backend:
+    """The backend called ``name``, or the configured one (``FUSEDARRAYS_BACKEND``)."""
+    name = name or config.get("BACKEND")
+    if name == "auto":
+        name = "cuda" if _cuda_available() else "cpu"
+    if name not in _active:
+        if name == "cuda" and not _cuda_available():
+            raise DeviceUnavailableError(
+                "FUSEDARRAYS_BACKEND=cuda, but no CUDA device is visible. Use "
+                "FUSEDARRAYS_BACKEND=cpu (numba parallel loops) or FUSEDARRAYS_BACKEND=sim "
+                "(numba's CUDA simulator, small arrays) on a machine without a GPU.")
+        module = importlib.import_module(_MODULES[name])
+        _active[name] = getattr(module, _CLASSES[name])()
+    return _active[name]
+
+
+def new_buffer(backend: Backend, nbytes: int) -> Buffer:
+    return Buffer(backend.alloc(nbytes), nbytes, backend)
+
+
+def buffer_from_host(backend: Backend, array: np.ndarray) -> Buffer:
+    array = np.ascontiguousarray(array)
+    return Buffer(backend.from_host(array), array.nbytes, backend)

@@ -1,0 +1,125 @@
+"""Every ``FUSEDARRAYS_*`` setting, in one table.
+
+Owns the name, type, default, help text and whether a setting changes generated code (such settings
+are part of every kernel's structure key). Values are parsed strictly from ``os.environ`` the first
+time they are read; :func:`override` changes them for a block (tests, notebooks). Nothing else in the
+package reads ``os.environ``. Bottom layer: imports nothing from the package but ``errors``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigError
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected 0/1/true/false, got {text!r}")
+
+
+def _parse_backend(text: str) -> str:
+    value = text.strip().lower()
+    if value not in ("auto", "cuda", "cpu", "sim"):
+        raise ValueError(f"expected one of auto, cuda, cpu, sim; got {text!r}")
+    return value
+
+
+def _parse_positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise ValueError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "fusedarrays")
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    parse: Callable[[str], Any]
+    default: Callable[[], Any]
+    help: str
+    affects_codegen: bool = False
+
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s
+    for s in (
+        Setting("BACKEND", _parse_backend, lambda: "auto",
+                "cuda, cpu, sim, or auto (cuda where a GPU is visible, else cpu)."),
+        Setting("MAX_NODES", _parse_positive_int, lambda: 256,
+                "A pending graph with more nodes than this evaluates by itself.",
+                affects_codegen=False),
+        Setting("CACHE", _parse_bool, lambda: True, "0 turns the disk cache off."),
+        Setting("CACHE_DIR", str, _default_cache_dir,
+                "Folder of the disk cache (default $XDG_CACHE_HOME/fusedarrays)."),
+        Setting("CACHE_SIZE", _parse_positive_int, lambda: 1 << 30,
+                "Size cap of the disk cache in bytes; least recently used entries go first."),
+        Setting("LOG_COMPILES", _parse_bool, lambda: False,
+                "1 logs every compile and why it happened."),
+        Setting("CPU_PARALLEL", _parse_bool, lambda: True,
+                "cpu backend: compile kernels with numba's parallel=True.",
+                affects_codegen=True),
+        Setting("SIM_BLOCK", _parse_positive_int, lambda: 32,
+                "sim backend: threads per block (each is a Python thread)."),
+    )
+}
+
+_overrides: list[dict[str, Any]] = []
+_parsed: dict[str, Any] = {}
+
+
+def get(name: str) -> Any:
+    """The current value of setting ``name`` (without the ``FUSEDARRAYS_`` prefix)."""
+    for layer in reversed(_overrides):
+        if name in layer:
+            return layer[name]
+    if name in _parsed:
+        return _parsed[name]
+    setting = SETTINGS[name]
+    env = "FUSEDARRAYS_" + name
+    raw = os.environ.get(env)
+    if raw is None:
+        value = setting.default()
+    else:
+        try:
+            value = setting.parse(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{env}={raw!r} is invalid: {exc}. {setting.help}") from None
+    _parsed[name] = value
+    return value
+
+
+@contextlib.contextmanager
+def override(**values: Any) -> Iterator[None]:
+    """Set settings for the duration of a ``with`` block: ``override(MAX_NODES=8)``."""
+    unknown = set(values) - set(SETTINGS)
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {sorted(unknown)}; known: {sorted(SETTINGS)}")
+    _overrides.append(dict(values))
+    try:
+        yield
+    finally:
+        _overrides.pop()
+
+
+def codegen_settings() -> tuple[tuple[str, str], ...]:
+    """The settings that change generated code, as key parts."""
+    return tuple((s.name, repr(get(s.name))) for s in SETTINGS.values() if s.affects_codegen)
+
+
+def describe() -> str:
+    """One line per setting: name, current value, help."""
+    return "\n".join(f"FUSEDARRAYS_{s.name}={get(s.name)!r}: {s.help}" for s in SETTINGS.values())

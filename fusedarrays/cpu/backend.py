@@ -1,0 +1,124 @@
+"""The cpu backend: the same kernel plans, run as numba ``@njit(parallel=True)`` loops.
+
+The default where no GPU is present, so the README's commands and the notebooks run anywhere.
+Buffers are NumPy byte arrays; an operand is passed as a flat typed view of its buffer. numba's CPU
+target has no float16, so float16 buffers are passed as uint16 and converted in the kernel
+(:mod:`fusedarrays.cpu.half`). Compiled kernels live in the runtime's memory cache; this backend
+has no disk level (``arch`` is None).
+"""
+
+from __future__ import annotations
+
+import math
+import types
+
+import numpy as np
+
+from .. import config
+from ..errors import CompileError
+from . import half
+
+_INT_CASTS = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+              "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+              "f32": np.float32, "f64": np.float64}
+_MATH = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
+         "cbrt": np.cbrt, "exp2": np.exp2, "fmod": np.fmod}
+
+
+def _ld(p, i):
+    return p[i]
+
+
+def _st(p, i, v):
+    p[i] = v
+
+
+def _ld_f16(p, i):
+    return half_to_f32(p[i])  # noqa: F821 - bound in the namespace
+
+
+def _st_f16(p, i, v):
+    p[i] = f32_to_half(v)  # noqa: F821
+
+
+def _cv_b1(x):
+    return x != 0
+
+
+def _cv_f16(x):
+    return half_to_f32(f64_to_half(np.float64(x)))  # noqa: F821
+
+
+class CpuBackend:
+    name = "cpu"
+    device_key = "cpu"
+    arch = None
+
+    def __init__(self):
+        import numba  # the backend is the only place that imports numba on this path
+
+        self._numba = numba
+        self._namespace: dict | None = None
+
+    def _jit(self, fn, ns: dict):
+        rebound = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
+        return self._numba.njit(inline="always", error_model="numpy")(rebound)
+
+    def namespace(self, helpers: dict) -> dict:
+        if self._namespace is not None:
+            return self._namespace
+        ns: dict = {"np": np, "math": math}
+        ns["half_to_f32"] = self._numba.njit(half.half_bits_to_float32)
+        ns["f32_to_half"] = self._numba.njit(half.float32_to_half_bits)
+        ns["f64_to_half"] = self._numba.njit(half.float64_to_half_bits)
+        for code, cast in _INT_CASTS.items():
+            ns[f"cv_{code}"] = cast
+            ns[f"ld_{code}"] = self._jit(_ld, ns)
+            ns[f"st_{code}"] = self._jit(_st, ns)
+        ns["cv_b1"] = self._jit(_cv_b1, ns)
+        ns["ld_b1"], ns["st_b1"] = self._jit(_ld, ns), self._jit(_st, ns)
+        ns["cv_f16"] = self._jit(_cv_f16, ns)
+        ns["ld_f16"], ns["st_f16"] = self._jit(_ld_f16, ns), self._jit(_st_f16, ns)
+        for fname, ufunc in _MATH.items():
+            ns[f"fa_{fname}_f32"] = ns[f"fa_{fname}_f64"] = ufunc
+        for name, fn in helpers.items():
+            ns[name] = self._jit(fn, ns)
+        self._namespace = ns
+        return ns
+
+    def compile(self, source: str, fn_name: str, param_types: tuple[str, ...], helpers: dict):
+        ns = dict(self.namespace(helpers))
+        parallel = bool(config.get("CPU_PARALLEL"))
+        ns["prange"] = self._numba.prange if parallel else range
+        try:
+            exec(compile(source, f"<fusedarrays kernel {fn_name}>", "exec"), ns)
+            return self._numba.njit(parallel=parallel, error_model="numpy")(ns[fn_name]), source
+        except Exception as exc:
+            raise CompileError(f"cpu backend failed to build {fn_name}: {exc}", source) from exc
+
+    def load(self, artifact, param_types):
+        return artifact
+
+    def launch(self, kernel, n: int, args: list) -> None:
+        # numba specialises on the first call's argument types, so typing errors surface here.
+        dispatcher, source = kernel
+        try:
+            dispatcher(n, *args)
+        except self._numba.core.errors.NumbaError as exc:
+            raise CompileError(f"cpu backend failed to compile: {exc}", source) from exc
+
+    def alloc(self, nbytes: int) -> np.ndarray:
+        return np.empty(max(nbytes, 1), np.uint8)
+
+    def from_host(self, array: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(array).reshape(-1).view(np.uint8).copy()
+
+    def to_host(self, storage, dtype: np.dtype, count: int, elem_offset: int) -> np.ndarray:
+        return storage.view(dtype)[elem_offset:elem_offset + count].copy()
+
+    def operand_arg(self, storage, dtype: np.dtype, elem_offset: int):
+        view_dtype = np.uint16 if dtype == np.float16 else dtype
+        return storage.view(view_dtype)[elem_offset:]
+
+    def synchronize(self) -> None:
+        pass

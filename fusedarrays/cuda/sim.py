@@ -1,0 +1,110 @@
+"""The sim backend: the generated CUDA kernel source, run by numba's CUDA simulator.
+
+For testing the CUDA code path without a GPU, on small arrays: the exact source the cuda backend
+compiles runs here thread by thread in Python (each block's threads are Python threads), with
+``ld_<t>``/``st_<t>``/``cv_<t>`` and ``math`` bound to NumPy equivalents so that values keep NumPy's
+scalar types and rounding. It uses the simulator's kernel class directly, so it runs in the same
+process as the cpu backend and PTX compiles (no ``NUMBA_ENABLE_CUDASIM`` needed).
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import warnings
+
+import numpy as np
+
+from .. import config
+from ..dtypes import BY_CODE
+from ..errors import CompileError
+
+_MATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "log": np.log,
+               "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sin": np.sin,
+               "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+               "atan": np.arctan, "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh,
+               "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+               "hypot": np.hypot, "isinf": np.isinf, "copysign": np.copysign}
+_BACKEND_MATH = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
+                 "cbrt": np.cbrt, "exp2": np.exp2, "fmod": np.fmod}
+
+
+def _caster(dtype: np.dtype):
+    def cv(x):
+        return np.asarray(x).astype(dtype)[()]  # NumPy's C cast: integers wrap
+    return cv
+
+
+def _cv_f16(x):
+    return np.float32(np.float16(x))
+
+
+def _st(p, i, v):
+    p[i] = v
+
+
+def _build_namespace(helpers: dict) -> dict:
+    from numba import cuda
+
+    ns: dict = {"cuda": cuda, "math": types.SimpleNamespace(**_MATH_NAMES), "np": np}
+    for code, dtype in BY_CODE.items():
+        ns[f"cv_{code}"] = _caster(dtype)
+        ns[f"ld_{code}"] = lambda p, i: p[i]
+        ns[f"st_{code}"] = _st
+    ns["cv_b1"] = lambda x: np.bool_(x != 0)
+    ns["cv_f16"] = _cv_f16
+    ns["ld_f16"] = lambda p, i: np.float32(p[i])
+    for name, fn in _BACKEND_MATH.items():
+        ns[f"fa_{name}_f32"] = ns[f"fa_{name}_f64"] = fn
+    for name, fn in helpers.items():
+        ns[name] = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
+    return ns
+
+
+class SimBackend:
+    name = "sim"
+    device_key = "sim"
+    arch = None
+
+    def __init__(self):
+        from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+        self._kernel_class = FakeCUDAKernel
+        self._namespace: dict | None = None
+
+    def compile(self, source: str, fn_name: str, param_types: tuple[str, ...], helpers: dict):
+        if self._namespace is None:
+            self._namespace = _build_namespace(helpers)
+        ns = dict(self._namespace)
+        try:
+            exec(compile(source, f"<fusedarrays kernel {fn_name}>", "exec"), ns)
+        except SyntaxError as exc:
+            raise CompileError(f"generated source does not parse: {exc}", source) from exc
+        return self._kernel_class(ns[fn_name], device=False, fastmath=False)
+
+    def load(self, artifact, param_types):
+        return artifact
+
+    def launch(self, kernel, n: int, args: list) -> None:
+        block = config.get("SIM_BLOCK")
+        grid = max(1, min(-(-n // block), 2))  # two blocks at most: the grid-stride loop runs
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            kernel[grid, block](n, *args)
+
+    def alloc(self, nbytes: int) -> np.ndarray:
+        return np.empty(max(nbytes, 1), np.uint8)
+
+    def from_host(self, array: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(array).reshape(-1).view(np.uint8).copy()
+
+    def to_host(self, storage, dtype: np.dtype, count: int, elem_offset: int) -> np.ndarray:
+        return storage.view(dtype)[elem_offset:elem_offset + count].copy()
+
+    def operand_arg(self, storage, dtype: np.dtype, elem_offset: int):
+        return storage.view(dtype)[elem_offset:]
+
+    def synchronize(self) -> None:
+        pass
+
+

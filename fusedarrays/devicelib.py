@@ -1,0 +1,216 @@
+"""Scalar helper functions that generated kernels call, as plain Python.
+
+The op table's templates call these (``fa_fdiv_i(a, b)`` …) where one expression can't say what
+NumPy does: integer division by zero gives 0, ``INT_MIN // -1`` wraps, shifts past the bit width give
+0 or -1, maximum propagates NaN, float ``//`` and ``%`` follow NumPy's ``npy_divmod``. Each backend
+compiles them with its own namespace as globals (numba device functions on cuda, ``njit`` on cpu,
+plain Python on sim), so the names they use — ``cv_i64``, ``fa_fmod_f32``, ``math`` — are the
+backend's. Pure text and functions: imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+# Signed helpers return through cv_i64, unsigned through cv_u64: numba unifies int64 with uint64
+# as float64, so every branch must come back in one integer type. The caller's template wraps the
+# result in the loop dtype's cast, which wraps to the narrow type as NumPy does.
+_INTEGER_SOURCE = '''
+def fa_fdiv_i(a, b):
+    if b == 0:
+        return cv_i64(0)
+    if b == -1:
+        return cv_i64(0) - cv_i64(a)
+    return cv_i64(a // b)
+
+def fa_mod_i(a, b):
+    if b == 0 or b == -1:
+        return cv_i64(0)
+    return cv_i64(a % b)
+
+def fa_fdiv_u(a, b):
+    if b == 0:
+        return cv_u64(0)
+    return cv_u64(a // b)
+
+def fa_mod_u(a, b):
+    if b == 0:
+        return cv_u64(0)
+    return cv_u64(a % b)
+
+def fa_pow_i(a, b):
+    # NumPy raises for negative integer exponents; a kernel cannot, so it gives the truncated
+    # value of a**b: 1 for a == 1, +-1 for a == -1, else 0 (documented on the op's row).
+    base = cv_i64(a)
+    e = cv_i64(b)
+    if e < 0:
+        if base == 1:
+            return cv_i64(1)
+        if base == -1:
+            return cv_i64(1) if e % 2 == 0 else cv_i64(-1)
+        return cv_i64(0)
+    result = cv_i64(1)
+    while e > 0:
+        if e % 2 == 1:
+            result = cv_i64(result * base)
+        base = cv_i64(base * base)
+        e = e // 2
+    return result
+
+def fa_pow_u(a, b):
+    base = cv_u64(a)
+    e = cv_u64(b)
+    result = cv_u64(1)
+    zero = cv_u64(0)
+    while e > zero:
+        if e % cv_u64(2) == cv_u64(1):
+            result = cv_u64(result * base)
+        base = cv_u64(base * base)
+        e = e // cv_u64(2)
+    return result
+
+def fa_neg_u(a):
+    return cv_u64(cv_u64(0) - cv_u64(a))
+
+def fa_recip_i(a):
+    if a == 1:
+        return cv_i64(1)
+    if a == -1:
+        return cv_i64(-1)
+    return cv_i64(0)
+
+def fa_recip_u(a):
+    if a == cv_u64(1):
+        return cv_u64(1)
+    return cv_u64(0)
+
+def fa_shl_i(a, b, bits):
+    if b < 0 or b >= bits:
+        return cv_i64(0)
+    return cv_i64(cv_i64(a) << cv_i64(b))
+
+def fa_shr_i(a, b, bits):
+    if b < 0 or b >= bits:
+        return cv_i64(-1) if a < 0 else cv_i64(0)
+    return cv_i64(cv_i64(a) >> cv_i64(b))
+
+def fa_shl_u(a, b, bits):
+    if cv_u64(b) >= cv_u64(bits):
+        return cv_u64(0)
+    return cv_u64(cv_u64(a) << cv_u64(b))
+
+def fa_shr_u(a, b, bits):
+    if cv_u64(b) >= cv_u64(bits):
+        return cv_u64(0)
+    return cv_u64(cv_u64(a) >> cv_u64(b))
+
+def fa_lt_iu(a, b):
+    return a < 0 or cv_u64(a) < b
+
+def fa_le_iu(a, b):
+    return a < 0 or cv_u64(a) <= b
+
+def fa_lt_ui(a, b):
+    return b >= 0 and a < cv_u64(b)
+
+def fa_le_ui(a, b):
+    return b >= 0 and a <= cv_u64(b)
+
+def fa_eq_iu(a, b):
+    return a >= 0 and cv_u64(a) == b
+
+def fa_maximum(a, b):
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a >= b else b
+
+def fa_minimum(a, b):
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a <= b else b
+
+def fa_fmax(a, b):
+    if b != b:
+        return a
+    if a != a:
+        return b
+    return a if a >= b else b
+
+def fa_fmin(a, b):
+    if b != b:
+        return a
+    if a != a:
+        return b
+    return a if a <= b else b
+'''
+
+# Float // and % follow NumPy's npy_divmod exactly; {t} is f32 or f64 and every constant is cast
+# to it so that float32 stays float32 (numba would widen a float32 minus a float64 literal).
+_FLOAT_SOURCE = '''
+def fa_fdiv_{t}(a, b):
+    zero = cv_{t}(0.0)
+    if b == zero:
+        return cv_{t}(a / b)
+    mod = fa_fmod_{t}(a, b)
+    div = cv_{t}((a - mod) / b)
+    if mod != zero:
+        if (b < zero) != (mod < zero):
+            div = cv_{t}(div - cv_{t}(1.0))
+    if div != zero:
+        floordiv = fa_floor_{t}(div)
+        if div - floordiv > cv_{t}(0.5):
+            floordiv = cv_{t}(floordiv + cv_{t}(1.0))
+        return floordiv
+    return cv_{t}(math.copysign(zero, a / b))
+
+def fa_mod_{t}(a, b):
+    zero = cv_{t}(0.0)
+    mod = fa_fmod_{t}(a, b)
+    if b == zero:
+        return mod
+    if mod != zero:
+        if (b < zero) != (mod < zero):
+            mod = cv_{t}(mod + b)
+        return mod
+    return cv_{t}(math.copysign(zero, b))
+
+def fa_sign_{t}(a):
+    zero = cv_{t}(0.0)
+    if a > zero:
+        return cv_{t}(1.0)
+    if a < zero:
+        return cv_{t}(-1.0)
+    return cv_{t}(a - a)
+'''
+
+_SIGN_INT_SOURCE = '''
+def fa_sign_i(a):
+    if a > 0:
+        return cv_i64(1)
+    if a < 0:
+        return cv_i64(-1)
+    return cv_i64(0)
+
+def fa_sign_u(a):
+    if a > cv_u64(0):
+        return cv_u64(1)
+    return cv_u64(0)
+'''
+
+
+def helper_source() -> str:
+    """All helper functions as one source text (for display and for backends that exec it)."""
+    floats = "".join(_FLOAT_SOURCE.replace("{t}", t) for t in ("f32", "f64"))
+    return _INTEGER_SOURCE + floats + _SIGN_INT_SOURCE
+
+
+@cache
+def helpers() -> dict:
+    """name → plain Python function; a backend rebinds each to its own namespace and compiles it."""
+    namespace: dict = {}
+    exec(compile(helper_source(), "<fusedarrays.devicelib>", "exec"), namespace)
+    return {name: fn for name, fn in namespace.items() if name.startswith("fa_")}

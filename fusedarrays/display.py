@@ -1,0 +1,115 @@
+"""What people see: ``repr``, ``_repr_html_`` and :func:`explain`.
+
+Cheap, safe and honest: a repr never evaluates or compiles; it shows state, dtype, shape and a
+short graph label (values only for arrays already computed). ``explain`` plans the kernel an array
+would run and renders its source without compiling; ``.ptx`` compiles PTX for an arch on request.
+HTML escapes everything it shows.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from . import codegen, graph, layout, runtime
+from .plan import KernelPlan, plan_kernel
+
+_LABEL_NODES = 12
+
+
+def graph_label(node: graph.Node, budget: list[int] | None = None) -> str:
+    """``add(mul(buffer3, 2.0), buffer4)`` — cut to a dozen nodes."""
+    budget = budget if budget is not None else [_LABEL_NODES]
+    node = node.realized or node
+    budget[0] -= 1
+    if budget[0] < 0:
+        return "…"
+    if node.kind in ("leaf", "scalar"):
+        return node.label()
+    return f"{node.label()}({', '.join(graph_label(i, budget) for i in node.inputs)})"
+
+
+def array_repr(a) -> str:
+    node = a._resolved()
+    if node.is_leaf:
+        buffer = graph.leaf_view(node)[0]
+        values = ""
+        if a.size <= 1000:
+            values = np.array2string(a.get(), separator=", ", prefix="fa.ndarray(") + ", "
+        return f"fa.ndarray({values}dtype={a.dtype}, shape={a.shape}, on {buffer.backend.name})"
+    return (f"fa.ndarray(pending {graph_label(node)}, dtype={a.dtype}, shape={a.shape}, "
+            f"{node.count} nodes)")
+
+
+def array_html(a) -> str:
+    return f"<pre>{html.escape(array_repr(a))}</pre>"
+
+
+class _Placeholder:
+    """Stands in for an output buffer when explaining: nothing is allocated."""
+
+    uid = 0
+    backend = None
+
+
+class Explanation:
+    """The kernel an array's evaluation runs: plan, source, key parts, and why it compiled."""
+
+    def __init__(self, plan: KernelPlan, target: str, arch: str | None):
+        self.plan = plan
+        self.source = codegen.render_kernel(plan, target)
+        self.arch = arch
+        info = runtime.compiled_info(plan.key)
+        self.why = info["why"] if info else "not compiled yet"
+        self._ptx: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.plan.key
+
+    @property
+    def vector_width(self) -> int:
+        return self.plan.vector_width
+
+    @property
+    def ptx(self) -> str:
+        """PTX for ``arch`` (default sm_90), compiled without a GPU."""
+        if self._ptx is None:
+            from . import devicelib
+            from .cuda.compile import compile_ptx
+            self._ptx, _ = compile_ptx(codegen.render_kernel(self.plan, "cuda"), self.plan.name,
+                                       self.plan.param_types(), self.arch or "sm_90",
+                                       devicelib.helpers())
+        return self._ptx
+
+    def __str__(self) -> str:
+        p = self.plan
+        lines = [f"kernel {p.name}: shape {p.shape} → dims {p.dims}, vector width "
+                 f"{p.vector_width}, index width {p.index_width}",
+                 "inputs/outputs: " + ", ".join(
+                     f"{'out' if o.output else 'in'}{k} {o.dtype} {o.layout}"
+                     for k, o in enumerate(p.operands)),
+                 "scalar parameters: " + (", ".join(f"a{m}={v!r} ({dt})" for m, (v, dt)
+                                                    in enumerate(p.scalars)) or "none"),
+                 "key parts: " + "; ".join(f"{k}={v}" for k, v in p.key_parts),
+                 f"why: {self.why}", "source:", self.source]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(str(self))}</pre>"
+
+
+def explain(a, arch: str | None = None) -> Explanation:
+    """How ``a`` evaluates: the plan and kernel source (nothing is compiled or run)."""
+    from .backend import get_backend
+
+    node = a._resolved()
+    if node.is_leaf:
+        node = graph.op("copy", (node,), (node.dtype, node.dtype))
+    out = (_Placeholder(), node.dtype, node.shape, layout.contiguous_strides(node.shape), 0)
+    plan = plan_kernel([(node, out)])
+    target = "cuda" if arch else runtime.target_of(get_backend())
+    return Explanation(plan, target, arch)

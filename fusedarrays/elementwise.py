@@ -1,0 +1,134 @@
+"""Op-table rows → ``fa.<name>`` functions, array operators and ``__array_ufunc__``.
+
+Everything here iterates :data:`ops.OPS`: each row becomes a module-level function (``fa.sqrt``), its
+operator methods on ``fa.ndarray`` (``__add__``, ``__radd__``, ``__iadd__``), and the target of
+``np.<ufunc>(x)``. Result dtypes follow NumPy (``ufunc.resolve_dtypes``, Python scalars weak).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes, graph, ops
+from .array import _as_node, _wrap, asarray, ndarray, runtime_write
+from .errors import UnsupportedOperationError
+
+
+def _operand_types(args) -> list:
+    types = []
+    for a in args:
+        if isinstance(a, ndarray):
+            types.append(a.dtype)
+        elif isinstance(a, (bool, int, float, np.generic)):
+            types.append(dtypes.scalar_type(a))
+        else:
+            types.append(asarray(a).dtype)
+    return types
+
+
+def loop_dtypes(row: ops.Op, types: list) -> tuple[np.dtype, ...]:
+    """NumPy's loop dtypes (in..., out) for ``row`` on operands of ``types``."""
+    if row.rule == "ufunc":
+        loop = dtypes.resolve(row.ref, row.name, types)
+    elif row.rule == "where":
+        common = dtypes.promote(types[1:])
+        loop = (np.dtype(np.bool_), common, common, common)
+    elif row.rule == "clip":
+        common = dtypes.promote(types)
+        loop = (common,) * 4
+    else:  # "same": the operand's own dtype
+        loop = (types[0],) * 2
+    if row.template(ops.template_kind(row, loop)) is None:
+        shown = ", ".join(str(t) for t in types)
+        raise UnsupportedOperationError(
+            f"{row.name} is not supported for ({shown}); see fusedarrays.ops.OPS['{row.name}']")
+    return loop
+
+
+def build(row: ops.Op, args) -> graph.Node:
+    """The graph node of ``row`` applied to ``args`` (arrays, NumPy data or scalars)."""
+    if len(args) != row.nin:
+        raise TypeError(f"{row.name} takes {row.nin} operand(s), got {len(args)}")
+    arrays = [asarray(a) if not isinstance(a, (ndarray, bool, int, float, np.generic)) else a
+              for a in args]
+    loop = loop_dtypes(row, _operand_types(arrays))
+    inputs = []
+    for a, want in zip(arrays, loop):
+        if isinstance(a, (bool, int, float)) and not isinstance(a, np.generic):
+            if not isinstance(a, bool):
+                dtypes.check_scalar_fits(a, want, row.name)
+            inputs.append(graph.scalar(a, want))
+        else:
+            inputs.append(_as_node(a))
+    return graph.op(row.name, tuple(inputs), loop)
+
+
+def apply(row: ops.Op, *args, out=None):
+    node = build(row, args)
+    if out is None:
+        return _wrap(node)
+    out = out[0] if isinstance(out, tuple) else out
+    if not isinstance(out, ndarray):
+        raise UnsupportedOperationError(f"{row.name}: out= must be a fa.ndarray, got "
+                                        f"{type(out).__name__}")
+    _check_cast(row, node.dtype, out.dtype)
+    runtime_write(out._destination(), node)
+    return out
+
+
+def _check_cast(row: ops.Op, have: np.dtype, want: np.dtype) -> None:
+    if not np.can_cast(have, want, "same_kind"):
+        raise UnsupportedOperationError(
+            f"Cannot cast {row.name} output from {have} to {want} with casting rule "
+            f"'same_kind'; compute into a new array or use .astype()")
+
+
+def inplace(row: ops.Op, target: ndarray, other) -> ndarray:
+    apply(row, target, other, out=target)
+    return target
+
+
+def _function(row: ops.Op):
+    def fn(*args, out=None):
+        return apply(row, *args, out=out)
+    fn.__name__ = row.name
+    fn.__qualname__ = row.name
+    fn.__doc__ = f"{row.doc}. Elementwise and lazy; values and dtypes as ``np.{row.name}``."
+    return fn
+
+
+FUNCTIONS = {row.name: _function(row) for row in ops.OPS.values()}
+FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ops.ALIASES.items()})
+
+
+def _install_operators() -> None:
+    for row in ops.OPS.values():
+        if row.dunder is None:
+            continue
+        name = row.dunder.strip("_")
+        if row.nin == 1:
+            setattr(ndarray, row.dunder, lambda self, _r=row: apply(_r, self))
+            continue
+        setattr(ndarray, row.dunder, lambda self, other, _r=row: apply(_r, self, other))
+        if row.reflected:
+            setattr(ndarray, f"__r{name}__", lambda self, other, _r=row: apply(_r, other, self))
+            setattr(ndarray, f"__i{name}__", lambda self, other, _r=row: inplace(_r, self, other))
+
+
+_install_operators()
+
+
+def array_ufunc(ufunc, method, inputs, kwargs):
+    """``np.<ufunc>(fa_array, ...)`` → the lazy op from the table."""
+    row = ops.BY_UFUNC.get(ufunc)
+    if method != "__call__" or row is None:
+        what = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        raise UnsupportedOperationError(
+            f"{what} is not supported on fusedarrays arrays; the supported ops are "
+            f"fusedarrays.ops.OPS: {', '.join(sorted(ops.OPS))}")
+    out = kwargs.pop("out", None)
+    unknown = {k: v for k, v in kwargs.items() if v is not None}
+    if unknown:
+        raise UnsupportedOperationError(f"np.{ufunc.__name__}: keyword(s) {sorted(unknown)} "
+                                        "are not supported on fusedarrays arrays")
+    return apply(row, *inputs, out=out)

@@ -1,0 +1,42 @@
+"""The exceptions fusedarrays raises.
+
+One root, :class:`FusedArraysError`, and subclasses on builtin bases so that code written for NumPy
+(``except TypeError``, ``except ValueError``) keeps working. Messages say what happened, with the
+values, and what to do. Bottom layer: imports nothing from the package.
+"""
+
+from __future__ import annotations
+
+
+class FusedArraysError(Exception):
+    """Root of every error fusedarrays raises on purpose."""
+
+
+class ConfigError(FusedArraysError, ValueError):
+    """A ``FUSEDARRAYS_*`` setting has a value that can't be parsed."""
+
+
+class ShapeError(FusedArraysError, ValueError):
+    """Shapes that don't broadcast, or a reshape or view that doesn't fit."""
+
+
+class DTypeError(FusedArraysError, TypeError):
+    """A dtype fusedarrays does not support (complex, strings, objects …)."""
+
+
+class UnsupportedOperationError(FusedArraysError, TypeError):
+    """An op, or an op on these dtypes, that fusedarrays does not compute."""
+
+
+class DeviceUnavailableError(FusedArraysError, RuntimeError):
+    """The cuda backend was asked for, but no CUDA device is visible."""
+
+
+class CompileError(FusedArraysError, RuntimeError):
+    """Compiling a generated kernel failed. ``.source`` holds the generated source."""
+
+    def __init__(self, message: str, source: str = ""):
+        self.source = source
+        numbered = "\n".join(f"{n:4d}  {line}" for n, line in enumerate(source.splitlines(), 1))
+        text = f"{message}\n--- generated source ---\n{numbered}" if source else message
+        super().__init__(text)

@@ -1,0 +1,220 @@
+"""Shapes, strides and views: broadcasting, basic indexing, reshape, and dimension collapsing.
+
+Pure functions over ``(shape, strides, offset)`` triples, strides and offsets counted in elements.
+The array layer uses them to make views (metadata only, never a copy); the planner uses
+:func:`collapse` to merge dimensions that every operand walks contiguously, and :func:`classify` to
+give each operand its layout class in the kernel's structure key.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+from .errors import ShapeError
+
+
+class NotAView(Exception):
+    """This view of this layout needs a copy (a reshape of broadcast or transposed data)."""
+
+
+def contiguous_strides(shape: tuple) -> tuple:
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(extent, 1)
+    return tuple(reversed(strides))
+
+
+def is_contiguous(shape: tuple, strides: tuple) -> bool:
+    return all(e == 1 or s == c for e, s, c in zip(shape, strides, contiguous_strides(shape)))
+
+
+def size_of(shape: tuple) -> int:
+    return math.prod(shape)
+
+
+def broadcast_shapes(*shapes: tuple) -> tuple:
+    ndim = max((len(s) for s in shapes), default=0)
+    result = []
+    for axis in range(ndim):
+        extents = {s[axis - ndim + len(s)] for s in shapes if axis - ndim + len(s) >= 0}
+        extents.discard(1)
+        if len(extents) > 1:
+            raise ShapeError(f"shapes {' and '.join(map(str, shapes))} do not broadcast "
+                             f"(axis {axis} has extents {sorted(extents)})")
+        result.append(extents.pop() if extents else 1)
+    return tuple(result)
+
+
+def broadcast_strides(shape: tuple, strides: tuple, target: tuple) -> tuple:
+    """Strides of a ``shape`` view broadcast to ``target``: stride 0 on new and size-1 axes."""
+    if len(shape) > len(target):
+        raise ShapeError(f"cannot broadcast shape {shape} to {target}")
+    pad = len(target) - len(shape)
+    out = [0] * pad
+    for extent, stride, want in zip(shape, strides, target[pad:]):
+        if extent == want:
+            out.append(stride if want != 1 else 0)
+        elif extent == 1:
+            out.append(0)
+        else:
+            raise ShapeError(f"cannot broadcast shape {shape} to {target}")
+    return tuple(out)
+
+
+def broadcast_to(view, target: tuple):
+    shape, strides, offset = view
+    return tuple(target), broadcast_strides(shape, strides, tuple(target)), offset
+
+
+def transpose(view, axes=None):
+    shape, strides, offset = view
+    axes = tuple(reversed(range(len(shape)))) if axes is None else tuple(axes)
+    if sorted(a % len(shape) if shape else a for a in axes) != list(range(len(shape))):
+        raise ShapeError(f"axes {axes} are not a permutation of the {len(shape)} axes")
+    axes = tuple(a % len(shape) for a in axes)
+    return tuple(shape[a] for a in axes), tuple(strides[a] for a in axes), offset
+
+
+def expand_dims(view, axis):
+    shape, strides, offset = view
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    ndim = len(shape) + len(axes)
+    axes = sorted(a % ndim for a in axes)
+    shape, strides = list(shape), list(strides)
+    for a in axes:
+        shape.insert(a, 1)
+        strides.insert(a, 0)
+    return tuple(shape), tuple(strides), offset
+
+
+def squeeze(view, axis=None):
+    shape, strides, offset = view
+    if axis is None:
+        keep = [i for i, e in enumerate(shape) if e != 1]
+    else:
+        axes = {a % len(shape) for a in ((axis,) if isinstance(axis, int) else axis)}
+        bad = [a for a in axes if shape[a] != 1]
+        if bad:
+            raise ShapeError(f"cannot squeeze axis {bad[0]} of shape {shape}: its extent is not 1")
+        keep = [i for i in range(len(shape)) if i not in axes]
+    return tuple(shape[i] for i in keep), tuple(strides[i] for i in keep), offset
+
+
+def reshape(view, newshape):
+    """A view with ``newshape`` over the same elements in C order, or :class:`NotAView`."""
+    shape, strides, offset = view
+    newshape = _resolve_newshape(shape, newshape)
+    size = size_of(shape)
+    if size == 0 or size == 1:
+        return newshape, contiguous_strides(newshape), offset
+    # Walk old and new axes in groups of equal element count; each old group must be one
+    # contiguous run (strides chaining) for the new group to be expressible by strides.
+    old = [(e, s) for e, s in zip(shape, strides) if e != 1]
+    new_strides = [0] * len(newshape)
+    oi = ni = 0
+    while oi < len(old) and ni < len(newshape):
+        op_count, np_count = old[oi][0], newshape[ni]
+        oj, nj = oi + 1, ni + 1
+        while op_count != np_count:
+            if op_count < np_count:
+                op_count *= old[oj][0]
+                oj += 1
+            else:
+                np_count *= newshape[nj]
+                nj += 1
+        for k in range(oi, oj - 1):
+            if old[k][1] != old[k + 1][1] * old[k + 1][0]:
+                raise NotAView(f"cannot reshape {shape} with strides {strides} to {newshape}")
+        step = old[oj - 1][1]
+        for k in range(nj - 1, ni - 1, -1):
+            new_strides[k] = step
+            step *= newshape[k]
+        oi, ni = oj, nj
+    return newshape, tuple(new_strides), offset
+
+
+def _resolve_newshape(shape: tuple, newshape) -> tuple:
+    newshape = (newshape,) if isinstance(newshape, int) else tuple(operator.index(e)
+                                                                    for e in newshape)
+    size = size_of(shape)
+    if newshape.count(-1) > 1:
+        raise ShapeError(f"can only specify one unknown dimension in {newshape}")
+    if -1 in newshape:
+        known = size_of(tuple(e for e in newshape if e != -1))
+        if known == 0 or size % known:
+            raise ShapeError(f"cannot reshape array of size {size} into shape {newshape}")
+        newshape = tuple(size // known if e == -1 else e for e in newshape)
+    if size_of(newshape) != size or any(e < 0 for e in newshape):
+        raise ShapeError(f"cannot reshape array of size {size} into shape {newshape}")
+    return newshape
+
+
+def getitem(view, key):
+    """Basic indexing: ints, slices (with steps), ``None`` and ``...``."""
+    shape, strides, offset = view
+    key = key if isinstance(key, tuple) else (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if consumed > len(shape):
+        raise IndexError(f"too many indices: array is {len(shape)}-dimensional, "
+                         f"but {consumed} were indexed")
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (len(shape) - consumed) + key[at + 1:]
+    else:
+        key = key + (slice(None),) * (len(shape) - consumed)
+    out_shape, out_strides, axis = [], [], 0
+    for k in key:
+        if k is None:
+            out_shape.append(1)
+            out_strides.append(0)
+            continue
+        extent, stride = shape[axis], strides[axis]
+        axis += 1
+        if isinstance(k, slice):
+            start, stop, step = k.indices(extent)
+            out_shape.append(len(range(start, stop, step)))
+            out_strides.append(stride * step)
+            offset += start * stride if out_shape[-1] else 0
+            continue
+        try:
+            index = operator.index(k)
+        except TypeError:
+            raise IndexError(f"only integers, slices, None and ... are valid indices; got "
+                             f"{type(k).__name__} (advanced indexing is not supported)") from None
+        if not -extent <= index < extent:
+            raise IndexError(f"index {index} is out of bounds for axis {axis - 1} with size "
+                             f"{extent}")
+        offset += (index % extent) * stride
+    return tuple(out_shape), tuple(out_strides), offset
+
+
+def collapse(shape: tuple, stride_sets: list[tuple]) -> tuple[tuple, list[tuple]]:
+    """Drop size-1 axes and merge neighbours that every operand walks as one run.
+
+    Returns the collapsed shape and each operand's strides over it; a fully contiguous kernel
+    collapses to one dimension, whatever its rank.
+    """
+    keep = [i for i, e in enumerate(shape) if e != 1]
+    dims = [shape[i] for i in keep]
+    sets = [[s[i] for i in keep] for s in stride_sets]
+    k = len(dims) - 1
+    while k > 0:
+        if all(st[k - 1] == st[k] * dims[k] for st in sets):
+            dims[k - 1] *= dims[k]
+            for st in sets:
+                st[k - 1] = st[k]
+                del st[k]
+            del dims[k]
+        k -= 1
+    if not dims:
+        dims, sets = [1], [[1] for _ in sets]
+    return tuple(dims), [tuple(st) for st in sets]
+
+
+def classify(shape: tuple, strides: tuple) -> str:
+    """Layout class of one operand over a collapsed shape: ``C`` contiguous, ``S`` strided."""
+    return "C" if tuple(strides) == contiguous_strides(shape) else "S"

@@ -1,0 +1,192 @@
+"""The op table: one row per elementwise op.
+
+A row holds the op's name, arity, NumPy reference, result-dtype rule, device-code template and doc
+line. Array operators, ``__array_ufunc__`` dispatch, ``fa.<name>`` functions, codegen, the tests and
+the docs all iterate :data:`OPS`; adding an op is adding a row.
+
+Templates are Python expressions over the operands ``{0} {1} {2}`` (already converted to the loop
+dtype's compute type). ``{t}`` is the loop's compute-type code (``f32``/``f64``: float16 computes in
+float32), ``{bits}`` its bit width. A row's ``templates`` maps the loop dtype's kind — ``b`` bool,
+``i`` signed, ``u`` unsigned, ``f`` float, ``iu``/``ui`` for mixed signed/unsigned loops — to the
+template, ``*`` serving every kind not named. Helper names (``fa_*``) are in :mod:`devicelib`; ``math``,
+``cv_*`` and ``fa_floor_{t}``-style names are each backend's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    nin: int
+    ref: object                 # the NumPy function whose results and dtypes we reproduce
+    templates: dict[str, str]
+    doc: str
+    rule: str = "ufunc"         # "ufunc": ref.resolve_dtypes; "where"; "clip"
+    dunder: str | None = None   # the operator method this row backs, e.g. "__add__"
+    reflected: bool = True      # whether the dunder has a reflected form (__radd__)
+    aliases: tuple[str, ...] = field(default=())
+
+    def template(self, kind: str) -> str | None:
+        return self.templates.get(kind, self.templates.get("*"))
+
+
+def _t(**kinds: str) -> dict[str, str]:
+    return {("*" if k == "any" else k): v for k, v in kinds.items()}
+
+
+def _math1(fn: str) -> dict[str, str]:
+    return _t(f=f"math.{fn}({{0}})")
+
+
+def _backend1(fn: str) -> dict[str, str]:
+    return _t(f=f"fa_{fn}_{{t}}({{0}})")
+
+
+_CMP_MIXED = {
+    "less": ("fa_lt_iu({0}, {1})", "fa_lt_ui({0}, {1})"),
+    "less_equal": ("fa_le_iu({0}, {1})", "fa_le_ui({0}, {1})"),
+    "greater": ("fa_lt_ui({1}, {0})", "fa_lt_iu({1}, {0})"),
+    "greater_equal": ("fa_le_ui({1}, {0})", "fa_le_iu({1}, {0})"),
+    "equal": ("fa_eq_iu({0}, {1})", "fa_eq_iu({1}, {0})"),
+    "not_equal": ("(not fa_eq_iu({0}, {1}))", "(not fa_eq_iu({1}, {0}))"),
+}
+
+
+def _cmp(name: str, symbol: str) -> dict[str, str]:
+    iu, ui = _CMP_MIXED[name]
+    return _t(any=f"({{0}} {symbol} {{1}})", iu=iu, ui=ui)
+
+
+_ROWS = [
+    # arithmetic
+    Op("add", 2, np.add, _t(any="({0} + {1})", b="({0} | {1})"), "a + b", dunder="__add__"),
+    Op("subtract", 2, np.subtract, _t(any="({0} - {1})"), "a - b", dunder="__sub__"),
+    Op("multiply", 2, np.multiply, _t(any="({0} * {1})", b="({0} & {1})"), "a * b",
+       dunder="__mul__"),
+    Op("true_divide", 2, np.true_divide, _t(f="({0} / {1})"), "a / b, always a float",
+       dunder="__truediv__", aliases=("divide",)),
+    Op("floor_divide", 2, np.floor_divide,
+       _t(i="fa_fdiv_i({0}, {1})", u="fa_fdiv_u({0}, {1})", f="fa_fdiv_{t}({0}, {1})"),
+       "a // b; integer division by zero gives 0", dunder="__floordiv__"),
+    Op("remainder", 2, np.remainder,
+       _t(i="fa_mod_i({0}, {1})", u="fa_mod_u({0}, {1})", f="fa_mod_{t}({0}, {1})"),
+       "a % b with the sign of b; integer remainder by zero gives 0", dunder="__mod__",
+       aliases=("mod",)),
+    Op("power", 2, np.power,
+       _t(i="fa_pow_i({0}, {1})", u="fa_pow_u({0}, {1})", f="({0} ** {1})"),
+       "a ** b; a negative integer exponent gives the truncated value (NumPy raises)",
+       dunder="__pow__"),
+    Op("negative", 1, np.negative, _t(any="(-{0})", u="fa_neg_u({0})"), "-a",
+       dunder="__neg__", reflected=False),
+    Op("positive", 1, np.positive, _t(any="{0}"), "+a", dunder="__pos__", reflected=False),
+    Op("absolute", 1, np.absolute, _t(any="abs({0})", u="{0}", b="{0}"), "|a|",
+       dunder="__abs__", reflected=False, aliases=("abs",)),
+    Op("sign", 1, np.sign,
+       _t(f="fa_sign_{t}({0})", i="fa_sign_i({0})", u="fa_sign_u({0})"), "-1, 0 or 1; NaN stays"),
+    Op("reciprocal", 1, np.reciprocal,
+       _t(f="(1.0 / {0})", i="fa_recip_i({0})", u="fa_recip_u({0})"),
+       "1 / a; integers give 1/a truncated (0 for 0)"),
+    Op("square", 1, np.square, _t(any="({0} * {0})", b="({0} & {0})"), "a * a"),
+    Op("sqrt", 1, np.sqrt, _math1("sqrt"), "square root"),
+    Op("cbrt", 1, np.cbrt, _backend1("cbrt"), "cube root"),
+    # exponentials and logarithms
+    Op("exp", 1, np.exp, _math1("exp"), "e ** a"),
+    Op("exp2", 1, np.exp2, _backend1("exp2"), "2 ** a"),
+    Op("expm1", 1, np.expm1, _math1("expm1"), "e ** a - 1, exact near 0"),
+    Op("log", 1, np.log, _math1("log"), "natural logarithm"),
+    Op("log2", 1, np.log2, _math1("log2"), "base-2 logarithm"),
+    Op("log10", 1, np.log10, _math1("log10"), "base-10 logarithm"),
+    Op("log1p", 1, np.log1p, _math1("log1p"), "log(1 + a), exact near 0"),
+    # trigonometric and hyperbolic
+    Op("sin", 1, np.sin, _math1("sin"), "sine"),
+    Op("cos", 1, np.cos, _math1("cos"), "cosine"),
+    Op("tan", 1, np.tan, _math1("tan"), "tangent"),
+    Op("arcsin", 1, np.arcsin, _math1("asin"), "inverse sine"),
+    Op("arccos", 1, np.arccos, _math1("acos"), "inverse cosine"),
+    Op("arctan", 1, np.arctan, _math1("atan"), "inverse tangent"),
+    Op("arctan2", 2, np.arctan2, _t(f="math.atan2({0}, {1})"), "angle of (b, a)"),
+    Op("sinh", 1, np.sinh, _math1("sinh"), "hyperbolic sine"),
+    Op("cosh", 1, np.cosh, _math1("cosh"), "hyperbolic cosine"),
+    Op("tanh", 1, np.tanh, _math1("tanh"), "hyperbolic tangent"),
+    Op("arcsinh", 1, np.arcsinh, _math1("asinh"), "inverse hyperbolic sine"),
+    Op("arccosh", 1, np.arccosh, _math1("acosh"), "inverse hyperbolic cosine"),
+    Op("arctanh", 1, np.arctanh, _math1("atanh"), "inverse hyperbolic tangent"),
+    Op("hypot", 2, np.hypot, _t(f="math.hypot({0}, {1})"), "sqrt(a*a + b*b) without overflow"),
+    # rounding
+    Op("floor", 1, np.floor, _backend1("floor"), "round down"),
+    Op("ceil", 1, np.ceil, _backend1("ceil"), "round up"),
+    Op("trunc", 1, np.trunc, _backend1("trunc"), "round toward zero"),
+    Op("rint", 1, np.rint, _backend1("rint"), "round half to even"),
+    # extrema and selection
+    Op("maximum", 2, np.maximum, _t(any="fa_maximum({0}, {1})"), "larger; NaN propagates"),
+    Op("minimum", 2, np.minimum, _t(any="fa_minimum({0}, {1})"), "smaller; NaN propagates"),
+    Op("fmax", 2, np.fmax, _t(any="fa_fmax({0}, {1})"), "larger; NaN ignored"),
+    Op("fmin", 2, np.fmin, _t(any="fa_fmin({0}, {1})"), "smaller; NaN ignored"),
+    Op("clip", 3, np.clip, _t(any="fa_minimum(fa_maximum({0}, {1}), {2})"),
+       "minimum(maximum(a, lo), hi)", rule="clip"),
+    Op("copy", 1, np.copy, _t(any="{0}"), "a copy in new memory", rule="same"),
+    Op("where", 3, np.where, _t(any="({1} if {0} else {2})"), "b where cond else c",
+       rule="where"),
+    Op("copysign", 2, np.copysign, _t(f="math.copysign({0}, {1})"), "|a| with the sign of b"),
+    # predicates
+    Op("isnan", 1, np.isnan, _t(f="({0} != {0})", any="False"), "a is NaN"),
+    Op("isinf", 1, np.isinf, _t(f="math.isinf({0})", any="False"), "a is +-inf"),
+    Op("isfinite", 1, np.isfinite, _t(f="(({0} - {0}) == ({0} - {0}))", any="True"),
+       "a is neither NaN nor +-inf"),
+    Op("signbit", 1, np.signbit,
+       _t(f="(math.copysign(1.0, {0}) < 0.0)", i="({0} < 0)", any="False"), "sign bit set"),
+    # logic
+    Op("logical_and", 2, np.logical_and, _t(any="(({0} != 0) & ({1} != 0))"), "a and b"),
+    Op("logical_or", 2, np.logical_or, _t(any="(({0} != 0) | ({1} != 0))"), "a or b"),
+    Op("logical_xor", 2, np.logical_xor, _t(any="(({0} != 0) ^ ({1} != 0))"), "a xor b"),
+    Op("logical_not", 1, np.logical_not, _t(any="({0} == 0)"), "not a"),
+    # comparisons
+    Op("equal", 2, np.equal, _cmp("equal", "=="), "a == b", dunder="__eq__", reflected=False),
+    Op("not_equal", 2, np.not_equal, _cmp("not_equal", "!="), "a != b", dunder="__ne__",
+       reflected=False),
+    Op("less", 2, np.less, _cmp("less", "<"), "a < b", dunder="__lt__", reflected=False),
+    Op("less_equal", 2, np.less_equal, _cmp("less_equal", "<="), "a <= b", dunder="__le__",
+       reflected=False),
+    Op("greater", 2, np.greater, _cmp("greater", ">"), "a > b", dunder="__gt__",
+       reflected=False),
+    Op("greater_equal", 2, np.greater_equal, _cmp("greater_equal", ">="), "a >= b",
+       dunder="__ge__", reflected=False),
+    # bits
+    Op("bitwise_and", 2, np.bitwise_and, _t(any="({0} & {1})"), "a & b", dunder="__and__"),
+    Op("bitwise_or", 2, np.bitwise_or, _t(any="({0} | {1})"), "a | b", dunder="__or__"),
+    Op("bitwise_xor", 2, np.bitwise_xor, _t(any="({0} ^ {1})"), "a ^ b", dunder="__xor__"),
+    Op("invert", 1, np.invert, _t(any="(~{0})", b="(not {0})"), "~a (logical not for bool)",
+       dunder="__invert__", reflected=False, aliases=("bitwise_not",)),
+    Op("left_shift", 2, np.left_shift,
+       _t(i="fa_shl_i({0}, {1}, {bits})", u="fa_shl_u({0}, {1}, {bits})"),
+       "a << b; shifts past the width give 0", dunder="__lshift__"),
+    Op("right_shift", 2, np.right_shift,
+       _t(i="fa_shr_i({0}, {1}, {bits})", u="fa_shr_u({0}, {1}, {bits})"),
+       "a >> b; shifts past the width give 0 or -1", dunder="__rshift__"),
+]
+
+OPS: dict[str, Op] = {row.name: row for row in _ROWS}
+ALIASES: dict[str, str] = {alias: row.name for row in _ROWS for alias in row.aliases}
+BY_UFUNC: dict[object, Op] = {row.ref: row for row in _ROWS if isinstance(row.ref, np.ufunc)}
+
+
+def lookup(name: str) -> Op:
+    """The row for ``name`` (or an alias such as ``divide``)."""
+    return OPS[ALIASES.get(name, name)]
+
+
+def _kind(dtype: np.dtype) -> str:
+    return "b" if dtype.kind == "b" else dtype.kind
+
+
+def template_kind(row: Op, loop: tuple[np.dtype, ...]) -> str:
+    """Which of a row's templates serves this loop (see the module docstring)."""
+    if row.rule != "ufunc":
+        return _kind(loop[-1])
+    kinds = {_kind(d) for d in loop[:row.nin]}
+    return "".join(_kind(d) for d in loop[:row.nin]) if len(kinds) > 1 else _kind(loop[0])
