@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from . import config, dtypes, graph, layout, ops, runtime
+from . import config, dtypes, graph, layout, runtime
 from .backend import Backend, Buffer, buffer_from_host, get_backend, new_buffer
 
 
@@ -107,16 +107,8 @@ class ndarray:
                              "ambiguous. Use a.any() or a.all()")
         return bool(self.item())
 
-    def __repr__(self) -> str:
-        from .display import array_repr
-        return array_repr(self)
-
     def __str__(self) -> str:
-        return str(self.get())
-
-    def _repr_html_(self) -> str:
-        from .display import array_html
-        return array_html(self)
+        return str(self.get())  # printing values evaluates; repr (display.py) never does
 
     # -- conversions and views ----------------------------------------------------------------
     def astype(self, dtype) -> ndarray:

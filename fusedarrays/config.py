@@ -2,7 +2,8 @@
 
 Owns the name, type, default, help text and whether a setting changes generated code (such settings
 are part of every kernel's structure key). Values are parsed strictly from ``os.environ`` the first
-time they are read; :func:`override` changes them for a block (tests, notebooks). Nothing else in the
+time they are read; :func:`override` changes them for a block (tests, notebooks). Nothing else in
+the
 package reads ``os.environ``. Bottom layer: imports nothing from the package but ``errors``.
 """
 

@@ -1,7 +1,8 @@
 """Scalar helper functions that generated kernels call, as plain Python.
 
 The op table's templates call these (``fa_fdiv_i(a, b)`` …) where one expression can't say what
-NumPy does: integer division by zero gives 0, ``INT_MIN // -1`` wraps, shifts past the bit width give
+NumPy does: integer division by zero gives 0, ``INT_MIN // -1`` wraps, shifts past the bit width
+give
 0 or -1, maximum propagates NaN, float ``//`` and ``%`` follow NumPy's ``npy_divmod``. Each backend
 compiles them with its own namespace as globals (numba device functions on cuda, ``njit`` on cpu,
 plain Python on sim), so the names they use — ``cv_i64``, ``fa_fmod_f32``, ``math`` — are the

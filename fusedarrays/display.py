@@ -13,6 +13,7 @@ import html
 import numpy as np
 
 from . import codegen, graph, layout, runtime
+from .array import ndarray
 from .plan import KernelPlan, plan_kernel
 
 _LABEL_NODES = 12
@@ -113,3 +114,8 @@ def explain(a, arch: str | None = None) -> Explanation:
     plan = plan_kernel([(node, out)])
     target = "cuda" if arch else runtime.target_of(get_backend())
     return Explanation(plan, target, arch)
+
+
+# The array layer sits below this one, so the reprs are installed from here.
+ndarray.__repr__ = array_repr
+ndarray._repr_html_ = array_html

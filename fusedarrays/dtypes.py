@@ -1,7 +1,8 @@
 """Supported dtypes and NumPy's type promotion.
 
 Owns the list of dtypes fusedarrays computes with, their short codes (``f32``, ``u8`` …) used in
-generated code and cache keys, the *compute type* each is held in inside a kernel (float16 values are
+generated code and cache keys, the *compute type* each is held in inside a kernel (float16 values
+are
 held as float32 and rounded after every op, as NumPy's float16 loops do), and the resolution of an
 op's loop dtypes. NumPy's ``ufunc.resolve_dtypes`` is the reference; Python scalars are *weak*
 (NEP 50): they take the array's dtype when its kind is at least as high.
@@ -54,7 +55,8 @@ def as_dtype(dtype, *, what: str = "dtype") -> np.dtype:
     except TypeError as exc:
         raise DTypeError(f"{what} {dtype!r} is not a dtype: {exc}") from None
     if dt.byteorder == ">":
-        raise DTypeError(f"{what} {dt} is big-endian; convert with .astype('{dt.newbyteorder('=')}')")
+        native = dt.newbyteorder("=")
+        raise DTypeError(f"{what} {dt} is big-endian; convert with .astype('{native}')")
     dt = dt.newbyteorder("=") if dt.byteorder not in ("=", "|") else dt
     if dt not in CODES:
         raise DTypeError(f"{what} {dt} is not supported; supported dtypes: {SUPPORTED_NAMES}")

@@ -1,6 +1,7 @@
 """Op-table rows → ``fa.<name>`` functions, array operators and ``__array_ufunc__``.
 
-Everything here iterates :data:`ops.OPS`: each row becomes a module-level function (``fa.sqrt``), its
+Everything here iterates :data:`ops.OPS`: each row becomes a module-level function (``fa.sqrt``),
+its
 operator methods on ``fa.ndarray`` (``__add__``, ``__radd__``, ``__iadd__``), and the target of
 ``np.<ufunc>(x)``. Result dtypes follow NumPy (``ufunc.resolve_dtypes``, Python scalars weak).
 """

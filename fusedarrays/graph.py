@@ -2,7 +2,8 @@
 
 A node is a leaf (a view of a buffer), a scalar parameter, a cast, or an op from the op table. Each
 carries its result dtype and shape (NumPy broadcasting, right-aligned) and a Merkle key: sha256 over
-its kind, attributes and its inputs' keys — never ``id()`` or ``hash()``. Building the same op on the
+its kind, attributes and its inputs' keys — never ``id()`` or ``hash()``. Building the same op on
+the
 same inputs twice returns the same node, so a shared subexpression is one node and is computed once.
 
 Leaves are keyed by their buffer's ``uid`` and view; scalars by a fresh ``uid`` each, so two scalars

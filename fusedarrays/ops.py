@@ -8,7 +8,8 @@ Templates are Python expressions over the operands ``{0} {1} {2}`` (already conv
 dtype's compute type). ``{t}`` is the loop's compute-type code (``f32``/``f64``: float16 computes in
 float32), ``{bits}`` its bit width. A row's ``templates`` maps the loop dtype's kind — ``b`` bool,
 ``i`` signed, ``u`` unsigned, ``f`` float, ``iu``/``ui`` for mixed signed/unsigned loops — to the
-template, ``*`` serving every kind not named. Helper names (``fa_*``) are in :mod:`devicelib`; ``math``,
+template, ``*`` serving every kind not named. Helper names (``fa_*``) are in :mod:`devicelib`;
+``math``,
 ``cv_*`` and ``fa_floor_{t}``-style names are each backend's.
 """
 
@@ -45,6 +46,10 @@ def _math1(fn: str) -> dict[str, str]:
 
 def _backend1(fn: str) -> dict[str, str]:
     return _t(f=f"fa_{fn}_{{t}}({{0}})")
+
+
+def _rounding(fn: str) -> dict[str, str]:
+    return _t(f=f"fa_{fn}_{{t}}({{0}})", any="{0}")  # integers are already whole
 
 
 _CMP_MIXED = {
@@ -118,10 +123,10 @@ _ROWS = [
     Op("arctanh", 1, np.arctanh, _math1("atanh"), "inverse hyperbolic tangent"),
     Op("hypot", 2, np.hypot, _t(f="math.hypot({0}, {1})"), "sqrt(a*a + b*b) without overflow"),
     # rounding
-    Op("floor", 1, np.floor, _backend1("floor"), "round down"),
-    Op("ceil", 1, np.ceil, _backend1("ceil"), "round up"),
-    Op("trunc", 1, np.trunc, _backend1("trunc"), "round toward zero"),
-    Op("rint", 1, np.rint, _backend1("rint"), "round half to even"),
+    Op("floor", 1, np.floor, _rounding("floor"), "round down"),
+    Op("ceil", 1, np.ceil, _rounding("ceil"), "round up"),
+    Op("trunc", 1, np.trunc, _rounding("trunc"), "round toward zero"),
+    Op("rint", 1, np.rint, _rounding("rint"), "round half to even"),
     # extrema and selection
     Op("maximum", 2, np.maximum, _t(any="fa_maximum({0}, {1})"), "larger; NaN propagates"),
     Op("minimum", 2, np.minimum, _t(any="fa_minimum({0}, {1})"), "smaller; NaN propagates"),

@@ -96,7 +96,8 @@ class KernelPlan:
 
 
 def plan_kernel(outputs: list[tuple[graph.Node, tuple]]) -> KernelPlan:
-    """Plan one kernel computing each ``node`` into its ``(buffer, dtype, shape, strides, offset)``."""
+    """Plan one kernel computing each ``node`` into its ``(buffer, dtype, shape, strides,
+    offset)``."""
     shape = outputs[0][1][2]
     for node, (_, _, out_shape, _, _) in outputs:
         if tuple(out_shape) != tuple(shape):

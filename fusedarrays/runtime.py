@@ -1,6 +1,7 @@
 """realize(arrays): plan → key → memory cache → disk cache → codegen/compile → load → launch.
 
-The one place the pipeline's stages meet. Pending arrays are grouped by shape; each group becomes one
+The one place the pipeline's stages meet. Pending arrays are grouped by shape; each group becomes
+one
 kernel launch. Kernels are kept in memory per ``(device, structure key)``; on a backend with an
 ``arch`` the PTX and the linked cubin are also kept on disk per arch, so a new process loads the
 cubin without compiling (or importing numba). Counters (:func:`stats`) and stage timings

@@ -62,7 +62,7 @@ class CpuBackend:
 
     def _jit(self, fn, ns: dict):
         rebound = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
-        return self._numba.njit(inline="always", error_model="numpy")(rebound)
+        return self._numba.njit(error_model="numpy")(rebound)
 
     def namespace(self, helpers: dict) -> dict:
         if self._namespace is not None:

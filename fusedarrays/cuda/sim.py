@@ -9,7 +9,6 @@ process as the cpu backend and PTX compiles (no ``NUMBA_ENABLE_CUDASIM`` needed)
 
 from __future__ import annotations
 
-import math
 import types
 import warnings
 

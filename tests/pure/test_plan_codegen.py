@@ -1,0 +1,85 @@
+"""Plans, keys and generated source, without numba: keys ignore sizes and scalar values, the
+source is pinned by a snapshot, and the op table is complete."""
+
+import numpy as np
+import pytest
+
+from fusedarrays import codegen, graph, layout, ops
+from fusedarrays.plan import plan_kernel
+
+
+class FakeBuffer:
+    def __init__(self):
+        self.uid = graph.new_uid()
+
+
+def leaf(shape, dtype="float32", strides=None):
+    strides = strides or layout.contiguous_strides(shape)
+    return graph.leaf(FakeBuffer(), np.dtype(dtype), shape, strides, 0)
+
+
+def out(shape, dtype="float32"):
+    return (FakeBuffer(), np.dtype(dtype), shape, layout.contiguous_strides(shape), 0)
+
+
+def axpy(n, scalar, dtype="float32"):
+    a, b = leaf((n,), dtype), leaf((n,), dtype)
+    dt = np.dtype(dtype)
+    node = graph.op("add", (graph.op("multiply", (a, graph.scalar(scalar, dt)), (dt,) * 3), b),
+                    (dt,) * 3)
+    return plan_kernel([(node, out((n,), dtype))])
+
+
+def test_key_ignores_sizes_and_scalar_values():
+    assert axpy(10, 2.0).key == axpy(12345, -7.5).key
+
+
+def test_key_changes_with_dtype_and_layout():
+    assert axpy(10, 2.0).key != axpy(10, 2.0, "float64").key
+    a = leaf((4, 6))
+    t = graph.transform(a, lambda v: layout.transpose(v))
+    contiguous = plan_kernel([(graph.op("negative", (a,), (a.dtype,) * 2), out((4, 6)))])
+    strided = plan_kernel([(graph.op("negative", (t,), (a.dtype,) * 2), out((6, 4)))])
+    assert contiguous.key != strided.key
+    assert [o.layout for o in strided.operands] == ["S", "C"]
+
+
+def test_shared_subexpression_is_computed_once():
+    a = leaf((8,))
+    sq = graph.op("sqrt", (a,), (a.dtype,) * 2)
+    again = graph.op("sqrt", (a,), (a.dtype,) * 2)
+    assert sq is again
+    total = graph.op("add", (sq, again), (a.dtype,) * 3)
+    plan = plan_kernel([(total, out((8,)))])
+    assert [i.kind for i in plan.body].count("op") == 2
+
+
+def test_source_snapshot():
+    source = codegen.render_kernel(axpy(10, 2.0), "cuda")
+    body = source.split("\n", 1)[1]
+    assert body == (
+        "    i = cv_i64(cuda.grid(1))\n"
+        "    step = cv_i64(cuda.gridsize(1))\n"
+        "    while i < n:\n"
+        "        v0 = ld_f32(p0, i)\n"
+        "        v1 = a0\n"
+        "        v2 = cv_f32((v0 * v1))\n"
+        "        v3 = ld_f32(p1, i)\n"
+        "        v4 = cv_f32((v2 + v3))\n"
+        "        st_f32(p2, i, v4)\n"
+        "        i += step\n")
+
+
+def test_broadcast_operand_is_strided_and_contiguous_ones_stay_contiguous():
+    x, b = leaf((4, 6)), leaf((6,))
+    node = graph.op("add", (x, b), (x.dtype,) * 3)
+    plan = plan_kernel([(node, out((4, 6)))])
+    assert [o.layout for o in plan.operands] == ["C", "S", "C"]
+    assert plan.operands[1].strides == (0, 1)
+
+
+@pytest.mark.parametrize("row", list(ops.OPS.values()), ids=lambda r: r.name)
+def test_every_row_is_complete(row):
+    assert row.nin in (1, 2, 3) and row.doc and row.templates
+    for template in row.templates.values():
+        template.format(*(f"x{k}" for k in range(row.nin)), t="f32", bits=32)

@@ -1,0 +1,130 @@
+"""One helper for every op × dtype × layout against NumPy, shared by the cpu, sim and gpu tiers.
+
+Each call draws fresh random operands, computes every applicable op of the table in ONE fused
+evaluation (``fa.compute`` of all results: one kernel launch), and compares each result with
+NumPy's — dtype always, values exactly for integer, bool and exactly-rounded float ops, within a few
+ulp for transcendental ones. Where NumPy refuses an op on a dtype, fusedarrays must refuse it too
+with a ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+import fusedarrays as fa
+from fusedarrays import ops
+
+DTYPES = [np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                                "uint32", "uint64", "float16", "float32", "float64")]
+# Float ops whose NumPy result is exactly rounded (or exact): compared bit for bit.
+EXACT = {"add", "subtract", "multiply", "true_divide", "floor_divide", "remainder", "sqrt",
+         "negative", "positive", "absolute", "sign", "reciprocal", "square", "floor", "ceil",
+         "trunc", "rint", "maximum", "minimum", "fmax", "fmin", "clip", "where", "copysign",
+         "isnan", "isinf", "isfinite", "signbit", "logical_and", "logical_or", "logical_xor",
+         "logical_not", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+         "copy"}
+MAX_ULP = 4
+
+# Layout name → how to make operand k from a fresh 1-D base of 64 elements. The same view is taken
+# of the NumPy base and of the fusedarrays copy of it, so the device operand really is strided,
+# transposed or broadcast (a view of device memory, not a contiguous upload).
+LAYOUTS = {
+    "contiguous": lambda base, k: base[:37],
+    "strided": lambda base, k: base[1:40:3],
+    "transposed": lambda base, k: base[:35].reshape(7, 5).T,
+    "broadcast": lambda base, k: _broadcast(base[: [20, 15, 60][k % 3]]
+                                            .reshape([(4, 5), (3, 1, 5), (3, 4, 5)][k % 3])),
+    "zero_d": lambda base, k: base[5],
+}
+
+
+def _broadcast(x):
+    return (np.broadcast_to if isinstance(x, np.ndarray) else fa.broadcast_to)(x, (3, 4, 5))
+
+
+def sample(rng, dtype: np.dtype, n: int, op: str, position: int) -> np.ndarray:
+    """Fresh random values of ``dtype``, drawn so that the op's result is defined in NumPy too."""
+    if dtype.kind == "b":
+        return rng.random(n) < 0.5
+    if dtype.kind == "f":
+        values = rng.standard_normal(n) * 4
+        special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.5, -2.5, 0.5])
+        values[rng.integers(0, n, 3)] = rng.choice(special, 3)
+        return values.astype(dtype)
+    info = np.iinfo(dtype)
+    if op == "power":
+        return rng.integers(0 if position else -3, 6 if position else 4, n).astype(dtype)
+    if op in ("left_shift", "right_shift") and position == 1:
+        low = -2 if dtype.kind == "i" else 0
+        return rng.integers(low, dtype.itemsize * 8 + 3, n).astype(dtype)
+    values = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    small = rng.integers(max(info.min, -5), 6, n).astype(dtype)
+    values = np.where(rng.random(n) < 0.5, small, values)
+    if op == "reciprocal":
+        values[values == 0] = 1  # NumPy's integer 1/0 is platform garbage; fusedarrays gives 0
+    if op in ("floor_divide", "remainder") and position == 1 and dtype.kind == "i":
+        values[:2] = [0, -1]  # division by zero and INT_MIN // -1 are both defined as NumPy's
+    return values
+
+
+def operands(rng, row: ops.Op, dtype: np.dtype, layout: str, to_device):
+    """(NumPy operands, fusedarrays operands): the same views of the same fresh values."""
+    view = LAYOUTS[layout]
+    host, device = [], []
+    for k in range(row.nin):
+        d = np.dtype(bool) if (row.name == "where" and k == 0) else dtype
+        base = sample(rng, d, 64, row.name, k)
+        host.append(np.asarray(view(base, k)))
+        device.append(view(to_device(base), k))
+    return host, device
+
+
+def numpy_result(row: ops.Op, args):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return row.ref(*args)
+
+
+def assert_matches(name: str, got: np.ndarray, want: np.ndarray, label: str) -> None:
+    assert got.dtype == want.dtype, f"{label}: dtype {got.dtype} != NumPy's {want.dtype}"
+    assert got.shape == want.shape, f"{label}: shape {got.shape} != NumPy's {want.shape}"
+    if want.dtype.kind != "f" or name in EXACT:
+        ok = (got == want) | (np.isnan(got) & np.isnan(want) if want.dtype.kind == "f" else False)
+        assert np.all(ok), f"{label}: got {got[~ok][:5]} where NumPy has {want[~ok][:5]}"
+        return
+    both_nan = np.isnan(got) & np.isnan(want)
+    same = (got == want) | both_nan
+    finite = ~same & np.isfinite(want) & np.isfinite(got)
+    bad = ~(same | finite)
+    assert not bad.any(), f"{label}: {got[bad][:5]} where NumPy has {want[bad][:5]}"
+    if finite.any():
+        ulps = np.abs(got[finite].astype(np.float64) - want[finite]) / np.spacing(
+            np.abs(want[finite])).astype(np.float64)
+        assert ulps.max() <= MAX_ULP, f"{label}: {ulps.max():.1f} ulp off NumPy"
+
+
+def check_all_ops(dtype: np.dtype, layout: str, seed: int, to_device=fa.asarray) -> int:
+    """Every op on ``dtype`` in ``layout`` in one evaluation; returns how many ops were checked."""
+    rng = np.random.default_rng(seed)
+    lazy, expected = [], []
+    for row in ops.OPS.values():
+        host, device = operands(rng, row, dtype, layout, to_device)
+        try:
+            want = np.asarray(numpy_result(row, host))
+        except TypeError:
+            try:
+                getattr(fa, row.name)(*device)
+            except TypeError:
+                continue
+            raise AssertionError(  # noqa: B904 - the TypeError is NumPy's, expected
+                f"{row.name}({dtype}) is refused by NumPy but not by fusedarrays")
+        lazy.append(getattr(fa, row.name)(*device))
+        expected.append((row.name, want))
+    before = fa.stats()["launches"]
+    fa.compute(*lazy)
+    assert fa.stats()["launches"] - before == 1, "all ops of one shape must run as ONE launch"
+    for result, (name, want) in zip(lazy, expected):
+        assert_matches(name, result.get(), want, f"{name} on {dtype} ({layout})")
+    return len(expected)
