@@ -1,0 +1,159 @@
+"""Laziness, fusion, recompiles, in-place safety and errors, on the cpu backend."""
+
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+from fusedarrays import config
+
+
+@pytest.fixture(autouse=True)
+def cpu_backend():
+    with config.override(BACKEND="cpu", CPU_PARALLEL=False):
+        yield
+
+
+def rand(*shape, dtype=np.float32):
+    return np.random.default_rng().standard_normal(shape).astype(dtype)
+
+
+def test_nothing_runs_until_asked_and_a_big_graph_is_one_launch():
+    a, b, c = rand(100), rand(100), rand(100)
+    x, y, z = fa.asarray(a), fa.asarray(b), fa.asarray(c)
+    fa.reset_stats()
+    r = x
+    for k in range(10):
+        r = r * y + z * (k + 1) - fa.sqrt(fa.abs(x))
+    assert r.pending and fa.stats()["launches"] == 0
+    got = r.get()
+    assert fa.stats()["launches"] == 1
+    want = a
+    for k in range(10):
+        want = want * b + c * np.float32(k + 1) - np.sqrt(np.abs(a))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_new_scalars_and_new_lengths_never_recompile():
+    fa.reset_stats()
+    for step in range(20):
+        n = 50 + 7 * step
+        a, b = rand(n), rand(n)
+        got = (fa.asarray(a) * (0.5 + step) + fa.asarray(b) / 3.0).get()
+        np.testing.assert_array_equal(got, a * np.float32(0.5 + step) + b / np.float32(3.0))
+    assert fa.stats()["compiles"] == 1
+    assert fa.stats()["launches"] == 20 and fa.stats()["memory_hits"] == 19
+
+
+def test_same_expression_built_1000_times_compiles_once():
+    x, y = fa.asarray(rand(16)), fa.asarray(rand(16))
+    fa.reset_stats()
+    for _ in range(1000):
+        (x * 2.0 + y).compute()
+    assert fa.stats()["compiles"] <= 1 and fa.stats()["launches"] == 1000
+
+
+def test_writing_into_a_buffer_keeps_pending_results():
+    a = rand(64)
+    x = fa.asarray(a)
+    y = x * 2 + 1            # pending, reads x
+    x[...] = 0.0             # must not change y
+    x[3:9] = 7.0
+    np.testing.assert_array_equal(y.get(), a * 2 + 1)
+    expected = np.zeros(64, np.float32)
+    expected[3:9] = 7
+    np.testing.assert_array_equal(x.get(), expected)
+
+
+def test_inplace_with_transpose_matches_numpy():
+    a = rand(9, 9)
+    x = fa.asarray(a)
+    x += x.T
+    np.testing.assert_array_equal(x.get(), a + a.T)
+
+
+def test_inplace_shifted_overlap_matches_numpy():
+    a = rand(40)
+    x = fa.asarray(a)
+    x[1:] += x[:-1]
+    want = a.copy()
+    want[1:] += want[:-1].copy()
+    np.testing.assert_array_equal(x.get(), want)
+
+
+def test_views_share_memory_once_computed():
+    a = rand(6, 4)
+    x = fa.asarray(a)
+    v = x[1:3]
+    v *= 10
+    want = a.copy()
+    want[1:3] *= 10
+    np.testing.assert_array_equal(x.get(), want)
+    w = (x + 1).T[::2]                     # a view of a pending expression: still one fusion
+    fa.reset_stats()
+    np.testing.assert_array_equal(w.get(), (want + 1).T[::2])
+
+
+def test_node_limit_evaluates_by_itself():
+    x = fa.asarray(rand(10))
+    with config.override(MAX_NODES=8):
+        r = x
+        for _ in range(10):
+            r = r + 1.0
+        assert not r.pending or r._node.count <= 8
+
+
+def test_dtypes_follow_numpy_with_weak_scalars():
+    x8 = fa.asarray(np.arange(5, dtype=np.uint8))
+    assert (x8 + 200).dtype == np.uint8
+    assert (x8 + 1.5).dtype == np.float64
+    assert (fa.asarray(rand(3, dtype=np.float16)) * 2.0).dtype == np.float16
+    assert (x8 + fa.asarray(np.arange(5, dtype=np.int8))).dtype == np.int16
+    with pytest.raises(OverflowError):
+        x8 + 300
+    big = np.array([2**63 + 5, 3], np.uint64)
+    small = np.array([-1, 3], np.int64)
+    np.testing.assert_array_equal((fa.asarray(small) < fa.asarray(big)).get(), small < big)
+
+
+def test_integer_division_by_zero_gives_zero():
+    a = np.array([7, -7, 5, np.iinfo(np.int32).min], np.int32)
+    b = np.array([0, 0, 2, -1], np.int32)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal((fa.asarray(a) // fa.asarray(b)).get(), a // b)
+        np.testing.assert_array_equal((fa.asarray(a) % fa.asarray(b)).get(), a % b)
+
+
+def test_clear_errors():
+    x = fa.asarray(rand(3))
+    with pytest.raises(fa.ShapeError, match=r"\(3,\).*\(4,\)"):
+        x + fa.asarray(rand(4))
+    with pytest.raises(fa.DTypeError, match="complex128"):
+        fa.asarray(np.ones(3, complex))
+    with pytest.raises(fa.UnsupportedOperationError, match="logaddexp"):
+        np.logaddexp(x, x)
+    with pytest.raises(TypeError):
+        fa.asarray(np.ones(3, bool)) - True
+    with pytest.raises(fa.UnsupportedOperationError, match="same_kind"):
+        xi = fa.asarray(np.arange(3))
+        xi += 1.5
+
+
+def test_construction_and_conversion():
+    np.testing.assert_array_equal(fa.zeros((2, 3), np.int16).get(), np.zeros((2, 3), np.int16))
+    np.testing.assert_array_equal(fa.full(4, 2.5).get(), np.full(4, 2.5))
+    np.testing.assert_array_equal(fa.arange(5).get(), np.arange(5))
+    x = fa.asarray(np.array([3.5], np.float32))
+    assert float(x) == 3.5 and int(x) == 3 and bool(x)
+    assert np.asarray(fa.ones_like(x)).tolist() == [1.0]
+    e = fa.expand_dims(fa.asarray(np.arange(3)), 0)
+    assert e.shape == (1, 3) and fa.squeeze(e).shape == (3,)
+    assert isinstance(np.sqrt(x), fa.ndarray)
+
+
+def test_explain_shows_source_and_key_parts():
+    x = fa.asarray(rand(8))
+    ex = fa.explain(x * 2 + 1)
+    assert "def fa_" in ex.source and "prange" in ex.source
+    text = str(ex)
+    assert "scalar parameters" in text and "operands=" in text
+    assert "<script>" not in fa.asarray(rand(2))._repr_html_()
