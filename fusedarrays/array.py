@@ -255,8 +255,8 @@ def asarray(obj, dtype=None) -> ndarray:
     if backend.name == "cuda" and (hasattr(obj, "__cuda_array_interface__")
                                    or hasattr(obj, "__dlpack__")) and not isinstance(obj,
                                                                                       np.ndarray):
-        storage, dt, shape, strides, offset, nbytes = backend.import_array(obj)
-        buffer = Buffer(storage, nbytes, backend)
+        storage, dt, shape, strides, offset = backend.import_array(obj)
+        buffer = Buffer(storage, storage.nbytes, backend)
         array = ndarray(graph.leaf(buffer, dtypes.as_dtype(dt), shape, strides, offset))
         return array if dtype is None else array.astype(dtype)
     host = np.asarray(obj, dtype=dtype)

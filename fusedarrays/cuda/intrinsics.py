@@ -1,0 +1,318 @@
+"""Device-side names that generated CUDA kernels call: typed loads, stores, casts, vector accesses.
+
+Where it sits: ``codegen`` renders kernel source that calls ``ld_f32(p, i)``, ``st_f16(p, i, v)``,
+``cv_i32(x)``, ``ldv4_f32(p, j)``, ``fa_floor_f64(x)`` …; :func:`device_namespace` returns the
+dict those names live in, and :mod:`.compile` execs the source in a copy of it before numba-cuda
+compiles it. Everything here is built once per process from the :data:`SCALARS` table, one factory
+per family, so a dtype is one row.
+
+Why intrinsics rather than numba arrays: kernel parameters are raw device addresses (``uint64``), so
+the launch path packs plain integers instead of numba's array ABI. ``carray`` over such addresses
+silently drops stores; an ``inttoptr`` into the global address space does not, and lets NVVM emit
+``ld.global``/``st.global`` and 128-bit vector accesses.
+
+Value conventions (the *compute type* of a dtype): float16 is computed in float32 (``cv_f16`` rounds
+to half and back, so per-op rounding matches NumPy's), bool is numba's ``boolean`` (stored as one
+byte 0/1), every other dtype is its own numba type.
+
+Importing this module imports numba; only :mod:`.compile` imports it, and only when compiling.
+"""
+
+from __future__ import annotations
+
+import math
+import types as pytypes
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from llvmlite import ir
+from numba import cuda, types
+from numba.core.typing import signature
+from numba.cuda import libdevice
+from numba.cuda.extending import intrinsic
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """One dtype as device code sees it."""
+
+    code: str  # the plan's dtype code
+    compute: types.Type  # numba type of values in kernel code
+    param: types.Type  # numba type of a scalar kernel parameter of this dtype
+    llvm: ir.Type  # LLVM type of one element in memory
+    itemsize: int
+
+
+_I8, _I16, _I32, _I64 = (ir.IntType(b) for b in (8, 16, 32, 64))
+
+SCALARS: dict[str, Scalar] = {
+    s.code: s
+    for s in (
+        # bool: a byte in memory and as a parameter, an i1 in registers
+        Scalar("b1", types.boolean, types.uint8, _I8, 1),
+        Scalar("i8", types.int8, types.int8, _I8, 1),
+        Scalar("i16", types.int16, types.int16, _I16, 2),
+        Scalar("i32", types.int32, types.int32, _I32, 4),
+        Scalar("i64", types.int64, types.int64, _I64, 8),
+        Scalar("u8", types.uint8, types.uint8, _I8, 1),
+        Scalar("u16", types.uint16, types.uint16, _I16, 2),
+        Scalar("u32", types.uint32, types.uint32, _I32, 4),
+        Scalar("u64", types.uint64, types.uint64, _I64, 8),
+        # float16: `half` in memory, float32 in registers and as a (pre-rounded) parameter
+        Scalar("f16", types.float32, types.float32, ir.HalfType(), 2),
+        Scalar("f32", types.float32, types.float32, ir.FloatType(), 4),
+        Scalar("f64", types.float64, types.float64, ir.DoubleType(), 8),
+    )
+}
+
+VECTOR4_CODES = ("f32", "i32", "u32")  # one 16-byte access = 4 lanes of a 4-byte dtype
+MATH_FUNCTIONS = ("floor", "ceil", "trunc", "rint", "cbrt", "exp2", "fmod")  # libdevice names
+_VECTOR_BYTES = 16
+_HALF, _FLOAT = ir.HalfType(), ir.FloatType()
+
+
+# --- IR helpers ---------------------------------------------------------------------------------
+
+
+def _is_int(t) -> bool:
+    return isinstance(t, types.Integer)
+
+
+def _is_value(t) -> bool:
+    return isinstance(t, (types.Number, types.Boolean)) and not isinstance(t, types.Complex)
+
+
+def _element_ptr(context, builder, sig, args, elem: ir.Type):
+    """Address of element ``args[1]`` of an ``elem`` array at device address ``args[0]``.
+
+    The generic pointer is cast into the global address space (addrspace 1) so NVVM emits
+    ``ld.global``/``st.global`` (one ``cvta.to.global`` per pointer, hoisted out of the loop).
+    """
+    addr = context.cast(builder, args[0], sig.args[0], types.uint64)
+    generic = builder.inttoptr(addr, elem.as_pointer())
+    base = builder.addrspacecast(generic, elem.as_pointer(1))
+    index = context.cast(builder, args[1], sig.args[1], types.int64)
+    return builder.gep(base, [index], inbounds=True)
+
+
+def _to_half(context, builder, value, valty):
+    # One rounding straight to half, as NumPy does: float32 → half directly, anything else
+    # through float64 (exact for every integer that does not overflow half anyway).
+    if valty == types.float32:
+        return builder.fptrunc(value, _HALF)
+    wide = context.cast(builder, value, valty, types.float64)
+    return builder.fptrunc(wide, _HALF)
+
+
+def _to_storage(context, builder, value, valty, s: Scalar):
+    """A value of numba type ``valty`` as the in-memory LLVM value of dtype ``s`` (C-style cast)."""
+    if s.code == "f16":
+        return _to_half(context, builder, value, valty)
+    if s.code == "b1":
+        flag = context.cast(builder, value, valty, types.boolean)
+        return builder.zext(flag, _I8)
+    return context.cast(builder, value, valty, s.compute)
+
+
+def _from_storage(builder, raw, s: Scalar):
+    """An in-memory value of dtype ``s`` as its compute-type value."""
+    if s.code == "f16":
+        return builder.fpext(raw, _FLOAT)
+    if s.code == "b1":
+        return builder.icmp_unsigned("!=", raw, ir.Constant(_I8, 0))
+    return raw
+
+
+def _named(name: str, typer):
+    # numba names an intrinsic after its typing function; give each generated one its own name
+    typer.__name__ = typer.__qualname__ = name
+    return typer
+
+
+# --- factories, one per family ------------------------------------------------------------------
+
+
+def _make_load(s: Scalar):
+    def codegen(context, builder, sig, args):
+        ptr = _element_ptr(context, builder, sig, args, s.llvm)
+        return _from_storage(builder, builder.load(ptr, align=s.itemsize), s)
+
+    def typer(typingctx, p, i):
+        if _is_int(p) and _is_int(i):
+            return signature(s.compute, p, i), codegen
+        return None
+
+    return _named(f"ld_{s.code}", typer)
+
+
+def _make_store(s: Scalar):
+    def codegen(context, builder, sig, args):
+        ptr = _element_ptr(context, builder, sig, args, s.llvm)
+        builder.store(_to_storage(context, builder, args[2], sig.args[2], s), ptr, align=s.itemsize)
+        return context.get_dummy_value()
+
+    def typer(typingctx, p, i, v):
+        if _is_int(p) and _is_int(i) and _is_value(v):
+            return signature(types.void, p, i, v), codegen
+        return None
+
+    return _named(f"st_{s.code}", typer)
+
+
+def _make_cast(s: Scalar):
+    def codegen(context, builder, sig, args):
+        (value,), (valty,) = args, sig.args
+        if s.code == "f16":
+            return builder.fpext(_to_half(context, builder, value, valty), _FLOAT)
+        return context.cast(builder, value, valty, s.compute)  # bool: x != 0 (NaN is True)
+
+    def typer(typingctx, x):
+        if _is_value(x):
+            return signature(s.compute, x), codegen
+        return None
+
+    return _named(f"cv_{s.code}", typer)
+
+
+def _make_load_vector(s: Scalar):
+    lanes = _VECTOR_BYTES // s.itemsize
+    vec = ir.VectorType(s.llvm, lanes)
+
+    def codegen(context, builder, sig, args):
+        ptr = _element_ptr(context, builder, sig, args, vec)
+        loaded = builder.load(ptr, align=_VECTOR_BYTES)
+        values = [_from_storage(builder, builder.extract_element(loaded, _I32(k)), s)
+                  for k in range(lanes)]
+        return context.make_tuple(builder, sig.return_type, values)
+
+    def typer(typingctx, p, j):
+        if _is_int(p) and _is_int(j):
+            return signature(types.UniTuple(s.compute, lanes), p, j), codegen
+        return None
+
+    return _named(f"ldv{lanes}_{s.code}", typer)
+
+
+def _make_store_vector(s: Scalar):
+    lanes = _VECTOR_BYTES // s.itemsize
+    assert lanes == 4, s  # the typer below spells out four lanes
+    vec = ir.VectorType(s.llvm, lanes)
+
+    def codegen(context, builder, sig, args):
+        ptr = _element_ptr(context, builder, sig, args, vec)
+        packed = ir.Constant(vec, ir.Undefined)
+        for k in range(lanes):
+            lane = _to_storage(context, builder, args[2 + k], sig.args[2 + k], s)
+            packed = builder.insert_element(packed, lane, _I32(k))
+        builder.store(packed, ptr, align=_VECTOR_BYTES)
+        return context.get_dummy_value()
+
+    # numba lowers a typer's *args as a tuple argument, so the lanes are spelled out
+    def typer(typingctx, p, j, a, b, c, d):
+        if _is_int(p) and _is_int(j) and all(map(_is_value, (a, b, c, d))):
+            return signature(types.void, p, j, a, b, c, d), codegen
+        return None
+
+    return _named(f"stv{lanes}_{s.code}", typer)
+
+
+# float16 × 8 travels as <4 x i32>: NVVM splits an <8 x i16> access into two
+# 64-bit ones, while <4 x i32> gives one ld.global.v4.u32. Lane k holds elements 2k (low 16 bits)
+# and 2k+1 (high 16 bits), the little-endian order of memory.
+_WORDS = ir.VectorType(_I32, 4)
+
+
+def _ldv8_f16_codegen(context, builder, sig, args):
+    ptr = _element_ptr(context, builder, sig, args, _WORDS)
+    words = builder.load(ptr, align=_VECTOR_BYTES)
+    values = []
+    for k in range(4):
+        word = builder.extract_element(words, _I32(k))
+        low, high = builder.trunc(word, _I16), builder.trunc(builder.lshr(word, _I32(16)), _I16)
+        values += [builder.fpext(builder.bitcast(bits, _HALF), _FLOAT) for bits in (low, high)]
+    return context.make_tuple(builder, sig.return_type, values)
+
+
+def _ldv8_f16_typer(typingctx, p, j):
+    if _is_int(p) and _is_int(j):
+        return signature(types.UniTuple(types.float32, 8), p, j), _ldv8_f16_codegen
+    return None
+
+
+def _stv8_f16_codegen(context, builder, sig, args):
+    ptr = _element_ptr(context, builder, sig, args, _WORDS)
+    bits = [builder.zext(builder.bitcast(_to_half(context, builder, v, t), _I16), _I32)
+            for v, t in zip(args[2:], sig.args[2:], strict=True)]
+    words = ir.Constant(_WORDS, ir.Undefined)
+    for k in range(4):
+        word = builder.or_(bits[2 * k], builder.shl(bits[2 * k + 1], _I32(16)))
+        words = builder.insert_element(words, word, _I32(k))
+    builder.store(words, ptr, align=_VECTOR_BYTES)
+    return context.get_dummy_value()
+
+
+def _stv8_f16_typer(typingctx, p, j, a, b, c, d, e, f, g, h):
+    values = (a, b, c, d, e, f, g, h)
+    if _is_int(p) and _is_int(j) and all(map(_is_value, values)):
+        return signature(types.void, p, j, *values), _stv8_f16_codegen
+    return None
+
+
+# --- the namespace ------------------------------------------------------------------------------
+
+
+def _build_typers() -> dict[str, Callable]:
+    made = [make(s) for s in SCALARS.values() for make in (_make_load, _make_store, _make_cast)]
+    made += [make(SCALARS[code]) for code in VECTOR4_CODES
+             for make in (_make_load_vector, _make_store_vector)]
+    made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer)]
+    return {typer.__name__: typer for typer in made}
+
+
+# The typing functions of every intrinsic, by name. Wrapped for the CUDA target below; the tests
+# also wrap them for numba's CPU target, where the same LLVM IR runs and its values can be checked
+# against NumPy without a GPU.
+TYPERS: dict[str, Callable] = _build_typers()
+
+
+def _build_base() -> dict[str, object]:
+    ns: dict[str, object] = {"cuda": cuda, "math": math}
+    ns.update((name, intrinsic(typer)) for name, typer in TYPERS.items())
+    # libdevice stubs are typed device functions already: binding them under our names costs
+    # nothing at run time (floorf/floor, …, fmodf/fmod).
+    for name in MATH_FUNCTIONS:
+        ns[f"fa_{name}_f32"] = getattr(libdevice, name + "f")
+        ns[f"fa_{name}_f64"] = getattr(libdevice, name)
+    return ns
+
+
+_BASE = _build_base()
+_NAMESPACES: dict[int, tuple[dict, dict]] = {}  # id(helpers) → (helpers kept alive, namespace)
+
+
+def device_namespace(helpers: dict[str, pytypes.FunctionType]) -> dict[str, object]:
+    """The globals generated kernels run in: intrinsics, math helpers and compiled ``helpers``.
+
+    Each helper is rebuilt with this namespace as its globals (so it can call ``cv_f32``, other
+    intrinsics and other helpers by name) and becomes a device function inlined where it is
+    called. The result is cached per ``helpers`` dict (by identity); callers exec kernel source
+    in a *copy*.
+
+    >>> ns = device_namespace({})
+    >>> sorted(k for k in ns if k.startswith("ld_"))[:3]
+    ['ld_b1', 'ld_f16', 'ld_f32']
+    """
+    hit = _NAMESPACES.get(id(helpers))
+    if hit is not None and hit[0] is helpers:
+        return hit[1]
+    ns = dict(_BASE)
+    for name, fn in helpers.items():
+        rebuilt = pytypes.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__,
+                                       fn.__closure__)
+        # inline="always" (numba IR inlining, before typing), not forceinline: a device function
+        # that is called rather than inlined is compiled by its dispatcher for the *current
+        # device's* compute capability, which needs a GPU (compile_ptx without one fails) and can
+        # differ from the arch being compiled for.
+        ns[name] = cuda.jit(device=True, inline="always")(rebuilt)
+    _NAMESPACES[id(helpers)] = (helpers, ns)
+    return ns
