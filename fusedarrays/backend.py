@@ -20,6 +20,7 @@ from . import config
 from .errors import DeviceUnavailableError
 
 _uids = itertools.count(1)
+_MAX_ALIGN = 256
 
 
 class Buffer:
@@ -29,13 +30,16 @@ class Buffer:
     can compute them first: writing into a buffer never changes a pending result.
     """
 
-    __slots__ = ("uid", "storage", "nbytes", "backend", "readers", "__weakref__")
+    __slots__ = ("uid", "storage", "nbytes", "backend", "readers", "align", "__weakref__")
 
     def __init__(self, storage: Any, nbytes: int, backend: Backend):
         self.uid = next(_uids)
         self.storage = storage
         self.nbytes = nbytes
         self.backend = backend
+        # The address's alignment (up to 256 bytes) decides whether 128-bit accesses are allowed.
+        address = backend.address(storage)
+        self.align = min(_MAX_ALIGN, address & -address) if address else _MAX_ALIGN
         self.readers: weakref.WeakSet = weakref.WeakSet()
 
     def __repr__(self) -> str:
@@ -56,6 +60,7 @@ class Backend(Protocol):
     def to_host(self, storage: Any, dtype: np.dtype, count: int,
                 elem_offset: int) -> np.ndarray: ...
     def operand_arg(self, storage: Any, dtype: np.dtype, elem_offset: int) -> Any: ...
+    def address(self, storage: Any) -> int: ...
     def synchronize(self) -> None: ...
 
 

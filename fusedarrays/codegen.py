@@ -1,89 +1,267 @@
 """KernelPlan → Python source of the kernel: a ``@cuda.jit`` kernel, or the cpu variant.
 
-Pure text; imports no numba. The body is rendered once from the plan's instructions and wrapped
-either in a grid-stride loop (cuda and sim) or in a ``prange`` loop (cpu). Generated code calls
-names each backend supplies: ``ld_<t>``/``st_<t>`` for memory, ``cv_<t>`` for NumPy-style casts,
-``math``, and the helpers of :mod:`devicelib`; see ``fusedarrays/cuda/intrinsics.py`` and
-``fusedarrays/cpu/backend.py``. Snapshot tests pin the output.
+Pure text; imports no numba. The plan's instructions are rendered per *lane*: a thread of a
+vectorised kernel loads 16 bytes of each contiguous operand (``ldv4_f32`` → a 4-tuple), computes
+each lane's values, and stores 16 bytes. Instructions that depend only on scalars (or, in a 2-D
+walk, only on operands constant along the row) are hoisted out of the element loop. The walk
+follows the plan's schedule (:func:`layout.schedule`): ``flat`` grid-stride over vectors plus a
+tail, ``rows`` a 2-D grid with no division per element, ``tiled`` transposed operands staged
+through shared memory, ``nd`` coordinates by division. The cpu variant walks the same plan with
+``prange`` loops and no vectors. Generated code calls names each backend supplies: ``ld_<t>``,
+``st_<t>``, ``ldv<V>_<t>``, ``stv<V>_<t>``, ``cv_<t>``, ``sh_<t>``, ``math`` and the helpers of
+:mod:`devicelib`. Snapshot tests pin the output.
 """
 
 from __future__ import annotations
 
 from . import ops
 from .dtypes import BY_CODE, COMPUTE_CODE
-from .plan import Instr, KernelPlan
+from .layout import TILE
+from .layout import TILE_ROWS as _TILE_ROWS
+from .plan import Instr, KernelPlan, operand_params
 
 
 def render_kernel(plan: KernelPlan, target: str) -> str:
     """The kernel's source for ``target`` ``"cuda"`` (also run by the simulator) or ``"cpu"``."""
-    params = ", ".join(_param_names(plan))
-    codes = {i.var: i.code for i in plan.body if i.var is not None}
-    body = _index_lines(plan) + [_line(plan, i, codes) for i in plan.body]
-    if target == "cuda":
-        head = ["i = cv_i64(cuda.grid(1))", "step = cv_i64(cuda.gridsize(1))", "while i < n:"]
-        lines = head + ["    " + b for b in body] + ["    i += step"]
-    elif target == "cpu":
-        lines = ["for i in prange(n):"] + ["    " + b for b in body]
-    else:
+    if target not in ("cuda", "cpu"):
         raise ValueError(f"unknown target {target!r}")
-    return f"def {plan.name}({params}):\n" + "".join(f"    {ln}\n" for ln in lines)
-
-
-def _param_names(plan: KernelPlan) -> list[str]:
-    names = ["n"] + [f"p{k}" for k in range(len(plan.operands))]
-    if plan.strided:
-        names += [f"d{j}" for j in range(len(plan.dims))]
-        for k, o in enumerate(plan.operands):
-            if o.layout == "S":
-                names += [f"b{k}"] + [f"s{k}_{j}" for j in range(len(plan.dims))]
-    names += [f"a{m}" for m in range(len(plan.scalars))]
-    return names
-
-
-def _index_lines(plan: KernelPlan) -> list[str]:
-    """Decompose the flat index into coordinates once; each strided operand dots them."""
-    if not plan.strided:
-        return []
-    rank = len(plan.dims)
-    if rank == 1:
-        lines = ["c0 = i"]
+    r = _Renderer(plan)
+    if target == "cpu":
+        lines = r.cpu()
     else:
-        lines = ["r = i"]
+        lines = {"flat": r.flat, "rows": r.rows, "tiled": r.tiled, "nd": r.nd}[plan.schedule]()
+    params = ["n"] + [f"p{k}" for k in range(len(plan.operands))] + plan.int_params()
+    params += [f"a{m}" for m in range(len(plan.scalars))]
+    return f"def {plan.name}({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
+
+
+def _indent(lines: list[str], depth: int = 1) -> list[str]:
+    return ["    " * depth + ln for ln in lines]
+
+
+class _Renderer:
+    """Renders one plan. ``level`` of a value: 0 scalar-only, 1 constant along a row, 2 per
+    element; values below the loop's level are computed once outside it."""
+
+    def __init__(self, plan: KernelPlan):
+        self.plan = plan
+        self.codes = {i.var: i.code for i in plan.body if i.var is not None}
+        self.level: dict[int, int] = {}
+        for ins in plan.body:
+            if ins.var is None:
+                continue
+            if ins.kind == "scalar":
+                self.level[ins.var] = 0
+            elif ins.kind == "load":
+                cls = plan.operands[ins.arg].layout
+                self.level[ins.var] = (0 if cls == "B" and plan.schedule == "flat" else
+                                       1 if cls == "B" else 2)
+            else:
+                self.level[ins.var] = max((self.level[v] for v in ins.inputs), default=0)
+
+    # -- values -------------------------------------------------------------------------------
+    def name(self, var: int, lane: str) -> str:
+        return f"v{var}" if self.level[var] < 2 else f"v{var}{lane}"
+
+    def convert(self, var: int, want: str, lane: str) -> str:
+        have = self.codes[var]
+        return self.name(var, lane) if have == want else f"cv_{want}({self.name(var, lane)})"
+
+    def compute(self, ins: Instr, lane: str) -> str:
+        """The right-hand side of a scalar, cast or op instruction."""
+        if ins.kind == "scalar":
+            return f"cv_b1(a{ins.arg})" if ins.code == "b1" else f"a{ins.arg}"
+        if ins.kind == "cast":
+            return f"cv_{ins.code}({self.name(ins.inputs[0], lane)})"
+        name, loop = ins.arg
+        row = ops.OPS[name]
+        loop_dtypes = tuple(BY_CODE[c] for c in loop)
+        template = row.template(ops.template_kind(row, loop_dtypes))
+        args = [self.convert(v, c, lane) for v, c in zip(ins.inputs, loop)]
+        t = COMPUTE_CODE[loop[0] if row.rule == "ufunc" else loop[-1]]
+        expr = template.format(*args, t=t, bits=loop_dtypes[0].itemsize * 8)
+        return f"cv_{ins.code}({expr})"
+
+    def lines_at(self, level: int, lane: str, load) -> list[str]:
+        """Every non-store instruction of exactly ``level``; ``load(ins, lane)`` renders loads."""
+        out = []
+        for ins in self.plan.body:
+            if ins.var is None or self.level[ins.var] != level:
+                continue
+            rhs = load(ins, lane) if ins.kind == "load" else self.compute(ins, lane)
+            out.append(f"{self.name(ins.var, lane)} = {rhs}")
+        return out
+
+    def stores(self, lane: str, index) -> list[str]:
+        out = []
+        for ins in self.plan.body:
+            if ins.kind == "store":
+                (src,) = ins.inputs
+                out.append(f"st_{ins.code}(p{ins.arg}, {index(ins.arg)}, "
+                           f"{self.convert(src, ins.code, lane)})")
+        return out
+
+    def scalar_element(self, index, lane: str = "") -> list[str]:
+        """Loads, ops and stores of one element whose operand-k index is ``index(k)``."""
+        def load(ins, ln):
+            return f"ld_{ins.code}(p{ins.arg}, {index(ins.arg)})"
+        return self.lines_at(2, lane, load) + self.stores(lane, index)
+
+    # -- vector lanes -------------------------------------------------------------------------
+    def vector_block(self, vindex, lane_index) -> list[str]:
+        """One group of V elements: 128-bit loads of the ``C`` operands at vector index
+        ``vindex(k)``, per-lane work, 128-bit stores; other operands at ``lane_index(k, lane)``."""
+        plan, width = self.plan, self.plan.vector_width
+        out, loaded = [], set()
+        for ins in plan.body:
+            if ins.kind == "load" and plan.operands[ins.arg].layout == "C" \
+                    and ins.arg not in loaded:
+                loaded.add(ins.arg)
+                out.append(f"w{ins.arg} = ldv{width}_{ins.code}(p{ins.arg}, {vindex(ins.arg)})")
+        for lane in range(width):
+            def load(ins, ln, lane=lane):
+                if plan.operands[ins.arg].layout == "C":
+                    return f"w{ins.arg}[{lane}]"
+                return f"ld_{ins.code}(p{ins.arg}, {lane_index(ins.arg, lane)})"
+            out += self.lines_at(2, f"_{lane}", load)
+        for ins in plan.body:
+            if ins.kind != "store":
+                continue
+            (src,) = ins.inputs
+            k = ins.arg
+            if plan.operands[k].layout == "C":
+                lanes = ", ".join(self.convert(src, ins.code, f"_{ln}") for ln in range(width))
+                out.append(f"stv{width}_{ins.code}(p{k}, {vindex(k)}, {lanes})")
+            else:
+                out += [f"st_{ins.code}(p{k}, {lane_index(k, ln)}, "
+                        f"{self.convert(src, ins.code, f'_{ln}')})" for ln in range(width)]
+        return out
+
+    # -- schedules ----------------------------------------------------------------------------
+    def _flat_index(self, k: int, i: str) -> str:
+        cls = self.plan.operands[k].layout
+        return {"C": i, "B": f"b{k}", "S": f"b{k} + {i} * s{k}_0"}[cls]
+
+    def _constant_loads(self, level: int, index) -> list[str]:
+        def load(ins, ln):
+            return f"ld_{ins.code}(p{ins.arg}, {index(ins.arg)})"
+        return self.lines_at(level, "", load)
+
+    def flat(self) -> list[str]:
+        width = self.plan.vector_width
+        head = ["t = cv_i64(cuda.grid(1))", "step = cv_i64(cuda.gridsize(1))"]
+        head += self._constant_loads(0, lambda k: f"b{k}")
+        if width == 1:
+            body = self.scalar_element(lambda k: self._flat_index(k, "i"))
+            return head + ["i = t", "while i < n:"] + _indent(body + ["i += step"])
+        block = self.vector_block(
+            lambda k: "j", lambda k, lane: self._flat_index(k, f"(j * {width} + {lane})"))
+        tail = self.scalar_element(lambda k: self._flat_index(k, "i"))
+        return (head + [f"nv = n // {width}", "j = t", "while j < nv:"]
+                + _indent(block + ["j += step"])
+                + [f"i = nv * {width} + t", "if i < n:"] + _indent(tail))
+
+    def _row_base(self) -> list[str]:
+        out = []
+        for k, o in enumerate(self.plan.operands):
+            params = operand_params(self.plan.schedule, o.layout, 2, k)
+            base = f"r * s{k}_0" if o.layout == "C" else f"b{k} + r * s{k}_0"
+            if params:
+                out.append(f"rb{k} = {base}")
+        return out
+
+    def _row_index(self, k: int, col: str) -> str:
+        cls = self.plan.operands[k].layout
+        return {"C": f"rb{k} + {col}", "B": f"rb{k}"}.get(cls, f"rb{k} + {col} * s{k}_1")
+
+    def rows(self) -> list[str]:
+        width = self.plan.vector_width
+        head = ["tx = cv_i64(cuda.grid(1))", "cstep = cv_i64(cuda.gridsize(1))",
+                "r = cv_i64(cuda.blockIdx.y)", "rstep = cv_i64(cuda.gridDim.y)"]
+        head += self._constant_loads(0, lambda k: f"b{k}")
+        row = self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
+        if width == 1:
+            body = self.scalar_element(lambda k: self._row_index(k, "c"))
+            inner = ["c = tx", "while c < d1:"] + _indent(body + ["c += cstep"])
+        else:
+            block = self.vector_block(
+                lambda k: f"rb{k} // {width} + c",
+                lambda k, lane: self._row_index(k, f"(c * {width} + {lane})"))
+            tail = self.scalar_element(lambda k: self._row_index(k, "c"))
+            inner = ([f"nv = d1 // {width}", "c = tx", "while c < nv:"]
+                     + _indent(block + ["c += cstep"])
+                     + [f"c = nv * {width} + tx", "if c < d1:"] + _indent(tail))
+        return head + ["while r < d0:"] + _indent(row + inner + ["r += rstep"])
+
+    def tiled(self) -> list[str]:
+        plan = self.plan
+        staged = [k for k, o in enumerate(plan.operands) if o.layout == "T"]
+        head = [f"tile{k} = cuda.shared.array(({TILE}, {TILE + 1}), "
+                f"sh_{COMPUTE_CODE[plan.operands[k].code]})" for k in staged]
+        head += ["tx = cv_i64(cuda.threadIdx.x)", "ty = cv_i64(cuda.threadIdx.y)",
+                 f"c0 = cv_i64(cuda.blockIdx.x) * {TILE}", "tr = cv_i64(cuda.blockIdx.y)",
+                 "tstep = cv_i64(cuda.gridDim.y)"]
+        head += self._constant_loads(0, lambda k: f"b{k}")
+        stage = []
+        for m in range(TILE // _TILE_ROWS):
+            cond = ["rr = r0 + tx", f"cc = c0 + ty + {m * _TILE_ROWS}", "if rr < d0 and cc < d1:"]
+            loads = [f"tile{k}[ty + {m * _TILE_ROWS}, tx] = ld_{plan.operands[k].code}"
+                     f"(p{k}, b{k} + rr * s{k}_0 + cc * s{k}_1)" for k in staged]
+            stage += cond + _indent(loads)
+
+        def index(k):
+            return self._row_index(k, "c")
+
+        def load(ins, ln, m):
+            if plan.operands[ins.arg].layout == "T":
+                value = f"tile{ins.arg}[tx, ty + {m}]"
+                return f"({value} != 0)" if ins.code == "b1" else value
+            return f"ld_{ins.code}(p{ins.arg}, {index(ins.arg)})"
+        compute = []
+        for m in range(TILE // _TILE_ROWS):
+            row = self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
+            element = (self.lines_at(2, "", lambda ins, ln, m=m: load(ins, ln, m * _TILE_ROWS))
+                       + self.stores("", index))
+            compute += [f"r = r0 + ty + {m * _TILE_ROWS}", "c = c0 + tx", "if r < d0 and c < d1:"]
+            compute += _indent(row + element)
+        loop = ([f"r0 = tr * {TILE}"] + stage + ["cuda.syncthreads()"] + compute
+                + ["cuda.syncthreads()", "tr += tstep"])
+        return head + [f"while tr * {TILE} < d0:"] + _indent(loop)
+
+    def _nd_coordinates(self) -> list[str]:
+        rank = len(self.plan.dims)
+        if rank == 1:
+            return ["c0 = i"]
+        lines = ["q = i"]
         for j in range(rank - 1, 0, -1):
-            lines += [f"c{j} = r % d{j}", f"r = r // d{j}"]
-        lines.append("c0 = r")
-    for k, o in enumerate(plan.operands):
-        if o.layout == "S":
-            terms = " + ".join(f"c{j} * s{k}_{j}" for j in range(rank))
-            lines.append(f"o{k} = b{k} + {terms}")
-    return lines
+            lines += [f"c{j} = q % d{j}", f"q = q // d{j}"]
+        return lines + ["c0 = q"]
 
+    def _nd_index(self, k: int) -> str:
+        if self.plan.operands[k].layout == "C":
+            return "i"
+        return f"b{k} + " + " + ".join(f"c{j} * s{k}_{j}" for j in range(len(self.plan.dims)))
 
-def _index(plan: KernelPlan, k: int) -> str:
-    return f"o{k}" if plan.operands[k].layout == "S" else "i"
+    def nd(self) -> list[str]:
+        strided = any(o.layout != "C" for o in self.plan.operands)
+        body = (self._nd_coordinates() if strided else []) + self.scalar_element(self._nd_index)
+        head = ["t = cv_i64(cuda.grid(1))", "step = cv_i64(cuda.gridsize(1))"]
+        head += self._constant_loads(0, lambda k: f"b{k}")
+        return head + ["i = t", "while i < n:"] + _indent(body + ["i += step"])
 
-
-def _convert(var: int, have: str, want: str) -> str:
-    return f"v{var}" if have == want else f"cv_{want}(v{var})"
-
-
-def _line(plan: KernelPlan, ins: Instr, codes: dict[int, str]) -> str:
-    if ins.kind == "load":
-        return f"v{ins.var} = ld_{ins.code}(p{ins.arg}, {_index(plan, ins.arg)})"
-    if ins.kind == "scalar":
-        value = f"a{ins.arg}"
-        return f"v{ins.var} = {'cv_b1(' + value + ')' if ins.code == 'b1' else value}"
-    if ins.kind == "cast":
-        return f"v{ins.var} = cv_{ins.code}(v{ins.inputs[0]})"
-    if ins.kind == "store":
-        (src,) = ins.inputs
-        value = _convert(src, codes[src], ins.code)
-        return f"st_{ins.code}(p{ins.arg}, {_index(plan, ins.arg)}, {value})"
-    name, loop = ins.arg
-    row = ops.OPS[name]
-    loop_dtypes = tuple(BY_CODE[c] for c in loop)
-    template = row.template(ops.template_kind(row, loop_dtypes))
-    args = [_convert(v, codes[v], c) for v, c in zip(ins.inputs, loop)]
-    expr = template.format(*args, t=COMPUTE_CODE[loop[0]] if row.rule == "ufunc" else
-                           COMPUTE_CODE[loop[-1]], bits=loop_dtypes[0].itemsize * 8)
-    return f"v{ins.var} = cv_{ins.code}({expr})"
+    # -- cpu ----------------------------------------------------------------------------------
+    def cpu(self) -> list[str]:
+        """The same walk as ``prange`` loops: rows for 2-D schedules, one flat loop otherwise."""
+        head = self._constant_loads(0, lambda k: f"b{k}")
+        schedule = self.plan.schedule
+        if schedule == "flat":
+            body = self.scalar_element(lambda k: self._flat_index(k, "i"))
+            return head + ["for i in prange(n):"] + _indent(body)
+        if schedule in ("rows", "tiled"):
+            row = self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
+            body = self.scalar_element(lambda k: self._row_index(k, "c"))
+            return head + ["for r in prange(d0):"] + _indent(
+                row + ["for c in range(d1):"] + _indent(body))
+        strided = any(o.layout != "C" for o in self.plan.operands)
+        body = (self._nd_coordinates() if strided else []) + self.scalar_element(self._nd_index)
+        return head + ["for i in prange(n):"] + _indent(body)

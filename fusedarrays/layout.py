@@ -218,3 +218,64 @@ def collapse(shape: tuple, stride_sets: list[tuple]) -> tuple[tuple, list[tuple]
 def classify(shape: tuple, strides: tuple) -> str:
     """Layout class of one operand over a collapsed shape: ``C`` contiguous, ``S`` strided."""
     return "C" if tuple(strides) == contiguous_strides(shape) else "S"
+
+
+# -- schedules and vector width ---------------------------------------------------------------
+VECTOR_BYTES = 16          # one 128-bit load or store per lane group
+ROWS_MIN_INNER = 128       # a 2-D kernel walks rows only when a row fills at least half a block
+TILE = 32                  # transposed operands are staged through TILE x TILE shared tiles
+TILE_ROWS = 8              # ... by TILE x TILE_ROWS threads, each staging TILE / TILE_ROWS rows
+_VECTOR_LANES = {"f32": 4, "i32": 4, "u32": 4, "f16": 8}
+
+
+def schedule(dims: tuple, stride_sets: list[tuple]) -> tuple[str, list[str]]:
+    """How a kernel walks ``dims`` and each operand's layout class under that walk.
+
+    ``flat`` (rank 1): ``C`` unit stride, ``B`` stride 0, ``S`` other. ``rows`` (rank 2, long rows;
+    a 2-D grid, no division per element): ``C`` contiguous along the row, ``B`` constant along
+    the row, ``S`` other. ``tiled``: ``rows`` where some input walks columns contiguously (``T``, a
+    transposed operand): it is read through shared-memory tiles so reads and writes both
+    coalesce. ``nd`` (rank ≥ 3 or short rows): ``C`` contiguous, ``S`` other, coordinates by
+    division.
+    """
+    if len(dims) == 1:
+        return "flat", ["C" if s == (1,) else "B" if s == (0,) else "S" for s in stride_sets]
+    if len(dims) == 2 and dims[1] >= ROWS_MIN_INNER:
+        classes = ["C" if s1 == 1 else "B" if s1 == 0 else "T" if s0 == 1 else "S"
+                   for s0, s1 in stride_sets]
+        if "T" in classes and dims[0] >= TILE:
+            return "tiled", classes
+        return "rows", ["S" if c == "T" else c for c in classes]
+    contiguous = contiguous_strides(dims)
+    return "nd", ["C" if tuple(s) == contiguous else "S" for s in stride_sets]
+
+
+def lowest_bit(value: int) -> int:
+    """The largest power of two dividing ``value`` (``1 << 30`` for 0: aligned to anything)."""
+    return value & -value if value else 1 << 30
+
+
+def vector_width(kind: str, operands: list[tuple[str, str, tuple, int]]) -> int:
+    """Elements per thread per access: 16 bytes / itemsize when every vector operand allows it.
+
+    ``operands`` holds ``(class, dtype code, strides, byte address alignment)``; the vector
+    operands are the ``C`` ones of a ``flat`` or ``rows`` walk. Each must have a 128-bit access for
+    its dtype, one lane count shared by all, a 16-byte aligned first element and (``rows``) a row
+    stride that keeps every row's start aligned. Broadcast and strided operands never lower the
+    width: they are read per lane (or once per row).
+    """
+    if kind not in ("flat", "rows"):
+        return 1
+    vector = [(code, strides, align) for cls, code, strides, align in operands if cls == "C"]
+    lanes = {_VECTOR_LANES.get(code, 1) for code, _, _ in vector}
+    if len(lanes) != 1:
+        return 1
+    width = lanes.pop()
+    if width == 1:
+        return 1
+    for code, strides, align in vector:
+        itemsize = VECTOR_BYTES // _VECTOR_LANES[code]
+        row_bytes = strides[0] * itemsize if kind == "rows" else 0
+        if align % VECTOR_BYTES or lowest_bit(abs(row_bytes)) < VECTOR_BYTES:
+            return 1
+    return width

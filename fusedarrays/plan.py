@@ -19,7 +19,7 @@ from . import config, graph, keys, layout
 from .dtypes import CODES
 from .errors import ShapeError
 
-CODEGEN_VERSION = "1"
+CODEGEN_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -28,12 +28,18 @@ class Operand:
     dtype: np.dtype
     strides: tuple          # element strides over the collapsed iteration shape
     offset: int             # element offset of the view's first element
-    layout: str             # "C" contiguous or "S" strided
+    layout: str             # class under the plan's schedule: C, B, S or T (see layout.schedule)
     output: bool
 
     @property
     def code(self) -> str:
         return CODES[self.dtype]
+
+    @property
+    def folded(self) -> bool:
+        """Contiguous operands get a pointer to their first element; the others a base pointer
+        and an offset parameter (so that negative strides index forward on every backend)."""
+        return self.layout == "C"
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,16 @@ class Instr:
     code: str               # result dtype code (for a store, the stored operand's)
 
 
+def operand_params(schedule: str, cls: str, rank: int, k: int) -> list[str]:
+    """Names of operand ``k``'s integer parameters: base offset ``b``, strides ``s_j``."""
+    if schedule == "flat":
+        return {"C": [], "B": [f"b{k}"], "S": [f"b{k}", f"s{k}_0"]}[cls]
+    if schedule in ("rows", "tiled"):
+        return {"C": [f"s{k}_0"], "B": [f"b{k}", f"s{k}_0"]}.get(
+            cls, [f"b{k}", f"s{k}_0", f"s{k}_1"])
+    return [] if cls == "C" else [f"b{k}"] + [f"s{k}_{j}" for j in range(rank)]
+
+
 @dataclass(frozen=True)
 class KernelPlan:
     shape: tuple            # iteration shape, as the user sees it
@@ -56,6 +72,7 @@ class KernelPlan:
     body: tuple[Instr, ...]
     key_parts: tuple[tuple[str, str], ...]
     key: str
+    schedule: str = "flat"  # flat | rows | tiled | nd (layout.schedule)
     vector_width: int = 1
     index_width: int = 64
 
@@ -64,35 +81,45 @@ class KernelPlan:
         return layout.size_of(self.shape)
 
     @property
-    def strided(self) -> bool:
-        return any(o.layout == "S" for o in self.operands)
-
-    @property
     def name(self) -> str:
         return "fa_" + self.key[:16]
 
+    def size_params(self) -> list[str]:
+        if self.schedule == "flat":
+            return []
+        if self.schedule == "nd" and all(o.layout == "C" for o in self.operands):
+            return []
+        return [f"d{j}" for j in range(len(self.dims))]
+
+    def int_params(self) -> list[str]:
+        """Names of the integer parameters after the pointers: sizes, then per operand."""
+        names = self.size_params()
+        for k, o in enumerate(self.operands):
+            names += operand_params(self.schedule, o.layout, len(self.dims), k)
+        return names
+
     def param_types(self) -> tuple[str, ...]:
-        """Kernel parameter types, in order: n, one pointer per operand, sizes, strides, scalars."""
-        types = ["i64"] + ["ptr"] * len(self.operands)
-        if self.strided:
-            types += ["i64"] * len(self.dims)
-            for o in self.operands:
-                if o.layout == "S":
-                    types += ["i64"] * (1 + len(self.dims))
-        types += [CODES[dt] for _, dt in self.scalars]
-        return tuple(types)
+        """Kernel parameter types, in order: n, one pointer per operand, integers, scalars."""
+        return (("i64",) + ("ptr",) * len(self.operands) + ("i64",) * len(self.int_params())
+                + tuple(CODES[dt] for _, dt in self.scalars))
 
     def int_args(self) -> list[int]:
-        """The integer parameters after the pointers: sizes, then each strided operand's base
-        offset and strides."""
-        if not self.strided:
-            return []
-        ints = list(self.dims)
-        for o in self.operands:
-            if o.layout == "S":
-                ints.append(o.offset)
-                ints.extend(o.strides)
+        """Values of :meth:`int_params`, in the same order."""
+        ints = list(self.dims) if self.size_params() else []
+        for k, o in enumerate(self.operands):
+            for name in operand_params(self.schedule, o.layout, len(self.dims), k):
+                ints.append(o.offset if name[0] == "b" else o.strides[int(name.rsplit("_")[1])])
         return ints
+
+    def geometry(self) -> tuple:
+        """What the launcher sizes the grid from: ``("flat", threads)``, ``("rows", rows,
+        threads per row)`` or ``("tiled", tile rows, tile columns)``."""
+        if self.schedule in ("rows",):
+            return ("rows", self.dims[0], -(-self.dims[1] // self.vector_width))
+        if self.schedule == "tiled":
+            tile = layout.TILE
+            return ("tiled", -(-self.dims[0] // tile), -(-self.dims[1] // tile))
+        return ("flat", -(-self.size // self.vector_width))
 
 
 def plan_kernel(outputs: list[tuple[graph.Node, tuple]]) -> KernelPlan:
@@ -145,9 +172,15 @@ def _resolved(node: graph.Node) -> graph.Node:
 
 def _finish(shape, views, scalars, body) -> KernelPlan:
     dims, stride_sets = layout.collapse(shape, [v[2] for v in views])
+    schedule, classes = layout.schedule(dims, stride_sets)
     operands = tuple(
-        Operand(buffer, dtype, strides, offset, layout.classify(dims, strides), output)
-        for (buffer, dtype, _, offset, output), strides in zip(views, stride_sets))
+        Operand(buffer, dtype, strides, offset, cls, output)
+        for (buffer, dtype, _, offset, output), strides, cls in zip(views, stride_sets, classes))
+    width = layout.vector_width(schedule, [
+        (o.layout, o.code, o.strides,
+         layout.lowest_bit(getattr(o.buffer, "align", 256)
+                           | layout.lowest_bit(o.offset * o.dtype.itemsize)))
+        for o in operands])
     canonical = "\n".join(_canonical(i) for i in body)
     parts = (
         ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
@@ -155,14 +188,16 @@ def _finish(shape, views, scalars, body) -> KernelPlan:
                               for o in operands)),
         ("scalars", " ".join(CODES[dt] for _, dt in scalars) or "-"),
         ("rank", str(len(dims))),
-        ("vector_width", "1"),
+        ("schedule", schedule),
+        ("vector_width", str(width)),
         ("index_width", "64"),
         ("config", repr(config.codegen_settings())),
         ("codegen", CODEGEN_VERSION),
     )
     parts = keys.structure_parts(parts)
     key = keys.digest(parts)
-    return KernelPlan(shape, dims, operands, tuple(scalars), tuple(body), parts, key)
+    return KernelPlan(shape, dims, operands, tuple(scalars), tuple(body), parts, key, schedule,
+                      width)
 
 
 def _canonical(i: Instr) -> str:

@@ -99,7 +99,7 @@ class CpuBackend:
     def load(self, artifact, param_types):
         return artifact
 
-    def launch(self, kernel, n: int, args: list) -> None:
+    def launch(self, kernel, n: int, args: list, geometry: tuple = ()) -> None:
         # numba specialises on the first call's argument types, so typing errors surface here.
         dispatcher, source = kernel
         try:
@@ -122,3 +122,6 @@ class CpuBackend:
 
     def synchronize(self) -> None:
         pass
+
+    def address(self, storage) -> int:
+        return storage.ctypes.data

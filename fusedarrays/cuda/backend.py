@@ -73,9 +73,10 @@ class CudaBackend:
         kernel = load_kernel(artifact["cubin"], artifact["entry"])
         return Launcher(kernel, param_types, self._sm_count)
 
-    def launch(self, launcher: Launcher, n: int, args: list) -> None:
-        """Queue the kernel over ``n`` elements; ``args`` are the parameters after ``n``."""
-        launcher(n, args)
+    def launch(self, launcher: Launcher, n: int, args: list, geometry: tuple = ()) -> None:
+        """Queue the kernel over ``n`` elements; ``args`` are the parameters after ``n``;
+        ``geometry`` is the plan's (see ``KernelPlan.geometry``)."""
+        launcher(n, args, geometry)
 
     def synchronize(self) -> None:
         self.device.sync()
@@ -96,6 +97,9 @@ class CudaBackend:
     def operand_arg(self, storage: memory.DeviceStorage, dtype: np.dtype, elem_offset: int) -> int:
         """The device address of element ``elem_offset`` (a kernel ``ptr`` parameter)."""
         return storage.ptr + elem_offset * dtype.itemsize
+
+    def address(self, storage: memory.DeviceStorage) -> int:
+        return storage.ptr
 
     def import_array(self, obj):
         """``(storage, dtype, shape, strides_in_elements, elem_offset)`` of a foreign CUDA array,

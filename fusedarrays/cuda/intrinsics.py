@@ -283,6 +283,9 @@ def _build_base() -> dict[str, object]:
     for name in MATH_FUNCTIONS:
         ns[f"fa_{name}_f32"] = getattr(libdevice, name + "f")
         ns[f"fa_{name}_f64"] = getattr(libdevice, name)
+    # Element types of shared-memory tiles (codegen's tiled walk): compute types, bool as a byte.
+    for code, scalar in SCALARS.items():
+        ns[f"sh_{code}"] = types.uint8 if code == "b1" else scalar.compute
     return ns
 
 

@@ -15,9 +15,13 @@ from __future__ import annotations
 import numpy as np
 from cuda.core import LEGACY_DEFAULT_STREAM, Kernel, LaunchConfig, launch
 
+from ..layout import TILE, TILE_ROWS
+
 BLOCK = 256
 BLOCKS_PER_SM = 32  # grid-stride loop: more blocks than this only adds scheduling overhead
-_MAX_CONFIGS = 1024  # launch configurations cached per kernel, then the cache starts over
+_MAX_CONFIGS = 1024
+_MAX_GRID_Y = 65535  # the hardware limit; row and tile loops stride by gridDim.y beyond it
+  # launch configurations cached per kernel, then the cache starts over
 
 # cuda.core packs a Python int as an 8-byte intptr_t, which is exactly a device address or an
 # int64: "ptr" and "i64" arguments are passed as they come (ints, or NumPy 64-bit integers).
@@ -65,10 +69,22 @@ class Launcher:
         self._configs: dict[int, LaunchConfig] = {}
         self._stream = LEGACY_DEFAULT_STREAM
 
-    def _config(self, n: int) -> LaunchConfig:
+    def _config(self, n: int, geometry: tuple) -> LaunchConfig:
         if len(self._configs) >= _MAX_CONFIGS:
             self._configs.clear()
-        config = self._configs[n] = LaunchConfig(grid=grid_size(n, self._sm_count), block=BLOCK)
+        kind = geometry[0] if geometry else "flat"
+        if kind == "rows":    # (rows, threads per row): rows on grid y, no division per element
+            _, rows, per_row = geometry
+            grid = (grid_size(per_row, self._sm_count), min(rows, _MAX_GRID_Y))
+            config = LaunchConfig(grid=grid, block=BLOCK)
+        elif kind == "tiled":  # (tile rows, tile columns): one TILE x TILE tile per block
+            _, tile_rows, tile_cols = geometry
+            config = LaunchConfig(grid=(tile_cols, min(tile_rows, _MAX_GRID_Y)),
+                                  block=(TILE, TILE_ROWS))
+        else:
+            threads = geometry[1] if geometry else n
+            config = LaunchConfig(grid=grid_size(threads, self._sm_count), block=BLOCK)
+        self._configs[(n, geometry)] = config
         return config
 
     def _converted(self, args) -> list:
@@ -77,13 +93,14 @@ class Launcher:
             args[k] = numpy_type(args[k])
         return args
 
-    def __call__(self, n: int, args) -> None:
-        """Launch over ``n`` elements (nothing for ``n <= 0``) with the parameters after ``n``."""
-        config = self._configs.get(n)
+    def __call__(self, n: int, args, geometry: tuple = ()) -> None:
+        """Launch over ``n`` elements (nothing for ``n <= 0``) with the parameters after ``n``;
+        ``geometry`` (``KernelPlan.geometry``) picks a 1-D, row or tile grid."""
+        config = self._configs.get((n, geometry))
         if config is None:
             if n <= 0:
                 return
-            config = self._config(n)
+            config = self._config(n, geometry)
         if len(args) != self._nargs:  # a short list would launch a kernel reading garbage
             raise ValueError(f"{self!r} takes {self._nargs} arguments after n, got {len(args)}")
         for k, numpy_type in self._typed:

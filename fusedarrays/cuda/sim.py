@@ -17,6 +17,7 @@ import numpy as np
 from .. import config
 from ..dtypes import BY_CODE
 from ..errors import CompileError
+from ..layout import TILE
 
 _MATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "log": np.log,
                "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sin": np.sin,
@@ -42,6 +43,19 @@ def _st(p, i, v):
     p[i] = v
 
 
+def _vector_load(lanes: int):
+    def ldv(p, j):  # j counts vectors: lanes * j is the first element; float16 lanes widen
+        values = p[lanes * j:lanes * j + lanes]
+        return tuple(np.float32(v) if v.dtype == np.float16 else v for v in values)
+    return ldv
+
+
+def _vector_store(lanes: int):
+    def stv(p, j, *values):
+        p[lanes * j:lanes * j + lanes] = values
+    return stv
+
+
 def _build_namespace(helpers: dict) -> dict:
     from numba import cuda
 
@@ -53,6 +67,11 @@ def _build_namespace(helpers: dict) -> dict:
     ns["cv_b1"] = lambda x: np.bool_(x != 0)
     ns["cv_f16"] = _cv_f16
     ns["ld_f16"] = lambda p, i: np.float32(p[i])
+    for code, lanes in (("f32", 4), ("i32", 4), ("u32", 4), ("f16", 8)):
+        ns[f"ldv{lanes}_{code}"] = _vector_load(lanes)
+        ns[f"stv{lanes}_{code}"] = _vector_store(lanes)
+    for code in BY_CODE:  # shared-memory tiles hold compute-type values (bool as a byte)
+        ns[f"sh_{code}"] = {"b1": np.uint8, "f16": np.float32}.get(code, BY_CODE[code])
     for name, fn in _BACKEND_MATH.items():
         ns[f"fa_{name}_f32"] = ns[f"fa_{name}_f64"] = fn
     for name, fn in helpers.items():
@@ -84,9 +103,16 @@ class SimBackend:
     def load(self, artifact, param_types):
         return artifact
 
-    def launch(self, kernel, n: int, args: list) -> None:
+    def launch(self, kernel, n: int, args: list, geometry: tuple = ()) -> None:
+        # Few blocks (each thread is a Python thread); the grid-stride loops cover the rest.
         block = config.get("SIM_BLOCK")
-        grid = max(1, min(-(-n // block), 2))  # two blocks at most: the grid-stride loop runs
+        kind = geometry[0] if geometry else "flat"
+        if kind == "tiled":
+            grid, block = (geometry[2], min(geometry[1], 2)), (TILE, 8)
+        elif kind == "rows":
+            grid = (max(1, min(-(-geometry[2] // block), 2)), min(geometry[1], 3))
+        else:
+            grid = max(1, min(-(-(geometry[1] if geometry else n) // block), 2))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             kernel[grid, block](n, *args)
@@ -105,5 +131,8 @@ class SimBackend:
 
     def synchronize(self) -> None:
         pass
+
+    def address(self, storage) -> int:
+        return storage.ctypes.data
 
 

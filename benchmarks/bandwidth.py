@@ -1,0 +1,141 @@
+"""Bandwidth of fused kernels as fractions of a device-to-device copy, measured in one run.
+
+Cases (issue 4): ``a*b+c`` over 2^26 float32 and float16; ``(x + b[None,:]) * s[:,None]`` over
+4096² float32, and the same with ``x.T``; plus a 10-op expression. Each case is timed two ways:
+``kernel`` launches the already-planned kernel back to back (device time of the kernel alone) and
+``call`` builds, plans and launches the lazy expression each time (what a user's loop costs).
+CuPy's ``cupy.fuse`` and ``torch.compile`` run side by side where installed. CUDA events, median
+of 15 batches of 10 back-to-back calls. Usage: python benchmarks/bandwidth.py [out.json]
+"""
+
+import functools
+import json
+import statistics
+import sys
+
+import numpy as np
+
+import fusedarrays as fa
+from fusedarrays import graph, layout, runtime
+from fusedarrays.backend import new_buffer
+from fusedarrays.plan import plan_kernel
+
+
+def median_ms(fn, sync, event, repeat=15, batch=10):
+    fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        start, stop = event(), event()
+        start.record()
+        for _ in range(batch):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) if hasattr(start, "elapsed_time")
+                     else _cupy_elapsed(start, stop))
+    return statistics.median(times) / batch
+
+
+def _cupy_elapsed(start, stop):
+    import cupy as cp
+    return cp.cuda.get_elapsed_time(start, stop)
+
+
+def kernel_only(lazy):
+    """A closure launching ``lazy``'s planned kernel into a preallocated output."""
+    node = lazy._resolved()
+    backend = fa.array._backend_of(node)
+    out = new_buffer(backend, layout.size_of(node.shape) * node.dtype.itemsize)
+    plan = plan_kernel([(node, (out, node.dtype, node.shape,
+                                layout.contiguous_strides(node.shape), 0))])
+    kernel = runtime.kernel_for(plan, backend)
+    args = [backend.operand_arg(o.buffer.storage, o.dtype, o.offset if o.layout == "C" else 0)
+            for o in plan.operands] + plan.int_args()
+    args += [runtime.scalar_arg(v, dt) for v, dt in plan.scalars]
+    return lambda: backend.launch(kernel, plan.size, args), plan
+
+
+def cases(rng):
+    n = 1 << 26
+    f32 = [rng.standard_normal(n).astype(np.float32) for _ in range(3)]
+    f16 = [a.astype(np.float16) for a in f32]
+    m = 4096
+    x = rng.standard_normal((m, m)).astype(np.float32)
+    b, s = rng.standard_normal(m).astype(np.float32), rng.standard_normal(m).astype(np.float32)
+    return {
+        "a*b+c f32": (f32, lambda mod, a, b_, c: a * b_ + c, 4 * n * 4),
+        "a*b+c f16": (f16, lambda mod, a, b_, c: a * b_ + c, 4 * n * 2),
+        "(x+b[None,:])*s[:,None] f32": ([x, b, s], lambda mod, x_, b_, s_:
+                                        (x_ + b_[None, :]) * s_[:, None], 2 * m * m * 4),
+        "(x.T+b[None,:])*s[:,None] f32": ([x, b, s], lambda mod, x_, b_, s_:
+                                          (x_.T + b_[None, :]) * s_[:, None], 2 * m * m * 4),
+        "10-op f32": (f32, lambda mod, a, b_, c: mod.sqrt(mod.abs(a * b_ + c)) * 0.5
+                      - mod.exp(-mod.abs(c)) + mod.maximum(a, b_) / 3.0, 4 * n * 4),
+    }
+
+
+def _call(fn, dev):
+    return fn(fa, *dev).compute()
+
+
+def _for(mod, fn):
+    def fused_case(*args):  # cupy.fuse wants a named function
+        return fn(mod, *args)
+    return fused_case
+
+
+def main(path=None):
+    import cupy as cp
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    rng = np.random.default_rng()
+    ev = cp.cuda.Event
+    sync = cp.cuda.Device().synchronize
+    n = 1 << 26
+    src = cp.asarray(rng.standard_normal(n).astype(np.float32))
+    dst = cp.empty_like(src)
+    copy_ms = median_ms(lambda: cp.copyto(dst, src), sync, ev)
+    copy_bw = 2 * n * 4 / copy_ms / 1e6
+    rows = {"copy GB/s": copy_bw}
+    for name, (host, fn, nbytes) in cases(rng).items():
+        dev = [fa.asarray(h) for h in host]
+        lazy = fn(fa, *dev)
+        got = lazy.get()
+        want = fn(np, *host)
+        err = float(np.max(np.abs(got.astype(np.float64) - want) /
+                           np.maximum(np.abs(want.astype(np.float64)), 1e-2)))
+        launch, plan = kernel_only(fn(fa, *dev))
+        def frac(call, nbytes=nbytes):
+            return nbytes / median_ms(call, sync, ev) / 1e6 / copy_bw
+        row = {"kernel": frac(launch), "call": frac(functools.partial(_call, fn, dev)),
+               "vector_width": plan.vector_width, "max_rel_err": err}
+        cdev = [cp.asarray(h) for h in host]
+        try:
+            fused = cp.fuse(_for(cp, fn))
+            row["cupy.fuse"] = frac(functools.partial(fused, *cdev))
+        except Exception as exc:  # cupy.fuse refuses some indexing: report, don't hide
+            row["cupy.fuse"] = f"failed: {type(exc).__name__}"
+        if torch is not None:
+            tdev = [torch.as_tensor(h, device="cuda") for h in host]
+            compiled = torch.compile(_for(torch, fn))
+            row["torch.compile"] = frac(functools.partial(compiled, *tdev))
+        rows[name] = row
+    print(json.dumps(rows, indent=1))
+    print(f"\n{'case':34s} {'V':>2s} {'kernel':>7s} {'call':>7s} {'cupy':>7s} {'torch':>7s}")
+    for name, row in rows.items():
+        if isinstance(row, dict):
+            cells = [row.get(k) for k in ("kernel", "call", "cupy.fuse", "torch.compile")]
+            text = " ".join(f"{c:7.3f}" if isinstance(c, float) else f"{str(c)[:7]:>7s}"
+                            for c in cells)
+            print(f"{name:34s} {row['vector_width']:2d} {text}")
+    print(f"copy: {copy_bw:.0f} GB/s (bytes read + written)")
+    if path:
+        with open(path, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

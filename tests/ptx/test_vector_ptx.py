@@ -1,0 +1,64 @@
+"""128-bit accesses in the PTX for sm_90 of real fused expressions (no GPU needed)."""
+
+import re
+
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+from fusedarrays import config
+
+
+@pytest.fixture(autouse=True)
+def cpu_arrays():
+    with config.override(BACKEND="cpu"):
+        yield
+
+
+def ptx_of(expr):
+    ex = fa.explain(expr, arch="sm_90")
+    return ex, ex.ptx
+
+
+def count(pattern, ptx):
+    return len(re.findall(pattern, ptx))
+
+
+def test_float32_axpb_has_128_bit_loads_and_stores():
+    rng = np.random.default_rng()
+    a, b, c = (fa.asarray(rng.standard_normal(1000).astype(np.float32)) for _ in range(3))
+    ex, ptx = ptx_of(a * b + c)
+    assert ex.vector_width == 4
+    # NVVM may unroll the grid-stride loop: count loads per store.
+    loads, stores = count(r"ld\.global\.v4\.f32", ptx), count(r"st\.global\.v4\.f32", ptx)
+    assert stores >= 1 and loads == 3 * stores
+
+
+def test_float16_has_128_bit_loads():
+    rng = np.random.default_rng()
+    a, b, c = (fa.asarray(rng.standard_normal(1000).astype(np.float16)) for _ in range(3))
+    ex, ptx = ptx_of(a * b + c)
+    assert ex.vector_width == 8
+    loads, stores = count(r"ld\.global\.v4\.u32", ptx), count(r"st\.global\.v4\.(u32|b32)", ptx)
+    assert stores >= 1 and loads == 3 * stores
+    assert "ld.global.v2" not in ptx, "each 128-bit load must stay one load"
+
+
+def test_broadcast_rows_keep_width_4_and_divide_nothing_per_element():
+    rng = np.random.default_rng()
+    x = fa.asarray(rng.standard_normal((64, 256)).astype(np.float32))
+    b, s = (fa.asarray(rng.standard_normal(n).astype(np.float32)) for n in (256, 64))
+    ex, ptx = ptx_of((x + b[None, :]) * s[:, None])
+    assert ex.plan.schedule == "rows" and ex.vector_width == 4
+    loads, stores = count(r"ld\.global\.v4\.f32", ptx), count(r"st\.global\.v4\.f32", ptx)
+    assert stores >= 1 and loads == 2 * stores                # x and b; s once per row
+    assert count(r"\b(div|rem)\.s64", ptx) <= 2               # per row/launch, not per element
+
+
+def test_transposed_operand_goes_through_shared_memory():
+    rng = np.random.default_rng()
+    x = fa.asarray(rng.standard_normal((256, 64)).astype(np.float32))
+    b, s = (fa.asarray(rng.standard_normal(n).astype(np.float32)) for n in (256, 64))
+    ex, ptx = ptx_of((x.T + b[None, :]) * s[:, None])
+    assert ex.plan.schedule == "tiled"
+    assert "ld.shared.f32" in ptx and "st.shared.f32" in ptx and "bar.sync" in ptx
