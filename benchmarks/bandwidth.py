@@ -53,7 +53,8 @@ def kernel_only(lazy):
     args = [backend.operand_arg(o.buffer.storage, o.dtype, o.offset if o.layout == "C" else 0)
             for o in plan.operands] + plan.int_args()
     args += [runtime.scalar_arg(v, dt) for v, dt in plan.scalars]
-    return lambda: backend.launch(kernel, plan.size, args), plan
+    geometry = plan.geometry()
+    return lambda: backend.launch(kernel, plan.size, args, geometry), plan
 
 
 def cases(rng):
@@ -123,6 +124,7 @@ def main(path=None):
             compiled = torch.compile(_for(torch, fn))
             row["torch.compile"] = frac(functools.partial(compiled, *tdev))
         rows[name] = row
+        print(name, row, flush=True)
     print(json.dumps(rows, indent=1))
     print(f"\n{'case':34s} {'V':>2s} {'kernel':>7s} {'call':>7s} {'cupy':>7s} {'torch':>7s}")
     for name, row in rows.items():
