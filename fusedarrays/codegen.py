@@ -108,9 +108,10 @@ class _Renderer:
         return self.lines_at(2, lane, load) + self.stores(lane, index)
 
     # -- vector lanes -------------------------------------------------------------------------
-    def vector_block(self, vindex, lane_index) -> list[str]:
+    def vector_block(self, vindex, lane_index, tile_value=None) -> list[str]:
         """One group of V elements: 128-bit loads of the ``C`` operands at vector index
-        ``vindex(k)``, per-lane work, 128-bit stores; other operands at ``lane_index(k, lane)``."""
+        ``vindex(k)``, per-lane work, 128-bit stores; ``T`` operands from ``tile_value(k, lane)``,
+        other operands at ``lane_index(k, lane)``."""
         plan, width = self.plan, self.plan.vector_width
         out, loaded = [], set()
         for ins in plan.body:
@@ -122,6 +123,8 @@ class _Renderer:
             def load(ins, ln, lane=lane):
                 if plan.operands[ins.arg].layout == "C":
                     return f"w{ins.arg}[{lane}]"
+                if plan.operands[ins.arg].layout == "T":
+                    return tile_value(ins.arg, lane)
                 return f"ld_{ins.code}(p{ins.arg}, {lane_index(ins.arg, lane)})"
             out += self.lines_at(2, f"_{lane}", load)
         for ins in plan.body:
@@ -202,31 +205,58 @@ class _Renderer:
                  f"c0 = cv_i64(cuda.blockIdx.x) * {TILE}", "tr = cv_i64(cuda.blockIdx.y)",
                  "tstep = cv_i64(cuda.gridDim.y)"]
         head += self._constant_loads(0, lambda k: f"b{k}")
+        loop = [f"r0 = tr * {TILE}"]
+        if plan.vector_width == 1:
+            loop += self._scalar_tile(staged)
+        else:  # full tiles move 16 bytes per access; edge tiles go element by element
+            loop += [f"if r0 + {TILE} <= d0 and c0 + {TILE} <= d1:"]
+            loop += _indent(self._vector_tile(staged)) + ["else:"]
+            loop += _indent(self._scalar_tile(staged))
+        return head + [f"while tr * {TILE} < d0:"] + _indent(loop + ["tr += tstep"])
+
+    def _scalar_tile(self, staged: list[int]) -> list[str]:
+        """Stage the transposed operands of one tile (tile[column][row], one element per access,
+        consecutive threads down a column), then compute the tile row by row."""
+        plan = self.plan
         stage = []
-        for m in range(TILE // _TILE_ROWS):
-            cond = ["rr = r0 + tx", f"cc = c0 + ty + {m * _TILE_ROWS}", "if rr < d0 and cc < d1:"]
-            loads = [f"tile{k}[ty + {m * _TILE_ROWS}, tx] = ld_{plan.operands[k].code}"
+        for m in range(0, TILE, _TILE_ROWS):
+            cond = ["rr = r0 + tx", f"cc = c0 + ty + {m}", "if rr < d0 and cc < d1:"]
+            loads = [f"tile{k}[ty + {m}, tx] = ld_{plan.operands[k].code}"
                      f"(p{k}, b{k} + rr * s{k}_0 + cc * s{k}_1)" for k in staged]
             stage += cond + _indent(loads)
-
-        def index(k):
-            return self._row_index(k, "c")
 
         def load(ins, ln, m):
             if plan.operands[ins.arg].layout == "T":
                 value = f"tile{ins.arg}[tx, ty + {m}]"
                 return f"({value} != 0)" if ins.code == "b1" else value
-            return f"ld_{ins.code}(p{ins.arg}, {index(ins.arg)})"
+            return f"ld_{ins.code}(p{ins.arg}, {self._row_index(ins.arg, 'c')})"
         compute = []
-        for m in range(TILE // _TILE_ROWS):
+        for m in range(0, TILE, _TILE_ROWS):
             row = self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
-            element = (self.lines_at(2, "", lambda ins, ln, m=m: load(ins, ln, m * _TILE_ROWS))
-                       + self.stores("", index))
-            compute += [f"r = r0 + ty + {m * _TILE_ROWS}", "c = c0 + tx", "if r < d0 and c < d1:"]
+            element = (self.lines_at(2, "", lambda ins, ln, m=m: load(ins, ln, m))
+                       + self.stores("", lambda k: self._row_index(k, "c")))
+            compute += [f"r = r0 + ty + {m}", "c = c0 + tx", "if r < d0 and c < d1:"]
             compute += _indent(row + element)
-        loop = ([f"r0 = tr * {TILE}"] + stage + ["cuda.syncthreads()"] + compute
-                + ["cuda.syncthreads()", "tr += tstep"])
-        return head + [f"while tr * {TILE} < d0:"] + _indent(loop)
+        return stage + ["cuda.syncthreads()"] + compute + ["cuda.syncthreads()"]
+
+    def _vector_tile(self, staged: list[int]) -> list[str]:
+        """A full tile with 16-byte accesses: thread ``lin`` stages 4 consecutive rows of tile
+        column ``q`` (8 threads cover a column's 128 contiguous bytes), then computes 4
+        consecutive columns of tile row ``q`` (8 threads cover a row's 128 bytes)."""
+        plan, width, groups = self.plan, self.plan.vector_width, TILE // self.plan.vector_width
+        lines = [f"lin = ty * {TILE} + tx", f"q = lin // {groups}", f"g = lin % {groups}"]
+        for k in staged:
+            code = plan.operands[k].code
+            lines.append(f"u{k} = ldv{width}_{code}(p{k}, (b{k} + (c0 + q) * s{k}_1 + r0) "
+                         f"// {width} + g)")
+            lines += [f"tile{k}[q, g * {width} + {m}] = u{k}[{m}]" for m in range(width)]
+        lines += ["cuda.syncthreads()", "r = r0 + q"]
+        lines += self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
+        lines += self.vector_block(
+            lambda k: f"rb{k} // {width} + c0 // {width} + g",
+            lambda k, lane: self._row_index(k, f"(c0 + g * {width} + {lane})"),
+            lambda k, lane: f"tile{k}[g * {width} + {lane}, q]")
+        return lines + ["cuda.syncthreads()"]
 
     def _nd_coordinates(self) -> list[str]:
         rank = len(self.plan.dims)

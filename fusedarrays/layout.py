@@ -225,6 +225,7 @@ VECTOR_BYTES = 16          # one 128-bit load or store per lane group
 ROWS_MIN_INNER = 128       # a 2-D kernel walks rows only when a row fills at least half a block
 TILE = 32                  # transposed operands are staged through TILE x TILE shared tiles
 TILE_ROWS = 8              # ... by TILE x TILE_ROWS threads, each staging TILE / TILE_ROWS rows
+TILE_LANES = 4             # a vectorised tile moves 4 elements (16 bytes) per thread and phase
 _VECTOR_LANES = {"f32": 4, "i32": 4, "u32": 4, "f16": 8}
 
 
@@ -259,23 +260,25 @@ def vector_width(kind: str, operands: list[tuple[str, str, tuple, int]]) -> int:
     """Elements per thread per access: 16 bytes / itemsize when every vector operand allows it.
 
     ``operands`` holds ``(class, dtype code, strides, byte address alignment)``; the vector
-    operands are the ``C`` ones of a ``flat`` or ``rows`` walk. Each must have a 128-bit access for
-    its dtype, one lane count shared by all, a 16-byte aligned first element and (``rows``) a row
-    stride that keeps every row's start aligned. Broadcast and strided operands never lower the
-    width: they are read per lane (or once per row).
+    operands are the ``C`` ones (and in a ``tiled`` walk the ``T`` ones, read 16 bytes down a
+    column of the tile). Each must have a 128-bit access for its dtype, one lane count shared by
+    all (4 in a tiled walk, whose thread mapping is built for it), a 16-byte aligned first element
+    and a stride between rows (columns, for ``T``) that keeps every row's start aligned.
+    Broadcast and strided operands never lower the width: they are read per lane or per row.
     """
-    if kind not in ("flat", "rows"):
+    if kind not in ("flat", "rows", "tiled"):
         return 1
-    vector = [(code, strides, align) for cls, code, strides, align in operands if cls == "C"]
-    lanes = {_VECTOR_LANES.get(code, 1) for code, _, _ in vector}
+    vector = [(cls, code, strides, align) for cls, code, strides, align in operands
+              if cls in ("C", "T")]
+    lanes = {_VECTOR_LANES.get(code, 1) for _, code, _, _ in vector}
     if len(lanes) != 1:
         return 1
     width = lanes.pop()
-    if width == 1:
+    if width == 1 or (kind == "tiled" and width != TILE_LANES):
         return 1
-    for code, strides, align in vector:
+    for cls, code, strides, align in vector:
         itemsize = VECTOR_BYTES // _VECTOR_LANES[code]
-        row_bytes = strides[0] * itemsize if kind == "rows" else 0
-        if align % VECTOR_BYTES or lowest_bit(abs(row_bytes)) < VECTOR_BYTES:
+        step = 0 if kind == "flat" else strides[1] if cls == "T" else strides[0]
+        if align % VECTOR_BYTES or lowest_bit(abs(step * itemsize)) < VECTOR_BYTES:
             return 1
     return width

@@ -53,3 +53,16 @@ def test_transposed_operand_is_tiled_and_correct():
     z = fa.asarray(zh)
     z += fa.asarray(x).T                                       # tiled, with an in-place output
     np.testing.assert_array_equal(z.get(), zh + x.T)
+
+
+@pytest.mark.parametrize("shape", [(128, 64), (136, 40)])
+def test_vectorised_tiles_full_and_partial(shape):
+    """x.T with aligned rows takes 16-byte tile accesses; (136, 40) also has edge tiles."""
+    rng = np.random.default_rng()
+    x = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal(shape[0]).astype(np.float32)
+    s = rng.standard_normal(shape[1]).astype(np.float32)
+    expr = (fa.asarray(x).T + fa.asarray(b)[None, :]) * fa.asarray(s)[:, None]
+    ex = fa.explain(expr)
+    assert ex.plan.schedule == "tiled" and ex.vector_width == 4
+    np.testing.assert_array_equal(expr.get(), (x.T + b[None, :]) * s[:, None])
