@@ -6,50 +6,56 @@ Cases (issue 4): ``a*b+c`` over 2^26 float32 and float16; ``(x + b[None,:]) * s[
 the case's output (``vs same-size copy``: a 64 MB copy runs slower than a 256 MB one, so this is
 the like-for-like figure for the 4096² cases). Each case is timed two ways:
 ``kernel`` launches the already-planned kernel back to back (device time of the kernel alone) and
-``call`` builds, plans and launches the lazy expression each time (what a user's loop costs).
-CuPy's ``cupy.fuse`` and ``torch.compile`` run side by side where installed. CUDA events, median
-of 15 batches of 10 back-to-back calls. Usage: python benchmarks/bandwidth.py [out.json]
+``call`` builds, plans and launches the lazy expression each time, storing into a preallocated
+array (what a user's loop costs).
+CuPy's ``cupy.fuse`` and ``torch.compile`` run side by side where installed. Median of 15 batches of
+10 back-to-back calls, wall clock between device-wide synchronisations (CUDA events recorded on
+one library's stream did not bound work queued by another in a first version of this script).
+
+Usage: python benchmarks/bandwidth.py [out.json]
 """
 
 import functools
 import json
 import statistics
 import sys
+import time
 
 import numpy as np
 
 import fusedarrays as fa
-from fusedarrays import graph, layout, runtime
+from fusedarrays import layout, runtime
 from fusedarrays.backend import new_buffer
 from fusedarrays.plan import plan_kernel
 
 
-def median_ms(fn, sync, event, repeat=15, batch=10):
+def median_ms(fn, sync, event=None, repeat=15, batch=10):
+    """Median wall time per call of ``batch`` back-to-back calls, the device synchronised (every
+    stream) before and after each batch: the host work of one call overlaps the kernel of the
+    previous one, and no library's choice of stream can hide work from the clock."""
     fn()
     sync()
     times = []
     for _ in range(repeat):
-        start, stop = event(), event()
-        start.record()
+        start = time.perf_counter()
         for _ in range(batch):
             fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) if hasattr(start, "elapsed_time")
-                     else _cupy_elapsed(start, stop))
+        sync()
+        times.append((time.perf_counter() - start) * 1e3)
     return statistics.median(times) / batch
 
 
-def _cupy_elapsed(start, stop):
-    import cupy as cp
-    return cp.cuda.get_elapsed_time(start, stop)
-
-
 def kernel_only(lazy):
-    """A closure launching ``lazy``'s planned kernel into a preallocated output."""
+    """A closure launching ``lazy``'s planned kernel into a preallocated output, and a function
+    returning that output (to check that the timed launches wrote every element)."""
     node = lazy._resolved()
     backend = fa.array._backend_of(node)
     out = new_buffer(backend, layout.size_of(node.shape) * node.dtype.itemsize)
+    poison = np.full(node.shape, np.nan, node.dtype)
+    backend_poison = backend.from_host(poison)
+    backend.synchronize()
+    from fusedarrays.cuda import memory
+    memory.copy(out.storage, backend_poison, poison.nbytes)
     plan = plan_kernel([(node, (out, node.dtype, node.shape,
                                 layout.contiguous_strides(node.shape), 0))])
     kernel = runtime.kernel_for(plan, backend)
@@ -57,7 +63,11 @@ def kernel_only(lazy):
             for o in plan.operands] + plan.int_args()
     args += [runtime.scalar_arg(v, dt) for v, dt in plan.scalars]
     geometry = plan.geometry()
-    return lambda: backend.launch(kernel, plan.size, args, geometry), plan
+
+    def result():
+        backend.synchronize()
+        return backend.to_host(out.storage, node.dtype, plan.size, 0).reshape(node.shape)
+    return (lambda: backend.launch(kernel, plan.size, args, geometry)), plan, result
 
 
 def cases(rng):
@@ -79,8 +89,10 @@ def cases(rng):
     }
 
 
-def _call(fn, dev):
-    return fn(fa, *dev).compute()
+def _call(fn, dev, out):
+    # Into a preallocated array: rebuilding an expression of unchanged arrays with no scalar
+    # would return the remembered result of the same (hash-consed) node and launch nothing.
+    out[...] = fn(fa, *dev)
 
 
 def _for(mod, fn):
@@ -111,7 +123,7 @@ def main(path=None):
         want = fn(np, *host)
         err = float(np.max(np.abs(got.astype(np.float64) - want) /
                            np.maximum(np.abs(want.astype(np.float64)), 1e-2)))
-        launch, plan = kernel_only(fn(fa, *dev))
+        launch, plan, written = kernel_only(fn(fa, *dev))
         same = cp.empty(got.nbytes // 4, np.float32)
         same_out = cp.empty_like(same)
         same_bw = 2 * same.nbytes / median_ms(functools.partial(cp.copyto, same_out, same),
@@ -119,10 +131,13 @@ def main(path=None):
 
         def frac(call, nbytes=nbytes):
             return nbytes / median_ms(call, sync, ev) / 1e6 / copy_bw
-        row = {"kernel": frac(launch), "call": frac(functools.partial(_call, fn, dev)),
+        kernel_frac = frac(launch)
+        if not np.array_equal(written(), got, equal_nan=True):
+            raise AssertionError(f"{name}: the timed kernel did not write what .get() returned")
+        row = {"kernel": kernel_frac, "call": frac(functools.partial(_call, fn, dev, fa.empty(got.shape, got.dtype))),
                "vector_width": plan.vector_width, "schedule": plan.schedule,
                "max_rel_err": err, "same_size_copy_GBps": same_bw,
-               "kernel_vs_same_size_copy": frac(launch) * copy_bw / same_bw}
+               "kernel_vs_same_size_copy": kernel_frac * copy_bw / same_bw}
         cdev = [cp.asarray(h) for h in host]
         try:
             fused = cp.fuse(_for(cp, fn))

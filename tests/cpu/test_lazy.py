@@ -157,3 +157,21 @@ def test_explain_shows_source_and_key_parts():
     text = str(ex)
     assert "scalar parameters" in text and "operands=" in text
     assert "<script>" not in fa.asarray(rand(2))._repr_html_()
+
+
+def test_a_rebuilt_expression_sees_writes_to_its_inputs():
+    """Nodes are hash-consed and remember their results; a write must make those stale."""
+    a, b = rand(32), rand(32)
+    x, y = fa.asarray(a), fa.asarray(b)
+    s = x + y
+    kept = s._node                            # held alive, as a trace or a traceback might
+    first = s.get()                           # no scalar: rebuilding gives the same node
+    assert (x + y)._node is kept and not (x + y).pending
+    x[...] = 5.0
+    np.testing.assert_array_equal((x + y).get(), 5 + b)
+    np.testing.assert_array_equal(first, a + b)
+    v = x[4:8]                                # a view of the same memory
+    before = (v + v).get()
+    x[4:8] = 1.0
+    np.testing.assert_array_equal((v + v).get(), np.full(4, 2, np.float32))
+    np.testing.assert_array_equal(before, np.full(4, 10, np.float32))
