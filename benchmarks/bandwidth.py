@@ -134,7 +134,8 @@ def main(path=None):
         kernel_frac = frac(launch)
         if not np.array_equal(written(), got, equal_nan=True):
             raise AssertionError(f"{name}: the timed kernel did not write what .get() returned")
-        row = {"kernel": kernel_frac, "call": frac(functools.partial(_call, fn, dev, fa.empty(got.shape, got.dtype))),
+        row = {"kernel": kernel_frac, "call": frac(functools.partial(_call, fn, dev,
+                                                                   fa.empty(got.shape, got.dtype))),
                "vector_width": plan.vector_width, "schedule": plan.schedule,
                "max_rel_err": err, "same_size_copy_GBps": same_bw,
                "kernel_vs_same_size_copy": kernel_frac * copy_bw / same_bw}
