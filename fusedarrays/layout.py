@@ -223,8 +223,8 @@ def classify(shape: tuple, strides: tuple) -> str:
 # -- schedules and vector width ---------------------------------------------------------------
 VECTOR_BYTES = 16          # one 128-bit load or store per lane group
 ROWS_MIN_INNER = 128       # a 2-D kernel walks rows only when a row fills at least half a block
-TILE = 32                  # transposed operands are staged through TILE x TILE shared tiles
-TILE_ROWS = 8              # ... by TILE x TILE_ROWS threads, each staging TILE / TILE_ROWS rows
+TILE = 64                  # transposed operands are staged through TILE x TILE shared tiles
+TILE_THREADS = (32, 8)     # ... by blocks of 32 x 8 threads (a warp spans 32 columns or rows)
 TILE_LANES = 4             # a vectorised tile moves 4 elements (16 bytes) per thread and phase
 _VECTOR_LANES = {"f32": 4, "i32": 4, "u32": 4, "f16": 8}
 

@@ -15,16 +15,20 @@ from __future__ import annotations
 import numpy as np
 from cuda.core import LEGACY_DEFAULT_STREAM, Kernel, LaunchConfig, launch
 
-from ..layout import TILE, TILE_ROWS
+from ..layout import TILE_THREADS
 
 BLOCK = 256
 BLOCKS_PER_SM = 32  # grid-stride loop: more blocks than this only adds scheduling overhead
 _MAX_CONFIGS = 1024
 _MAX_GRID_Y = 65535  # the hardware limit; row and tile loops stride by gridDim.y beyond it
-# A row walk gets at most this many blocks per SM in all: each block then loops over several rows,
-# which amortises its set-up (4096² float32 on the H100: 0.82 → 0.85 of copy bandwidth). Tiled
-# walks measured best with one tile per block, so they are not capped.
+# A row walk gets at most BLOCKS_PER_SM_ROWS blocks per SM in all, each thread handling
+# VECTORS_PER_THREAD_ROWS vectors of a row: each block then loops over several rows, which
+# amortises the per-row set-up. (x + b[None,:]) * s[:,None] over 4096² float32 on the H100, as a
+# fraction of a same-size copy: one vector per thread and no cap 0.67, cap 8 0.90, two vectors per
+# thread and cap 8 0.95 (2026-11-22, benchmarks/bandwidth.py).
 BLOCKS_PER_SM_ROWS = 8
+VECTORS_PER_THREAD_ROWS = 2
+BLOCKS_PER_SM_TILES = 16  # about two 64 x 64 tiles per block: 0.90 → 0.92 of a same-size copy
   # launch configurations cached per kernel, then the cache starts over
 
 # cuda.core packs a Python int as an 8-byte intptr_t, which is exactly a device address or an
@@ -79,14 +83,15 @@ class Launcher:
         kind = geometry[0] if geometry else "flat"
         if kind == "rows":    # (rows, threads per row): rows on grid y, no division per element
             _, rows, per_row = geometry
-            across = grid_size(per_row, self._sm_count)
+            across = grid_size(-(-per_row // VECTORS_PER_THREAD_ROWS), self._sm_count)
             cap = max(1, self._sm_count * BLOCKS_PER_SM_ROWS // across)
             grid = (across, min(rows, cap, _MAX_GRID_Y))
             config = LaunchConfig(grid=grid, block=BLOCK)
         elif kind == "tiled":  # (tile rows, tile columns): one TILE x TILE tile per block
             _, tile_rows, tile_cols = geometry
-            config = LaunchConfig(grid=(tile_cols, min(tile_rows, _MAX_GRID_Y)),
-                                  block=(TILE, TILE_ROWS))
+            cap = max(1, self._sm_count * BLOCKS_PER_SM_TILES // tile_cols)
+            config = LaunchConfig(grid=(tile_cols, min(tile_rows, cap, _MAX_GRID_Y)),
+                                  block=TILE_THREADS)
         else:
             threads = geometry[1] if geometry else n
             config = LaunchConfig(grid=grid_size(threads, self._sm_count), block=BLOCK)

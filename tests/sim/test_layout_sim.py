@@ -43,21 +43,21 @@ def test_broadcast_rows_keep_vector_width():
 
 def test_transposed_operand_is_tiled_and_correct():
     rng = np.random.default_rng()
-    x = rng.standard_normal((150, 40)).astype(np.float32)     # x.T is (40, 150)
-    b, s = rng.standard_normal(150).astype(np.float32), rng.standard_normal(40).astype(np.float32)
+    x = rng.standard_normal((150, 70)).astype(np.float32)     # x.T is (70, 150): edge tiles
+    b, s = rng.standard_normal(150).astype(np.float32), rng.standard_normal(70).astype(np.float32)
     fx, fb, fs = fa.asarray(x), fa.asarray(b), fa.asarray(s)
     expr = (fx.T + fb[None, :]) * fs[:, None]
     assert fa.explain(expr).plan.schedule == "tiled"
     np.testing.assert_array_equal(expr.get(), (x.T + b[None, :]) * s[:, None])
-    zh = rng.standard_normal((40, 150)).astype(np.float32)
+    zh = rng.standard_normal((70, 150)).astype(np.float32)
     z = fa.asarray(zh)
     z += fa.asarray(x).T                                       # tiled, with an in-place output
     np.testing.assert_array_equal(z.get(), zh + x.T)
 
 
-@pytest.mark.parametrize("shape", [(128, 64), (136, 40)])
+@pytest.mark.parametrize("shape", [(128, 64), (136, 72)])
 def test_vectorised_tiles_full_and_partial(shape):
-    """x.T with aligned rows takes 16-byte tile accesses; (136, 40) also has edge tiles."""
+    """x.T with aligned rows takes 16-byte tile accesses; (136, 72) also has edge tiles."""
     rng = np.random.default_rng()
     x = rng.standard_normal(shape).astype(np.float32)
     b = rng.standard_normal(shape[0]).astype(np.float32)
