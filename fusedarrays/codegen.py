@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from . import ops
 from .dtypes import BY_CODE, COMPUTE_CODE
-from .layout import TILE
-from .layout import TILE_ROWS as _TILE_ROWS
-from .plan import Instr, KernelPlan, operand_params
+from .layout import TILE, TILE_THREADS
+from .plan import ForeachPlan, Instr, KernelPlan, operand_params
 
 
 def render_kernel(plan: KernelPlan, target: str) -> str:
@@ -215,47 +214,51 @@ class _Renderer:
         return head + [f"while tr * {TILE} < d0:"] + _indent(loop + ["tr += tstep"])
 
     def _scalar_tile(self, staged: list[int]) -> list[str]:
-        """Stage the transposed operands of one tile (tile[column][row], one element per access,
-        consecutive threads down a column), then compute the tile row by row."""
+        """Stage the transposed operands of one tile (``tile[column][row]``, one element per
+        access, a warp reading 32 consecutive rows of one column), then compute it element by
+        element (a warp writing 32 consecutive columns of one row)."""
         plan = self.plan
-        stage = []
-        for m in range(0, TILE, _TILE_ROWS):
-            cond = ["rr = r0 + tx", f"cc = c0 + ty + {m}", "if rr < d0 and cc < d1:"]
-            loads = [f"tile{k}[ty + {m}, tx] = ld_{plan.operands[k].code}"
-                     f"(p{k}, b{k} + rr * s{k}_0 + cc * s{k}_1)" for k in staged]
-            stage += cond + _indent(loads)
+        wide, tall = TILE_THREADS
+        stage = ["m = ty", f"while m < {TILE}:", "    h = tx", f"    while h < {TILE}:"]
+        loads = [f"tile{k}[m, h] = ld_{plan.operands[k].code}"
+                 f"(p{k}, b{k} + (r0 + h) * s{k}_0 + (c0 + m) * s{k}_1)" for k in staged]
+        stage += _indent(["if r0 + h < d0 and c0 + m < d1:"] + _indent(loads), 2)
+        stage += [f"        h += {wide}", f"    m += {tall}"]
 
-        def load(ins, ln, m):
+        def load(ins, ln):
             if plan.operands[ins.arg].layout == "T":
-                value = f"tile{ins.arg}[tx, ty + {m}]"
+                value = f"tile{ins.arg}[c - c0, r - r0]"
                 return f"({value} != 0)" if ins.code == "b1" else value
             return f"ld_{ins.code}(p{ins.arg}, {self._row_index(ins.arg, 'c')})"
-        compute = []
-        for m in range(0, TILE, _TILE_ROWS):
-            row = self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
-            element = (self.lines_at(2, "", lambda ins, ln, m=m: load(ins, ln, m))
-                       + self.stores("", lambda k: self._row_index(k, "c")))
-            compute += [f"r = r0 + ty + {m}", "c = c0 + tx", "if r < d0 and c < d1:"]
-            compute += _indent(row + element)
+        row = self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
+        element = self.lines_at(2, "", load) + self.stores("", lambda k: self._row_index(k, "c"))
+        compute = ["r = r0 + ty", f"while r < r0 + {TILE} and r < d0:"]
+        compute += _indent(row + ["c = c0 + tx", f"while c < c0 + {TILE} and c < d1:"]
+                           + _indent(element + [f"c += {wide}"]) + [f"r += {tall}"])
         return stage + ["cuda.syncthreads()"] + compute + ["cuda.syncthreads()"]
 
     def _vector_tile(self, staged: list[int]) -> list[str]:
-        """A full tile with 16-byte accesses: thread ``lin`` stages 4 consecutive rows of tile
-        column ``q`` (8 threads cover a column's 128 contiguous bytes), then computes 4
-        consecutive columns of tile row ``q`` (8 threads cover a row's 128 bytes)."""
-        plan, width, groups = self.plan, self.plan.vector_width, TILE // self.plan.vector_width
-        lines = [f"lin = ty * {TILE} + tx", f"q = lin // {groups}", f"g = lin % {groups}"]
+        """A full tile with 16-byte accesses: each of the block's threads stages vectors of 4
+        consecutive rows of one tile column (16 threads cover a column's 256 contiguous bytes),
+        then computes vectors of 4 consecutive columns of one tile row."""
+        plan, width = self.plan, self.plan.vector_width
+        groups, threads = TILE // width, TILE_THREADS[0] * TILE_THREADS[1]
+        lines = [f"u = ty * {TILE_THREADS[0]} + tx", f"while u < {TILE * groups}:",
+                 f"    q = u // {groups}", f"    g = u % {groups}"]
         for k in staged:
             code = plan.operands[k].code
-            lines.append(f"u{k} = ldv{width}_{code}(p{k}, (b{k} + (c0 + q) * s{k}_1 + r0) "
+            lines.append(f"    x{k} = ldv{width}_{code}(p{k}, (b{k} + (c0 + q) * s{k}_1 + r0) "
                          f"// {width} + g)")
-            lines += [f"tile{k}[q, g * {width} + {m}] = u{k}[{m}]" for m in range(width)]
-        lines += ["cuda.syncthreads()", "r = r0 + q"]
-        lines += self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
-        lines += self.vector_block(
+            lines += [f"    tile{k}[q, g * {width} + {m}] = x{k}[{m}]" for m in range(width)]
+        lines += [f"    u += {threads}", "cuda.syncthreads()"]
+        body = ["q = u // " + str(groups), "g = u % " + str(groups), "r = r0 + q"]
+        body += self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
+        body += self.vector_block(
             lambda k: f"rb{k} // {width} + c0 // {width} + g",
             lambda k, lane: self._row_index(k, f"(c0 + g * {width} + {lane})"),
             lambda k, lane: f"tile{k}[g * {width} + {lane}, q]")
+        lines += [f"u = ty * {TILE_THREADS[0]} + tx", f"while u < {TILE * groups}:"]
+        lines += _indent(body + [f"u += {threads}"])
         return lines + ["cuda.syncthreads()"]
 
     def _nd_coordinates(self) -> list[str]:
@@ -295,3 +298,46 @@ class _Renderer:
         strided = any(o.layout != "C" for o in self.plan.operands)
         body = (self._nd_coordinates() if strided else []) + self.scalar_element(self._nd_index)
         return head + ["for i in prange(n):"] + _indent(body)
+
+
+def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
+    """The source of a multi-tensor kernel (see :class:`~.plan.ForeachPlan` for its parameters).
+
+    cuda (and sim): a grid-stride loop over the concatenated elements; when the index leaves the
+    current tensor, the tensor is found from ``meta``'s chunk entry (then a few steps along the
+    starts) and its operand addresses are loaded from ``ptrs``; ``i`` is the element within the
+    tensor, so the per-element lines are the body plan's own. cpu: a loop over the tensors, each
+    a ``prange`` over its elements, its operands taken from per-operand lists of arrays.
+    """
+    r = _Renderer(plan.tensor)
+    count = max(plan.columns) + 1
+    first: dict[int, int] = {}
+    for k, c in enumerate(plan.columns):
+        first.setdefault(c, k)
+    # operand k's pointer: its column's, loaded once (a load and a store of one array share it)
+    pointers = [f"p{k} = p{first[c]}" for k, c in enumerate(plan.columns) if first[c] != k]
+    hoisted = r._constant_loads(0, lambda k: "0")   # scalar-only instructions
+    element = r.scalar_element(lambda k: "i")
+    scalars = [f"a{m}" for m in range(len(plan.tensor.scalars))]
+    if target == "cpu":
+        params = ["n", "meta", "nt"] + [f"l{c}" for c in range(count)] + scalars
+        per_tensor = (["start = ld_i64(meta, t)", "m = ld_i64(meta, t + 1) - start"]
+                      + [f"p{k} = l{c}[t]" for c, k in first.items()] + pointers
+                      + ["for i in prange(m):"] + _indent(element))
+        lines = hoisted + ["for t in range(nt):"] + _indent(per_tensor)
+    elif target == "cuda":
+        params = ["n", "meta", "ptrs", "nt"] + scalars
+        find = ([f"t = ld_i64(meta, cb + (g >> {plan.chunk_shift}))",
+                 "end = ld_i64(meta, t + 1)", "while end <= g:"]
+                + _indent(["t += 1", "end = ld_i64(meta, t + 1)"])
+                + ["start = ld_i64(meta, t)"]
+                + [f"p{k} = ld_u64(ptrs, t * {count} + {c})" for c, k in first.items()]
+                + pointers)
+        head = ["cb = nt + 1", "g = cv_i64(cuda.grid(1))", "step = cv_i64(cuda.gridsize(1))",
+                "start = cv_i64(0)", "end = cv_i64(0)"]
+        head += [f"p{k} = ld_u64(ptrs, {c})" for c, k in first.items()] + pointers  # typed
+        loop = ["if g >= end:"] + _indent(find) + ["i = g - start"] + element + ["g += step"]
+        lines = head + hoisted + ["while g < n:"] + _indent(loop)
+    else:
+        raise ValueError(f"unknown target {target!r}")
+    return f"def {plan.name}({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)

@@ -10,6 +10,7 @@ structure key hashes: a new learning rate or a new length never recompiles.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 
@@ -202,3 +203,70 @@ def _finish(shape, views, scalars, body) -> KernelPlan:
 
 def _canonical(i: Instr) -> str:
     return f"{i.var}={i.kind}:{i.arg}:{','.join(map(str, i.inputs))}:{i.code}"
+
+
+# -- multi-tensor launches (fuse's foreach) -----------------------------------------------------
+FOREACH_CHUNK_SHIFT = 12   # meta holds one tensor number per 4096 elements of the concatenation
+
+
+@dataclass(frozen=True)
+class ForeachPlan:
+    """One launch applying ``body`` to every tensor of a list (``Fused.foreach``).
+
+    ``tensor`` is the per-tensor plan: every operand contiguous and 1-D, scalar (V = 1), its
+    addresses unknown. The tensors are concatenated into one flat index space of ``n`` elements;
+    a thread maps its index to (tensor, element) and loads the tensor's operand addresses from a
+    table, so any number of tensors of any sizes take one launch and no kernel-argument space.
+
+    Parameters (cuda and sim): ``n``; ``meta`` (int64: ``starts[0..T]``, the prefix sums of the
+    sizes, then per chunk of ``2**chunk_shift`` elements the tensor holding its first element);
+    ``ptrs`` (uint64 ``[T, C]``: column c's address in tensor t; operands that are one array, a
+    load and a store of it, share a column); ``nt`` (T); the scalars. The cpu variant takes
+    ``n, meta, nt``, then per column a list of arrays, then the scalars.
+    """
+
+    tensor: KernelPlan      # the per-tensor plan
+    columns: tuple[int, ...]  # operand k's address is column columns[k] of the table
+    key_parts: tuple[tuple[str, str], ...]
+    key: str
+    chunk_shift: int = FOREACH_CHUNK_SHIFT
+
+    # what the runtime reads of any plan
+    name = property(lambda self: "fe_" + self.key[:16])
+    operands = property(lambda self: self.tensor.operands)
+    scalars = property(lambda self: self.tensor.scalars)
+    body = property(lambda self: self.tensor.body)
+
+    def param_types(self) -> tuple[str, ...]:
+        return ("i64", "ptr", "ptr", "i64") + tuple(CODES[dt] for _, dt in self.scalars)
+
+
+def plan_foreach(tensor: KernelPlan, columns: tuple[int, ...]) -> ForeachPlan:
+    """The multi-tensor plan of a per-tensor plan whose operands are all contiguous; operand k
+    is table column ``columns[k]``."""
+    bad = [k for k, o in enumerate(tensor.operands) if o.layout != "C"]
+    if bad or len(tensor.dims) != 1:
+        raise ShapeError(f"a foreach kernel reads and writes every operand contiguously; "
+                         f"operands {bad} of {tensor.name} are "
+                         f"{[tensor.operands[k].layout for k in bad]}")
+    # The per-tensor loop is scalar whatever width the traced tensor allowed: tensors differ in
+    # alignment and length, and float32's 128-bit accesses gain ~2 % on the H100.
+    tensor = dataclasses.replace(tensor, vector_width=1)
+    parts = tuple((name, "1" if name == "vector_width" else value)
+                  for name, value in tensor.key_parts)
+    parts += (("foreach", f"columns {','.join(map(str, columns))}, chunk "
+                          f"2**{FOREACH_CHUNK_SHIFT}"),)
+    return ForeachPlan(tensor, tuple(columns), parts, keys.digest(parts))
+
+
+def foreach_meta(sizes, chunk_shift: int = FOREACH_CHUNK_SHIFT) -> np.ndarray:
+    """``meta`` of :class:`ForeachPlan` for tensors of ``sizes`` (each > 0).
+
+    >>> foreach_meta([3, 5000, 2], chunk_shift=12).tolist()
+    [0, 3, 5003, 5005, 0, 1]
+    """
+    starts = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(np.asarray(sizes, np.int64), out=starts[1:])
+    chunks = np.arange(0, starts[-1], 1 << chunk_shift, dtype=np.int64)
+    first = np.searchsorted(starts, chunks, side="right") - 1
+    return np.concatenate([starts, first.astype(np.int64)])

@@ -17,7 +17,7 @@ import numpy as np
 from .. import config
 from ..dtypes import BY_CODE
 from ..errors import CompileError
-from ..layout import TILE
+from ..layout import TILE_THREADS
 
 _MATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "log": np.log,
                "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sin": np.sin,
@@ -108,7 +108,7 @@ class SimBackend:
         block = config.get("SIM_BLOCK")
         kind = geometry[0] if geometry else "flat"
         if kind == "tiled":
-            grid, block = (geometry[2], min(geometry[1], 2)), (TILE, 8)
+            grid, block = (geometry[2], min(geometry[1], 2)), TILE_THREADS
         elif kind == "rows":
             grid = (max(1, min(-(-geometry[2] // block), 2)), min(geometry[1], 3))
         else:
@@ -134,5 +134,12 @@ class SimBackend:
 
     def address(self, storage) -> int:
         return storage.ctypes.data
+
+    def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, None]:
+        """The arguments after ``n`` of a multi-tensor kernel (``codegen.render_foreach_kernel``):
+        ``meta``, the pointer table and the tensor count. The simulator's "pointers" are the
+        operands' arrays themselves, in a Python list, which ``ld_u64`` indexes like a table."""
+        ptrs = [self.operand_arg(*operand) for row in rows for operand in row]
+        return [meta, ptrs, len(rows)], None
 
 
