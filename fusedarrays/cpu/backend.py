@@ -104,7 +104,7 @@ class CpuBackend:
         dispatcher, source = kernel
         try:
             dispatcher(n, *args)
-        except self._numba.core.errors.NumbaError as exc:
+        except Exception as exc:  # kernels compiled with error_model="numpy" raise nothing else
             raise CompileError(f"cpu backend failed to compile: {exc}", source) from exc
 
     def alloc(self, nbytes: int) -> np.ndarray:
@@ -125,3 +125,18 @@ class CpuBackend:
 
     def address(self, storage) -> int:
         return storage.ctypes.data
+
+    def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, None]:
+        """The arguments after ``n`` of a multi-tensor kernel (the cpu variant of
+        ``codegen.render_foreach_kernel``): ``meta``, the tensor count, then per operand a numba
+        typed list of the tensors' arrays (no raw pointers here: numba's CPU arrays carry their
+        own). ``rows[t][k]`` is operand k of tensor t as ``(storage, dtype, element offset)``."""
+        from numba.typed import List
+
+        columns = []
+        for k in range(len(rows[0])):
+            column = List()
+            for row in rows:
+                column.append(self.operand_arg(*row[k]))
+            columns.append(column)
+        return [meta, len(rows), *columns], None

@@ -98,7 +98,9 @@ class SimBackend:
             exec(compile(source, f"<fusedarrays kernel {fn_name}>", "exec"), ns)
         except SyntaxError as exc:
             raise CompileError(f"generated source does not parse: {exc}", source) from exc
-        return self._kernel_class(ns[fn_name], device=False, fastmath=False)
+        kernel = self._kernel_class(ns[fn_name], device=False, fastmath=False)
+        kernel.fa_source = source
+        return kernel
 
     def load(self, artifact, param_types):
         return artifact
@@ -115,7 +117,11 @@ class SimBackend:
             grid = max(1, min(-(-(geometry[1] if geometry else n) // block), 2))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            kernel[grid, block](n, *args)
+            try:
+                kernel[grid, block](n, *args)
+            except Exception as exc:  # what numba would have refused to compile fails here
+                raise CompileError(f"sim backend: the generated kernel failed: {exc}",
+                                   getattr(kernel, "fa_source", "")) from exc
 
     def alloc(self, nbytes: int) -> np.ndarray:
         return np.empty(max(nbytes, 1), np.uint8)
