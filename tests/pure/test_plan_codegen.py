@@ -9,7 +9,6 @@ import pytest
 from fusedarrays import codegen, graph, layout, ops
 from fusedarrays.plan import plan_kernel
 
-
 SNAPSHOTS = pathlib.Path(__file__).parent / "snapshots"
 
 
