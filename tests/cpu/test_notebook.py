@@ -10,7 +10,7 @@ NOTEBOOK = pathlib.Path(__file__).resolve().parents[2] / "notebooks" / "explore.
 
 def test_notebook_cells_run():
     cells = json.loads(NOTEBOOK.read_text())["cells"]
-    code = [c["source"] for c in cells if c["cell_type"] == "code"]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     namespace: dict = {}
     with config.override(BACKEND="cpu", CPU_PARALLEL=False):
         for source in code:
