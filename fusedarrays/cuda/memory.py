@@ -58,16 +58,75 @@ class DeviceStorage:
     imported foreign object, or None for zero bytes.
     """
 
-    __slots__ = ("ptr", "nbytes", "owner")
+    __slots__ = ("ptr", "nbytes", "owner", "cached")
 
-    def __init__(self, ptr: int, nbytes: int, owner: object):
+    def __init__(self, ptr: int, nbytes: int, owner: object, cached: list | None = None):
         self.ptr = ptr
         self.nbytes = nbytes
         self.owner = owner
+        self.cached = cached  # the free list a pool block goes back to (see _BlockCache)
+
+    def __del__(self):
+        cached = self.cached
+        if cached is not None:
+            try:
+                _BLOCKS.release(cached, self.owner)
+            except Exception:  # interpreter shutdown: the module may be half torn down
+                pass
 
     def __repr__(self) -> str:
         owner = type(self.owner).__name__
         return f"<DeviceStorage {self.nbytes} bytes at {self.ptr:#x} owner={owner}>"
+
+
+class _BlockCache:
+    """Freed pool blocks kept for reuse, by size class: a cached allocation costs a dict look-up
+    instead of a trip through ``cuda.core`` and the driver's pool (measured on the H100: 30 µs of
+    the 45 µs of a cached ``fa.fuse`` call that returns a new 1 K array went to allocating and
+    freeing). Reuse is safe without events because every kernel, copy and free of these blocks is
+    ordered on the one legacy stream: work queued after a block's last use runs after it."""
+
+    MAX_BYTES = 1 << 30   # blocks kept at most; past that a freed block goes back to the pool
+
+    def __init__(self):
+        self.free: dict[tuple[int, int], list] = {}
+        self.bytes = 0
+
+    @staticmethod
+    def size_class(nbytes: int) -> int:
+        step = 512 if nbytes <= (1 << 20) else (1 << 20)
+        return -(-nbytes // step) * step
+
+    def take(self, pool: DeviceMemoryResource, nbytes: int) -> DeviceStorage:
+        size = self.size_class(nbytes)
+        free = self.free.get((id(pool), size))
+        if free is None:
+            free = self.free[(id(pool), size)] = []
+        if free:
+            buffer = free.pop()
+            self.bytes -= size
+        else:
+            try:
+                buffer = pool.allocate(size, stream=LEGACY_DEFAULT_STREAM)
+            except Exception:  # out of memory: give the cached blocks back and try once more
+                self.flush()
+                buffer = pool.allocate(size, stream=LEGACY_DEFAULT_STREAM)
+        return DeviceStorage(int(buffer.handle), nbytes, buffer, free)
+
+    def release(self, free: list, buffer) -> None:
+        size = buffer.size
+        if self.bytes + size <= self.MAX_BYTES:
+            free.append(buffer)
+            self.bytes += size
+        # else: dropping the last reference frees the block to the pool, stream-ordered
+
+    def flush(self) -> None:
+        for free in self.free.values():
+            free.clear()
+        self.bytes = 0
+
+
+_BLOCKS = _BlockCache()
 
 
 def alloc(pool: DeviceMemoryResource, nbytes: int) -> DeviceStorage:
@@ -76,8 +135,7 @@ def alloc(pool: DeviceMemoryResource, nbytes: int) -> DeviceStorage:
         raise ValueError(f"cannot allocate {nbytes=}")
     if nbytes == 0:
         return DeviceStorage(0, 0, None)
-    buffer = pool.allocate(nbytes, stream=LEGACY_DEFAULT_STREAM)
-    return DeviceStorage(int(buffer.handle), nbytes, buffer)
+    return _BLOCKS.take(pool, nbytes)
 
 
 def from_host(pool: DeviceMemoryResource, array: np.ndarray) -> DeviceStorage:
