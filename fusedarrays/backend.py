@@ -27,10 +27,12 @@ class Buffer:
     """Memory a backend allocated (or imported), plus what the runtime tracks about it.
 
     ``readers`` holds the pending arrays whose graphs read this buffer, so that an in-place write
-    can compute them first: writing into a buffer never changes a pending result.
+    can compute them first: writing into a buffer never changes a pending result; ``derived`` the
+    computed nodes read from it, whose remembered results a write makes stale.
     """
 
-    __slots__ = ("uid", "storage", "nbytes", "backend", "readers", "align", "__weakref__")
+    __slots__ = ("uid", "storage", "nbytes", "backend", "readers", "derived", "align",
+                 "__weakref__")
 
     def __init__(self, storage: Any, nbytes: int, backend: Backend):
         self.uid = next(_uids)
@@ -40,10 +42,36 @@ class Buffer:
         # The address's alignment (up to 256 bytes) decides whether 128-bit accesses are allowed.
         address = backend.address(storage)
         self.align = min(_MAX_ALIGN, address & -address) if address else _MAX_ALIGN
-        self.readers: weakref.WeakSet = weakref.WeakSet()
+        # Weak references to the pending arrays reading this buffer (dead ones pruned as it
+        # grows; no callbacks, which would cost a microsecond per intermediate array), or None
+        # until the first: most buffers (results) never get a reader.
+        self.readers: list[weakref.ref] | None = None
+        # Weak references to computed nodes whose remembered result was read from this buffer:
+        # runtime.forget_results_reading drops those results before the buffer is written.
+        self.derived: list[weakref.ref] | None = None
 
     def __repr__(self) -> str:
         return f"<Buffer {self.uid} {self.nbytes} bytes on {self.backend.name}>"
+
+
+class HostMemory:
+    """Memory of the backends that run on the host (cpu, sim): NumPy byte arrays, one per buffer,
+    copied in and out; operands are typed views of them."""
+
+    def alloc(self, nbytes: int) -> np.ndarray:
+        return np.empty(max(nbytes, 1), np.uint8)
+
+    def from_host(self, array: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(array).reshape(-1).view(np.uint8).copy()
+
+    def to_host(self, storage, dtype: np.dtype, count: int, elem_offset: int) -> np.ndarray:
+        return storage.view(dtype)[elem_offset:elem_offset + count].copy()
+
+    def address(self, storage) -> int:
+        return storage.ctypes.data
+
+    def synchronize(self) -> None:
+        pass  # host work is done when the call returns
 
 
 class Backend(Protocol):
@@ -62,6 +90,9 @@ class Backend(Protocol):
     def operand_arg(self, storage: Any, dtype: np.dtype, elem_offset: int) -> Any: ...
     def address(self, storage: Any) -> int: ...
     def synchronize(self) -> None: ...
+    # fuse's foreach: the arguments after n of codegen.render_foreach_kernel, and what must stay
+    # alive with them; rows[t][k] is (storage, dtype, element offset) of operand k of tensor t
+    def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, Any]: ...
 
 
 _MODULES = {"cuda": "fusedarrays.cuda.backend", "cpu": "fusedarrays.cpu.backend",

@@ -12,9 +12,10 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 import fusedarrays as fa
-from fusedarrays import ops
+from fusedarrays import config, ops
 
 DTYPES = [np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
                                 "uint32", "uint64", "float16", "float32", "float64")]
@@ -128,3 +129,16 @@ def check_all_ops(dtype: np.dtype, layout: str, seed: int, to_device=fa.asarray)
     for result, (name, want) in zip(lazy, expected):
         assert_matches(name, result.get(), want, f"{name} on {dtype} ({layout})")
     return len(expected)
+
+
+def every_op_test(backend: str, **settings):
+    """The tier test: every op × dtype × layout on ``backend``, one parametrised test function
+    (assign it to a ``test_`` name in the tier's module)."""
+    @pytest.mark.parametrize("layout", list(LAYOUTS))
+    @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+    def test_every_op_matches_numpy(dtype, layout):
+        with config.override(BACKEND=backend, **settings):
+            checked = check_all_ops(dtype, layout, seed=hash((str(dtype), layout)) % 2**32)
+            assert fa.backend() == backend
+        assert checked >= 20 or dtype == np.bool_
+    return test_every_op_matches_numpy

@@ -15,6 +15,7 @@ import types
 import numpy as np
 
 from .. import config
+from ..backend import HostMemory
 from ..errors import CompileError
 from . import half
 
@@ -49,7 +50,7 @@ def _cv_f16(x):
     return half_to_f32(f64_to_half(np.float64(x)))  # noqa: F821
 
 
-class CpuBackend:
+class CpuBackend(HostMemory):
     name = "cpu"
     device_key = "cpu"
     arch = None
@@ -107,24 +108,11 @@ class CpuBackend:
         except Exception as exc:  # kernels compiled with error_model="numpy" raise nothing else
             raise CompileError(f"cpu backend failed to compile: {exc}", source) from exc
 
-    def alloc(self, nbytes: int) -> np.ndarray:
-        return np.empty(max(nbytes, 1), np.uint8)
-
-    def from_host(self, array: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(array).reshape(-1).view(np.uint8).copy()
-
-    def to_host(self, storage, dtype: np.dtype, count: int, elem_offset: int) -> np.ndarray:
-        return storage.view(dtype)[elem_offset:elem_offset + count].copy()
 
     def operand_arg(self, storage, dtype: np.dtype, elem_offset: int):
         view_dtype = np.uint16 if dtype == np.float16 else dtype
         return storage.view(view_dtype)[elem_offset:]
 
-    def synchronize(self) -> None:
-        pass
-
-    def address(self, storage) -> int:
-        return storage.ctypes.data
 
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, None]:
         """The arguments after ``n`` of a multi-tensor kernel (the cpu variant of

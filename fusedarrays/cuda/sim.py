@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from .. import config
+from ..backend import HostMemory
 from ..dtypes import BY_CODE
 from ..errors import CompileError
 from ..layout import TILE_THREADS
@@ -79,7 +80,7 @@ def _build_namespace(helpers: dict) -> dict:
     return ns
 
 
-class SimBackend:
+class SimBackend(HostMemory):
     name = "sim"
     device_key = "sim"
     arch = None
@@ -123,23 +124,10 @@ class SimBackend:
                 raise CompileError(f"sim backend: the generated kernel failed: {exc}",
                                    getattr(kernel, "fa_source", "")) from exc
 
-    def alloc(self, nbytes: int) -> np.ndarray:
-        return np.empty(max(nbytes, 1), np.uint8)
-
-    def from_host(self, array: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(array).reshape(-1).view(np.uint8).copy()
-
-    def to_host(self, storage, dtype: np.dtype, count: int, elem_offset: int) -> np.ndarray:
-        return storage.view(dtype)[elem_offset:elem_offset + count].copy()
 
     def operand_arg(self, storage, dtype: np.dtype, elem_offset: int):
         return storage.view(dtype)[elem_offset:]
 
-    def synchronize(self) -> None:
-        pass
-
-    def address(self, storage) -> int:
-        return storage.ctypes.data
 
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, None]:
         """The arguments after ``n`` of a multi-tensor kernel (``codegen.render_foreach_kernel``):
