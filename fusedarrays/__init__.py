@@ -39,7 +39,9 @@ from .errors import (
     ShapeError,
     UnsupportedOperationError,
 )
-from .runtime import reset_stats, stats, timings
+from .fuse import fuse
+from .precompile import precompile
+from .runtime import cache_info, clear_cache, reset_stats, stats, timings
 
 globals().update(_elementwise.FUNCTIONS)
 
@@ -51,8 +53,9 @@ def backend() -> str:
 
 __all__ = [
     "CompileError", "DTypeError", "DeviceUnavailableError", "FusedArraysError", "ShapeError",
-    "UnsupportedOperationError", "arange", "asarray", "backend", "broadcast_to", "compute",
-    "empty", "empty_like", "expand_dims", "explain", "full", "full_like", "ndarray", "ones",
-    "ones_like", "reset_stats", "reshape", "squeeze", "stats", "timings", "transpose", "zeros",
-    "zeros_like", *sorted(_elementwise.FUNCTIONS),
+    "UnsupportedOperationError", "arange", "asarray", "backend", "broadcast_to", "cache_info",
+    "clear_cache", "compute", "empty", "empty_like", "expand_dims", "explain", "full",
+    "full_like", "fuse", "ndarray", "ones", "ones_like", "precompile", "reset_stats", "reshape",
+    "squeeze", "stats", "timings", "transpose", "zeros", "zeros_like",
+    *sorted(_elementwise.FUNCTIONS),
 ]

@@ -17,6 +17,17 @@ import numpy as np
 from . import config, dtypes, graph, layout, runtime
 from .backend import Backend, Buffer, buffer_from_host, get_backend, new_buffer
 
+# fuse's tracer (fusedarrays/trace.py) while it traces a function, else None: writes into its
+# placeholders are recorded instead of run, and evaluating a traced value raises.
+_tracer = None
+
+
+class ScalarParam:
+    """Base of scalars whose value comes per call (fuse's traced scalars). Ops type one like its
+    ``example`` value (weak for a Python int or float); its graph node holds the object itself."""
+
+    __slots__ = ()
+
 
 class ndarray:
     """A lazy n-dimensional array on the active backend."""
@@ -29,8 +40,16 @@ class ndarray:
         self._view_of = view_of          # (base array, view function) while this is a view
         self._views: weakref.WeakSet | None = None
         if not node.is_leaf:
+            ref = weakref.ref(self)
             for buffer in node.buffers:
-                buffer.readers.add(self)
+                readers = buffer.readers
+                if readers is None:
+                    buffer.readers = [ref]
+                    continue
+                readers.append(ref)
+                n = len(readers)
+                if n >= 32 and not n & (n - 1):  # at powers of two: amortised O(1) per append
+                    readers[:] = [r for r in readers if r() is not None]
         if view_of is not None:
             base = view_of[0]
             if base._views is None:
@@ -64,6 +83,15 @@ class ndarray:
     # -- evaluation -------------------------------------------------------------------------
     def compute(self) -> ndarray:
         """Evaluate (one kernel launch if pending) and return ``self``, now holding memory."""
+        if _tracer is not None:
+            _tracer.check_compute((self,))
+        node = self._node
+        if (node.realized is None and node.inputs and self._view_of is None
+                and self._views is None):
+            # The common case, kept short (it is on every evaluation's host time): a pending
+            # expression that is no view and has none; what compute() does for it, exactly.
+            self._node = runtime.compute_nodes([node], _backend_of(node))[0]
+            return self
         compute(self)
         return self
 
@@ -169,7 +197,7 @@ class ndarray:
 
 def _wrap(node: graph.Node) -> ndarray:
     array = ndarray(node)
-    if node.count > config.get("MAX_NODES"):
+    if node.count > config.get("MAX_NODES") and _tracer is None:
         array.compute()
     return array
 
@@ -178,8 +206,8 @@ def _as_node(value, weak_to=None) -> graph.Node:
     """A graph node for an operand: arrays as they are, NumPy data uploaded, scalars as params."""
     if isinstance(value, ndarray):
         return value._resolved()
-    if isinstance(value, (bool, int, float, np.generic)):
-        dt = dtypes.scalar_type(value)
+    if isinstance(value, (bool, int, float, np.generic, ScalarParam)):
+        dt = dtypes.scalar_type(value.example if isinstance(value, ScalarParam) else value)
         if isinstance(dt, dtypes.Weak):
             dt = np.dtype(weak_to) if weak_to is not None else dtypes.promote([dt])
         return graph.scalar(value, dt)
@@ -188,14 +216,17 @@ def _as_node(value, weak_to=None) -> graph.Node:
 
 def runtime_write(target: tuple, node: graph.Node) -> None:
     """Store ``node`` (broadcast) into ``target``, keeping every pending reader's result."""
+    if _tracer is not None and _tracer.records(target, node):
+        return
     buffer = target[0]
-    readers = [a for a in list(buffer.readers) if a.pending]
+    readers = [a for a in (r() for r in buffer.readers or ()) if a is not None and a.pending]
     if readers:
         compute(*readers)
     node = node.realized or node
     if runtime.reads_through_other_map(node, buffer, target):
         (node,) = runtime.compute_nodes([node], buffer.backend)
     layout.broadcast_strides(node.shape, (0,) * node.ndim, target[2])
+    runtime.forget_results_reading(buffer)
     runtime.run([(node, target)])
 
 
@@ -204,6 +235,8 @@ def compute(*arrays: ndarray):
 
     Returns the arrays (one array if one was given), each now holding memory.
     """
+    if _tracer is not None:
+        _tracer.check_compute(arrays)
     todo = []
     for a in arrays:
         root = a

@@ -80,6 +80,13 @@ SETTINGS: dict[str, Setting] = {
 
 _overrides: list[dict[str, Any]] = []
 _parsed: dict[str, Any] = {}
+_generation = 0  # changes whenever a value may have: lets callers cache what they derive
+
+
+def generation() -> int:
+    """A number that changes whenever any setting may have changed (an override began or
+    ended); values derived from settings can be cached until it does."""
+    return _generation
 
 
 def get(name: str) -> Any:
@@ -109,11 +116,14 @@ def override(**values: Any) -> Iterator[None]:
     unknown = set(values) - set(SETTINGS)
     if unknown:
         raise ConfigError(f"unknown setting(s) {sorted(unknown)}; known: {sorted(SETTINGS)}")
+    global _generation
     _overrides.append(dict(values))
+    _generation += 1
     try:
         yield
     finally:
         _overrides.pop()
+        _generation += 1
 
 
 def codegen_settings() -> tuple[tuple[str, str], ...]:

@@ -62,7 +62,9 @@ class Explanation:
         self.source = codegen.render_kernel(plan, target)
         self.arch = arch
         info = runtime.compiled_info(plan.key)
-        self.why = info["why"] if info else "not compiled yet"
+        # Why it compiled (or was loaded), else what a compile now would say.
+        self.why = info["why"] if info else (
+            f"not compiled in this process yet; it would be: {runtime.why_compile(plan)}")
         self._ptx: str | None = None
 
     @property
@@ -104,8 +106,12 @@ class Explanation:
 
 
 def explain(a, arch: str | None = None) -> Explanation:
-    """How ``a`` evaluates: the plan and kernel source (nothing is compiled or run)."""
+    """How ``a`` evaluates: the plan and kernel source (nothing is compiled or run). For a fused
+    function (``fa.fuse``): its signatures, why each traced, and their kernels."""
     from .backend import get_backend
+
+    if hasattr(a, "_fa_explain"):
+        return a._fa_explain(arch)
 
     node = a._resolved()
     if node.is_leaf:

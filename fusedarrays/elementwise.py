@@ -11,8 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes, graph, ops
-from .array import _as_node, _wrap, asarray, ndarray, runtime_write
+from .array import ScalarParam, _as_node, _wrap, asarray, ndarray, runtime_write
 from .errors import UnsupportedOperationError
+
+_LOOPS: dict[tuple, tuple] = {}   # (op, operand dtype codes or weak Python types) → loop dtypes
 
 
 def _operand_types(args) -> list:
@@ -22,6 +24,8 @@ def _operand_types(args) -> list:
             types.append(a.dtype)
         elif isinstance(a, (bool, int, float, np.generic)):
             types.append(dtypes.scalar_type(a))
+        elif isinstance(a, ScalarParam):
+            types.append(dtypes.scalar_type(a.example))
         else:
             types.append(asarray(a).dtype)
     return types
@@ -50,17 +54,54 @@ def build(row: ops.Op, args) -> graph.Node:
     """The graph node of ``row`` applied to ``args`` (arrays, NumPy data or scalars)."""
     if len(args) != row.nin:
         raise TypeError(f"{row.name} takes {row.nin} operand(s), got {len(args)}")
-    arrays = [asarray(a) if not isinstance(a, (ndarray, bool, int, float, np.generic)) else a
-              for a in args]
-    loop = loop_dtypes(row, _operand_types(arrays))
+    node = _build_cached(row, args)
+    if node is not None:
+        return node
+    arrays = [a if isinstance(a, (ndarray, bool, int, float, np.generic, ScalarParam))
+              else asarray(a) for a in args]
+    types = _operand_types(arrays)
+    # NumPy's resolution costs microseconds and depends only on the op and operand types.
+    type_key = (row.name, *[t.pytype if isinstance(t, dtypes.Weak) else dtypes.CODES[t]
+                            for t in types])
+    loop = _LOOPS.get(type_key)
+    if loop is None:
+        loop = _LOOPS[type_key] = loop_dtypes(row, types)
     inputs = []
     for a, want in zip(arrays, loop):
-        if isinstance(a, (bool, int, float)) and not isinstance(a, np.generic):
-            if not isinstance(a, bool):
-                dtypes.check_scalar_fits(a, want, row.name)
+        value = a.example if isinstance(a, ScalarParam) else a   # a traced scalar types as this
+        if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+            if not isinstance(value, bool):
+                dtypes.check_scalar_fits(value, want, row.name)
             inputs.append(graph.scalar(a, want))
         else:
             inputs.append(_as_node(a))
+    return graph.op(row.name, tuple(inputs), loop)
+
+
+def _build_cached(row: ops.Op, args) -> graph.Node | None:
+    """:func:`build` for the common case, on every operator call: arrays and Python floats or
+    ints whose loop dtypes were resolved before. None where the general path must run."""
+    type_key = [row.name]
+    for a in args:
+        kind = type(a)
+        if kind is ndarray:
+            type_key.append(dtypes.CODES[a._node.dtype])
+        elif kind is float or kind is int:
+            type_key.append(kind)                 # as the general path keys a weak scalar
+        else:
+            return None
+    loop = _LOOPS.get(tuple(type_key))
+    if loop is None:
+        return None
+    inputs = []
+    for a, want in zip(args, loop):
+        kind = type(a)
+        if kind is ndarray:
+            inputs.append(a._resolved())
+        else:
+            if kind is int:
+                dtypes.check_scalar_fits(a, want, row.name)
+            inputs.append(graph.scalar(a, want))
     return graph.op(row.name, tuple(inputs), loop)
 
 

@@ -22,7 +22,12 @@ import numpy as np
 from . import layout
 
 _uids = itertools.count(1)
-_interned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_serials = itertools.count(1)
+# identity → weak reference to the node. A plain dict of plain weak references, swept of dead
+# entries whenever it doubles: WeakValueDictionary costs ~2 µs a node, on every operator call.
+_interned: dict[tuple, weakref.ref] = {}
+_sweep_at = 4096
+_DTYPE_TYPES = frozenset(type(np.dtype(c)) for c in "?bhilqBHILQefd")
 
 
 def new_uid() -> int:
@@ -32,18 +37,23 @@ def new_uid() -> int:
 class Node:
     """One immutable graph node. Build with the constructors below, never directly."""
 
-    __slots__ = ("kind", "dtype", "shape", "inputs", "attrs", "key", "count", "buffers",
-                 "realized", "__weakref__")
+    __slots__ = ("kind", "dtype", "shape", "inputs", "attrs", "serial", "_key", "count",
+                 "buffers", "realized", "__weakref__")
 
     kind: str
     dtype: np.dtype
     shape: tuple[int, ...]
     inputs: tuple[Node, ...]
     attrs: tuple
-    key: str
+    serial: int                     # unique per node in this process (interning, never persisted)
     count: int                      # nodes in this graph (an upper bound: shared nodes recount)
     buffers: frozenset              # the buffers this graph reads
     realized: Node | None           # set by the runtime once computed: the leaf holding the result
+
+    @property
+    def key(self) -> str:
+        """Structural sha256 of this node (kind, dtype, shape, attributes, inputs' keys)."""
+        return self._key if self._key is not None else _sha256_key(self)
 
     @property
     def ndim(self) -> int:
@@ -68,19 +78,69 @@ class Node:
 
 def _make(kind: str, dtype: np.dtype, shape: tuple, inputs: tuple, attrs: tuple,
           key_attrs: tuple) -> Node:
-    text = repr((kind, str(dtype), shape, key_attrs, tuple(i.key for i in inputs)))
-    key = hashlib.sha256(text.encode()).hexdigest()
-    found = _interned.get(key)
-    if found is not None:
-        return found
+    # Interning is keyed by the inputs' serials, not their sha256 keys: an interned node holds its
+    # inputs, so while an entry lives its inputs' serials name them uniquely. The sha256 key is
+    # computed on first use (plan, display), off the hot path of building an expression.
+    ident = (kind, dtype, shape, key_attrs, tuple([i.serial for i in inputs]))
+    ref = _interned.get(ident)
+    if ref is not None:
+        found = ref()
+        if found is not None:
+            return found
     node = Node()
     node.kind, node.dtype, node.shape, node.inputs, node.attrs = kind, dtype, shape, inputs, attrs
-    node.key = key
-    node.count = 1 + sum(i.count for i in inputs)
-    node.buffers = frozenset().union(*(i.buffers for i in inputs)) if inputs else frozenset()
+    node.serial = next(_serials)
+    node._key = None
+    if inputs:
+        node.count = 1 + sum([i.count for i in inputs])
+        buffers = inputs[0].buffers
+        for i in inputs[1:]:
+            if not i.buffers <= buffers:
+                buffers = buffers | i.buffers
+        node.buffers = buffers
+    else:
+        node.count = 1
+        node.buffers = frozenset()
     node.realized = None
-    _interned[key] = node
+    _interned[ident] = weakref.ref(node)
+    if len(_interned) > _sweep_at:
+        _sweep()
     return node
+
+
+def _sweep() -> None:
+    global _sweep_at
+    for ident in [i for i, ref in _interned.items() if ref() is None]:
+        del _interned[ident]
+    _sweep_at = max(4096, 2 * len(_interned))
+
+
+def _text_attrs(node: Node) -> tuple:
+    """The attributes a node's sha256 key covers, as text-stable values."""
+    if node.kind == "leaf":
+        return (node.attrs[0].uid, node.attrs[1])
+    if node.kind == "scalar":
+        return (node.attrs[0],)
+    if node.kind == "op":
+        return (node.attrs[0], tuple(d.str for d in node.attrs[1]))
+    return ()
+
+
+def _sha256_key(node: Node) -> str:
+    """Merkle sha256 of ``node``: inputs first, iteratively (a deep chain must not recurse)."""
+    stack = [node]
+    while stack:
+        n = stack[-1]
+        pending = [i for i in n.inputs if i._key is None]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        if n._key is None:
+            text = repr((n.kind, n.dtype.str, n.shape, _text_attrs(n),
+                         tuple(i._key for i in n.inputs)))
+            n._key = hashlib.sha256(text.encode()).hexdigest()
+    return node._key
 
 
 def leaf(buffer, dtype: np.dtype, shape: tuple, strides: tuple, offset: int) -> Node:
@@ -94,8 +154,13 @@ def leaf(buffer, dtype: np.dtype, shape: tuple, strides: tuple, offset: int) -> 
 
 def scalar(value, dtype: np.dtype) -> Node:
     """A scalar kernel parameter of ``dtype``; each call makes a distinct parameter."""
-    uid = new_uid()
-    return _make("scalar", np.dtype(dtype), (), (), (uid, value), (uid,))
+    # Never merged with another scalar, so never interned.
+    node = Node()
+    node.kind, node.dtype, node.shape, node.inputs = "scalar", np.dtype(dtype), (), ()
+    node.attrs = (new_uid(), value)
+    node.serial = next(_serials)
+    node._key, node.count, node.buffers, node.realized = None, 1, frozenset(), None
+    return node
 
 
 def cast(node: Node, dtype: np.dtype) -> Node:
@@ -107,10 +172,20 @@ def cast(node: Node, dtype: np.dtype) -> Node:
 
 def op(name: str, inputs: tuple[Node, ...], loop: tuple[np.dtype, ...]) -> Node:
     """Op ``name`` on ``inputs`` with NumPy loop dtypes ``loop`` = (in..., out)."""
-    shape = layout.broadcast_shapes(*(i.shape for i in inputs))
-    loop = tuple(np.dtype(d) for d in loop)
-    attrs = (name, loop)
-    return _make("op", loop[-1], shape, tuple(inputs), attrs, (name, tuple(map(str, loop))))
+    inputs = tuple(inputs)
+    shape = ()
+    for i in inputs:  # the common cases without broadcasting: equal shapes, or 0-d scalars
+        if i.shape and i.shape != shape:
+            if shape:
+                shape = layout.broadcast_shapes(*(i.shape for i in inputs))
+                break
+            shape = i.shape
+    for d in loop:
+        if type(d) not in _DTYPE_TYPES:
+            loop = tuple(np.dtype(d) for d in loop)
+            break
+    attrs = (name, tuple(loop))
+    return _make("op", attrs[1][-1], shape, inputs, attrs, attrs)
 
 
 def leaf_view(node: Node) -> tuple[object, tuple, tuple, int]:
@@ -127,11 +202,11 @@ def transform(node: Node, fn) -> Node:
     fusion. ``fn`` raises :class:`layout.NotAView` where a leaf can't take it (a reshape of
     broadcast data); the caller then computes the node first.
     """
-    memo: dict[tuple[str, tuple], Node] = {}
+    memo: dict[tuple[int, tuple], Node] = {}
 
     def visit(n: Node, shape: tuple) -> Node:
         n = n.realized if n.realized is not None else n
-        found = memo.get((n.key, shape))
+        found = memo.get((n.serial, shape))
         if found is not None:
             return found
         if n.kind == "scalar":
@@ -145,7 +220,7 @@ def transform(node: Node, fn) -> Node:
             inputs = tuple(visit(i, shape) for i in n.inputs)
             result = (cast(inputs[0], n.dtype) if n.kind == "cast"
                       else op(n.attrs[0], inputs, n.attrs[1]))
-        memo[(n.key, shape)] = result
+        memo[(n.serial, shape)] = result
         return result
 
     return visit(node, node.shape)
@@ -154,17 +229,23 @@ def transform(node: Node, fn) -> Node:
 def walk(roots) -> list[Node]:
     """Every node reachable from ``roots``, inputs before users, each once (deterministic)."""
     order: list[Node] = []
-    seen: set[str] = set()
-    stack = [(r, False) for r in reversed(list(roots))]
+    seen: set[int] = set()          # serials: interned nodes are equal exactly when identical
+    stack: list = list(roots)[::-1]
     while stack:
-        n, expanded = stack.pop()
-        n = n.realized or n
-        if n.key in seen:
+        n = stack.pop()
+        if type(n) is tuple:        # (node,): its inputs are all in order now
+            n = n[0]
+            if n.serial not in seen:
+                seen.add(n.serial)
+                order.append(n)
             continue
-        if expanded or not n.inputs:
-            seen.add(n.key)
+        n = n.realized or n
+        if n.serial in seen:
+            continue
+        if not n.inputs:
+            seen.add(n.serial)
             order.append(n)
             continue
-        stack.append((n, True))
-        stack.extend((i, False) for i in reversed(n.inputs))
+        stack.append((n,))
+        stack.extend(n.inputs[::-1])
     return order

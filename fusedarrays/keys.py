@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 
 from . import __version__ as _package_version
+from .dtypes import BY_CODE
 
 
 def digest(parts: tuple[tuple[str, str], ...]) -> str:
@@ -27,12 +28,77 @@ def disk_parts(structure_key: str, arch: str, toolchain: dict[str, str]):
     return (("structure", structure_key), ("arch", arch)) + tuple(sorted(toolchain.items()))
 
 
-def explain_miss(parts: tuple[tuple[str, str], ...],
-                 nearest: tuple[tuple[str, str], ...] | None) -> str:
-    """Why a kernel compiled: first of its graph, or the parts that differ from ``nearest``."""
-    if nearest is None:
+def explain_miss(parts: tuple[tuple[str, str], ...], seen=()) -> str:
+    """Why a kernel with key ``parts`` compiles: first of its graph, or how it differs from the
+    nearest of ``seen`` (key parts of kernels of the same graph compiled or loaded before).
+
+    >>> old = (("graph", "g"), ("operands", "in:f32:C in:f32:C out:f32:C"), ("scalars", "f32"))
+    >>> new = (("graph", "g"), ("operands", "in:f32:C in:f64:S out:f64:C"), ("scalars", "f64"))
+    >>> explain_miss(new, [old])
+    'in1 dtype float32 → float64, layout contiguous → strided; out2 dtype float32 → float64; \
+a0 dtype float32 → float64'
+    """
+    seen = [tuple(s) for s in seen]
+    if not seen:
         return "first compile of this graph"
-    old, new = dict(nearest), dict(parts)
-    changed = [f"{name}: {old.get(name)} → {new.get(name)}" for name in new
-               if old.get(name) != new.get(name)]
-    return "; ".join(changed) or "same parts (evicted from the memory cache)"
+    new = dict(parts)
+
+    def distance(old):
+        old = dict(old)
+        return sum(old.get(name) != value for name, value in new.items())
+
+    nearest = dict(min(reversed(seen), key=distance))  # ties: the newest
+    # The graph part last: its change (dtypes inside the expression) is the least readable.
+    names = sorted(new, key=lambda name: name == "graph")
+    changed = [describe_change(name, nearest.get(name), new[name]) for name in names
+               if nearest.get(name) != new[name]]
+    return "; ".join(changed) or "same key parts (the loaded kernel was dropped from memory)"
+
+
+_LAYOUTS = {"C": "contiguous", "B": "broadcast", "S": "strided", "T": "transposed"}
+_NAMES = {"vector_width": "vector width", "index_width": "index width",
+          "config": "codegen settings", "codegen": "codegen version",
+          "package": "fusedarrays version"}
+
+
+def _dtype_name(code: str) -> str:
+    dt = BY_CODE.get(code)
+    return dt.name if dt is not None else code
+
+
+def describe_change(name: str, old: str | None, new: str) -> str:
+    """One key part's change in words: ``in1 dtype float32 → float64``."""
+    if name == "operands" and old is not None:
+        return _operand_changes(old.split(), new.split()) or f"operands {old} → {new}"
+    if name == "scalars" and old is not None:
+        before, after = old.split(), new.split()
+        if len(before) == len(after) and "-" not in before:
+            return ", ".join(f"a{k} dtype {_dtype_name(a)} → {_dtype_name(b)}"
+                             for k, (a, b) in enumerate(zip(before, after)) if a != b)
+        return f"scalar parameters {old} → {new}"
+    if name == "graph":
+        return f"dtypes inside the expression (graph {str(old)[:8]}… → {new[:8]}…)"
+    return f"{_NAMES.get(name, name)} {old} → {new}"
+
+
+def _operand_changes(before: list[str], after: list[str]) -> str:
+    if len(before) != len(after):
+        return ""
+    said = []
+    for k, (a, b) in enumerate(zip(before, after)):
+        if a == b:
+            continue
+        a, b = a.split(":"), b.split(":")
+        if len(a) != len(b) or len(a) < 2:
+            return ""
+        what = []
+        if a[0] != b[0]:
+            what.append(f"role {a[0]} → {b[0]}")
+        if a[1] != b[1]:
+            what.append(f"dtype {_dtype_name(a[1])} → {_dtype_name(b[1])}")
+        if a[2:] != b[2:]:
+            old = ":".join(_LAYOUTS.get(x, x) for x in a[2:])
+            new = ":".join(_LAYOUTS.get(x, x) for x in b[2:])
+            what.append(f"layout {old} → {new}")
+        said.append(f"{b[0]}{k} " + ", ".join(what))
+    return "; ".join(said)

@@ -1,18 +1,21 @@
 """realize(arrays): plan → key → memory cache → disk cache → codegen/compile → load → launch.
 
 The one place the pipeline's stages meet. Pending arrays are grouped by shape; each group becomes
-one
-kernel launch. Kernels are kept in memory per ``(device, structure key)``; on a backend with an
+one kernel launch. Kernels are kept in memory per ``(device, structure key)``; on a backend with an
 ``arch`` the PTX and the linked cubin are also kept on disk per arch, so a new process loads the
-cubin without compiling (or importing numba). Counters (:func:`stats`) and stage timings
-(:func:`timings`) are kept here for tests and people.
+cubin without compiling (or importing numba). Counters, stage timings and why each kernel
+compiled are recorded in :mod:`records` (re-exported here).
+
+The hot path (an expression evaluated again with the same structure and sizes) skips planning:
+:func:`run` traces the graph into a cheap signature and reuses the *launch recipe* (loaded kernel,
+which buffer feeds which pointer, the integer parameters, scalar converters) that the first such
+evaluation derived from its :class:`~.plan.KernelPlan`.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections import Counter, defaultdict
+import weakref
 
 import numpy as np
 
@@ -20,106 +23,150 @@ from . import codegen, config, devicelib, graph, keys, layout
 from .backend import Backend, Buffer, new_buffer
 from .diskcache import DiskCache
 from .plan import KernelPlan, plan_kernel
+from .records import (  # noqa: F401 - re-exported: fa.stats, fa.timings, display, fuse
+    STAGES,
+    Timings,
+    _add_time,
+    _perf,
+    _stats,
+    _timed,
+    compiled_info,
+    count_launch,
+    family,
+    note_compile,
+    note_kernel,
+    reset_stats,
+    stats,
+    timings,
+    why_compile,
+)
 
 log = logging.getLogger("fusedarrays.compile")
 
-_stats: Counter = Counter()
-_timings: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
 _memory: dict[tuple[str, str], object] = {}
-_compiled: dict[str, dict] = {}          # structure key → what explain() shows of it
-_by_graph: dict[str, tuple] = {}         # graph part → the parts of its last compile
-_disk: dict[str, DiskCache] = {}
+_disk: dict[tuple, DiskCache] = {}
+_artifacts: dict[tuple[str, str], dict] = {}  # (arch, key) → cubin where there's no disk level
+_recipes: dict[tuple, _Recipe] = {}      # trace signature → launch recipe (the hot path)
+_MAX_RECIPES = 4096                      # then the table starts over (a loop of new shapes)
 
 
-def stats() -> dict[str, int]:
-    """Counters since start or :func:`reset_stats`: compiles, launches, memory_hits, disk_hits."""
-    return {k: _stats[k] for k in ("compiles", "launches", "memory_hits", "disk_hits")}
-
-
-def reset_stats() -> None:
-    _stats.clear()
-    _timings.clear()
-
-
-def timings() -> dict[str, tuple[int, float]]:
-    """Stage → (count, total seconds): plan, codegen, compile, load, launch."""
-    return {stage: (int(c), t) for stage, (c, t) in _timings.items()}
-
-
-class _timed:
-    __slots__ = ("stage", "start")
-
-    def __init__(self, stage: str):
-        self.stage = stage
-
-    def __enter__(self):
-        self.start = time.perf_counter()
-
-    def __exit__(self, *exc):
-        entry = _timings[self.stage]
-        entry[0] += 1
-        entry[1] += time.perf_counter() - self.start
-
+# -- the disk level -------------------------------------------------------------------------------
 
 def disk_cache() -> DiskCache:
-    root = config.get("CACHE_DIR")
-    if root not in _disk:
-        _disk[root] = DiskCache(root, max_bytes=config.get("CACHE_SIZE"),
-                                enabled=config.get("CACHE"))
-    return _disk[root]
+    """The disk cache the current settings name (one instance per folder, size and switch)."""
+    spec = (config.get("CACHE_DIR"), config.get("CACHE_SIZE"), config.get("CACHE"))
+    cache = _disk.get(spec)
+    if cache is None:
+        cache = _disk[spec] = DiskCache(spec[0], max_bytes=spec[1], enabled=spec[2])
+    return cache
 
+
+def cache_info() -> dict:
+    """The disk cache: ``{"dir", "entries", "bytes", "enabled", "usable", "memory_entries"}``.
+
+    ``entries`` counts files (a kernel is a ``.ptx`` and a ``.cubin``); ``memory_entries`` the
+    kernels loaded in this process.
+
+    >>> sorted(cache_info())[:3]
+    ['bytes', 'dir', 'enabled']
+    """
+    info = disk_cache().info()
+    return {"dir": info["dir"], "entries": info["entries"], "bytes": info["bytes"],
+            "enabled": bool(config.get("CACHE")), "usable": info["usable"],
+            "memory_entries": len(_memory)}
+
+
+def clear_cache() -> int:
+    """Empty the disk cache folder and this process's loaded kernels; return files removed.
+
+    The next evaluation of every expression compiles again (and writes the disk cache again).
+    """
+    _memory.clear()
+    _recipes.clear()
+    _artifacts.clear()
+    return disk_cache().clear()
+
+
+def disk_key(plan: KernelPlan, arch: str, toolchain: dict[str, str]) -> str:
+    return keys.digest(keys.disk_parts(plan.key, arch, toolchain))
+
+
+def store(arch: str, dkey: str, parts, artifact: dict) -> bool:
+    """Put a compiled artifact's PTX and cubin on disk (the cubin last: its presence is a hit);
+    True if both are there now."""
+    cache = disk_cache()
+    meta = {"parts": dict(parts), "entry": artifact["entry"]}
+    start = _perf()
+    stored = (cache.put(arch, dkey, "ptx", artifact["ptx"].encode(), meta)
+              and cache.put(arch, dkey, "cubin", artifact["cubin"], meta))
+    _add_time("disk write", _perf() - start)
+    return stored
+
+
+def keep_artifact(arch: str, dkey: str | None, plan: KernelPlan, artifact: dict) -> bool:
+    """Keep a compiled kernel for every device of ``arch``: on disk (True) where the disk cache
+    is on and usable, else in this process's memory (False)."""
+    if dkey is not None and config.get("CACHE") and store(arch, dkey, plan.key_parts, artifact):
+        return True
+    _artifacts[(arch, plan.key)] = {"cubin": artifact["cubin"], "entry": artifact["entry"]}
+    return False
+
+
+# -- the memory level and compiling ----------------------------------------------------------------
 
 def target_of(backend: Backend) -> str:
     return "cpu" if backend.name == "cpu" else "cuda"
 
 
-def kernel_for(plan: KernelPlan, backend: Backend):
-    """The loaded kernel for ``plan`` on ``backend``, compiling it only on a miss of both levels."""
+def kernel_for(plan: KernelPlan, backend: Backend, render=None):
+    """The loaded kernel for ``plan`` on ``backend``, compiling it only on a miss of both levels.
+
+    ``render(plan, target)`` gives the source (default :func:`codegen.render_kernel`; fuse's
+    multi-tensor plans pass :func:`codegen.render_foreach_kernel`)."""
     mkey = (backend.device_key, plan.key)
     kernel = _memory.get(mkey)
     if kernel is not None:
         _stats["memory_hits"] += 1
         return kernel
     ptypes = plan.param_types()
-    disk, dkey = None, None
-    if backend.arch is not None and config.get("CACHE"):
-        disk = disk_cache()
-        dkey = keys.digest(keys.disk_parts(plan.key, backend.arch, backend.toolchain()))
-        hit = disk.get(backend.arch, dkey, "cubin")
-        if hit is not None:
+    dkey = None
+    if backend.arch is not None:
+        # Compiled for this arch already, for another device of this process: load it.
+        artifact = _artifacts.get((backend.arch, plan.key))
+        if artifact is None and config.get("CACHE"):
+            dkey = disk_key(plan, backend.arch, backend.toolchain())
+            with _timed("disk read"):
+                hit = disk_cache().get(backend.arch, dkey, "cubin")
+            if hit is not None:
+                artifact = {"cubin": hit[0], "entry": hit[1]["entry"]}
+                _stats["disk_hits"] += 1
+                note_kernel(plan, f"loaded from the disk cache ({backend.arch})")
+        if artifact is not None:
             with _timed("load"):
-                kernel = backend.load({"cubin": hit[0], "entry": hit[1]["entry"]}, ptypes)
-            _stats["disk_hits"] += 1
-            _memory[mkey] = kernel
+                kernel = _memory[mkey] = backend.load(artifact, ptypes)
             return kernel
-    kernel = _compile_and_load(plan, backend, ptypes, disk, dkey)
+    kernel = _compile_and_load(plan, backend, ptypes, dkey, render or codegen.render_kernel)
     _memory[mkey] = kernel
     return kernel
 
 
-def _compile_and_load(plan, backend, ptypes, disk, dkey):
-    graph_part = dict(plan.key_parts)["graph"]
-    why = keys.explain_miss(plan.key_parts, _by_graph.get(graph_part))
+def _compile_and_load(plan, backend, ptypes, dkey, render):
+    why = why_compile(plan)
     if config.get("LOG_COMPILES"):
         log.warning("fusedarrays: compiling %s on %s: %s", plan.name, backend.device_key, why)
     with _timed("codegen"):
-        source = codegen.render_kernel(plan, target_of(backend))
-    with _timed("compile"):
-        artifact = backend.compile(source, plan.name, ptypes, devicelib.helpers())
-    _stats["compiles"] += 1
-    _by_graph[graph_part] = plan.key_parts
-    _compiled[plan.key] = {"source": source, "why": why}
-    if disk is not None:
-        meta = {"parts": dict(plan.key_parts), "entry": artifact["entry"]}
-        disk.put(backend.arch, dkey, "ptx", artifact["ptx"].encode(), meta)
-        disk.put(backend.arch, dkey, "cubin", artifact["cubin"], meta)
+        source = render(plan, target_of(backend))
+    start = _perf()
+    artifact = backend.compile(source, plan.name, ptypes, devicelib.helpers())
+    times = artifact.get("times") if isinstance(artifact, dict) else None
+    note_compile(plan, why, source, times or {"compile": _perf() - start})
+    if backend.arch is not None:  # so other devices of this arch load it, not compile it
+        keep_artifact(backend.arch, dkey, plan, artifact)
     with _timed("load"):
         return backend.load(artifact, ptypes)
 
 
-def compiled_info(key: str) -> dict | None:
-    return _compiled.get(key)
-
+# -- launching ------------------------------------------------------------------------------------
 
 def scalar_arg(value, dtype: np.dtype):
     """A scalar parameter in its kernel type: float16 travels as float32, bool as uint8."""
@@ -130,31 +177,176 @@ def scalar_arg(value, dtype: np.dtype):
     return dtype.type(value)
 
 
+def _scalar_converter(dtype: np.dtype):
+    if dtype == np.float16 or dtype == np.bool_:
+        return lambda value: scalar_arg(value, dtype)
+    return dtype.type
+
+
+def _elem_offset(operand) -> int:
+    """The element offset folded into an operand's pointer (0 where it is a parameter)."""
+    return operand.offset if operand.folded else 0
+
+
 def launch_plan(plan: KernelPlan) -> None:
     """Compile-or-fetch and launch one planned kernel (nothing to do for an empty shape)."""
     if plan.size == 0:
         return
     backend = plan.operands[-1].buffer.backend
     kernel = kernel_for(plan, backend)
-    args = [backend.operand_arg(o.buffer.storage, o.dtype, o.offset if o.layout == "C" else 0)
+    args = [backend.operand_arg(o.buffer.storage, o.dtype, _elem_offset(o))
             for o in plan.operands]
     args += plan.int_args()
     args += [scalar_arg(v, dt) for v, dt in plan.scalars]
     with _timed("launch"):
-        backend.launch(kernel, plan.size, args)
+        backend.launch(kernel, plan.size, args, plan.geometry())
     _stats["launches"] += 1
+
+
+class _Recipe:
+    """How to launch a planned kernel again given only the buffers and scalar values of a graph
+    with the same trace signature: everything else the plan decided is fixed by the signature."""
+
+    __slots__ = ("backend", "kernel", "size", "geometry", "operands", "ints", "converters")
+
+    def __init__(self, backend, kernel, plan: KernelPlan, operands: tuple):
+        self.backend = backend
+        self.kernel = kernel
+        self.size = plan.size
+        self.geometry = plan.geometry()
+        self.operands = operands            # (index into the trace's buffers, dtype, offset)
+        self.ints = tuple(plan.int_args())
+        self.converters = tuple(_scalar_converter(dt) for _, dt in plan.scalars)
+
+
+def _trace(outputs: list[tuple[graph.Node, tuple]]):
+    """``(signature, buffers, scalar values)`` of the kernel computing ``outputs``.
+
+    The signature holds everything :func:`~.plan.plan_kernel` reads — every node's kind, dtype,
+    op and inputs (in plan order), each leaf's view, which leaves and outputs share a buffer and
+    each buffer's alignment, the output views, the codegen settings and the device — and nothing
+    it doesn't (buffer identities, scalar values). Equal signatures therefore plan equal kernels
+    with equal integer parameters. Anything new that the planner reads must be added here.
+
+    One pass in :func:`graph.walk`'s order (inputs first, each node once; :func:`_recipe_of`
+    checks that the plan saw the same order), written out here because it runs on every call.
+    """
+    entries, values, buffers = [], [], []
+    where: dict[int, int] = {}
+    bufs: dict[Buffer, int] = {}
+    stack: list = [node for node, _ in outputs][::-1]
+    while stack:
+        n = stack.pop()
+        if type(n) is tuple:                    # (node,): its inputs are placed
+            n = n[0]
+            if n.serial in where:
+                continue
+            ins = n.inputs
+            if len(ins) == 2:  # most ops: no comprehension (a frame of its own before 3.12)
+                a, b = ins
+                inputs = (where[(a.realized or a).serial], where[(b.realized or b).serial])
+            else:
+                inputs = tuple([where[(i.realized or i).serial] for i in ins])
+            entries.append((3, n.attrs, inputs) if n.kind == "op" else (2, n.dtype, inputs))
+        else:
+            n = n.realized or n
+            if n.serial in where:
+                continue
+            if n.inputs:
+                stack.append((n,))
+                stack.extend(n.inputs[::-1])
+                continue
+            if n.kind == "leaf":
+                buffer, view = n.attrs
+                b = bufs.get(buffer)
+                if b is None:
+                    b = bufs[buffer] = len(buffers)
+                    buffers.append(buffer)
+                entries.append((0, n.dtype, view, b))
+            else:
+                values.append(n.attrs[1])
+                entries.append((1, n.dtype))
+        where[n.serial] = len(entries) - 1
+    outs = []
+    for node, (buffer, dtype, shape, strides, offset) in outputs:
+        b = bufs.get(buffer)
+        if b is None:
+            b = bufs[buffer] = len(buffers)
+            buffers.append(buffer)
+        outs.append((where[(node.realized or node).serial], dtype, tuple(shape), tuple(strides),
+                     offset, b))
+    # Alignment matters up to the widest vector access; more would only split signatures.
+    aligns = tuple([min(b.align, layout.VECTOR_BYTES) for b in buffers])
+    signature = (tuple(entries), tuple(outs), aligns, buffers[-1].backend.device_key,
+                 _codegen_settings())
+    return signature, buffers, values
+
+
+_settings_memo: list = [None, None]
+
+
+def _codegen_settings():
+    generation = config.generation()
+    if _settings_memo[0] != generation:
+        _settings_memo[:] = [generation, config.codegen_settings()]
+    return _settings_memo[1]
+
+
+def _recipe_of(plan: KernelPlan, buffers: list, values: list) -> _Recipe | None:
+    """The plan's launch as a recipe over the trace's buffers; None if the plan doesn't map
+    onto the trace (then every evaluation of it plans, which is slower but still right)."""
+    index = {id(b): k for k, b in enumerate(buffers)}
+    operands = []
+    for o in plan.operands:
+        k = index.get(id(o.buffer))
+        if k is None:
+            return None
+        operands.append((k, o.dtype, _elem_offset(o)))
+    if len(plan.scalars) != len(values) or any(
+            v is not w for (v, _), w in zip(plan.scalars, values)):
+        return None  # the plan ordered its scalars differently from the trace
+    backend = buffers[-1].backend
+    return _Recipe(backend, kernel_for(plan, backend), plan, tuple(operands))
 
 
 def run(outputs: list[tuple[graph.Node, tuple]]) -> None:
     """Compute each node into its ``(buffer, dtype, shape, strides, offset)`` in one launch."""
-    with _timed("plan"):
-        plan = plan_kernel(outputs)
-    launch_plan(plan)
+    signature, buffers, values = _trace(outputs)
+    recipe = _recipes.get(signature)
+    stage = "launch"
+    if recipe is None:
+        with _timed("plan"):
+            plan = plan_kernel(outputs)
+        if plan.size == 0:
+            return
+        compiles = _stats["compiles"]
+        recipe = _recipe_of(plan, buffers, values)
+        if _stats["compiles"] != compiles:
+            stage = "first launch"  # where a backend compiles lazily (cpu: numba's first call)
+        if recipe is None:
+            launch_plan(plan)
+            return
+        if len(_recipes) >= _MAX_RECIPES:
+            _recipes.clear()
+        _recipes[signature] = recipe
+    else:
+        _stats["memory_hits"] += 1
+    backend = recipe.backend
+    operand_arg = backend.operand_arg
+    args = [operand_arg(buffers[k].storage, dtype, offset) for k, dtype, offset in recipe.operands]
+    args += recipe.ints
+    args += [convert(v) for convert, v in zip(recipe.converters, values)]
+    start = _perf()
+    backend.launch(recipe.kernel, recipe.size, args, recipe.geometry)
+    _add_time(stage, _perf() - start)
+    _stats["launches"] += 1
 
 
 def compute_nodes(nodes: list[graph.Node], backend: Backend) -> list[graph.Node]:
     """Compute pending nodes of one shape into fresh contiguous buffers, in one launch; return
     the leaves that now hold them (and remember them on the nodes)."""
+    if len(nodes) == 1 and not (nodes[0].realized or nodes[0]).is_leaf:
+        return [_compute_one(nodes[0].realized or nodes[0], backend)]
     outputs, results = [], []
     for node in nodes:
         node = node.realized or node
@@ -173,8 +365,54 @@ def compute_nodes(nodes: list[graph.Node], backend: Backend) -> list[graph.Node]
             node, (buffer, dtype, shape, strides, _) = next(done)
             leaf = graph.leaf(buffer, dtype, shape, strides, 0)
             node.realized = leaf
+            _remember_derived(node)
             results[k] = leaf
     return results
+
+
+def _compute_one(node: graph.Node, backend: Backend) -> graph.Node:
+    """:func:`compute_nodes` of one pending node, kept short: every evaluation runs it."""
+    shape, dtype = node.shape, node.dtype
+    strides = _strides.get(shape)
+    if strides is None:
+        if len(_strides) > 1024:
+            _strides.clear()
+        strides = _strides[shape] = layout.contiguous_strides(shape)
+    buffer = new_buffer(backend, layout.size_of(shape) * dtype.itemsize)
+    run([(node, (buffer, dtype, shape, strides, 0))])
+    leaf = node.realized = graph.leaf(buffer, dtype, shape, strides, 0)
+    _remember_derived(node)
+    return leaf
+
+
+_strides: dict[tuple, tuple] = {}  # shape → contiguous element strides
+
+
+def forget_results_reading(buffer: Buffer) -> None:
+    """Before ``buffer`` is written: results computed from it no longer stand for their nodes.
+
+    Nodes are hash-consed, so building ``a * b`` again returns the node computed before, and its
+    remembered result; once ``a``'s memory changes, that result is stale and must be dropped
+    (arrays already holding it keep it, as NumPy arrays keep their values).
+    """
+    if buffer.derived:
+        for ref in buffer.derived:
+            node = ref()
+            if node is not None:
+                node.realized = None
+        buffer.derived = None
+
+
+def _remember_derived(node: graph.Node) -> None:
+    ref = weakref.ref(node)
+    for source in node.buffers:
+        derived = source.derived
+        if derived is None:
+            source.derived = [ref]
+            continue
+        if len(derived) >= 64:  # prune dead references as the list grows
+            derived[:] = [r for r in derived if r() is not None]
+        derived.append(ref)
 
 
 def reads_through_other_map(node: graph.Node, buffer: Buffer, target: tuple) -> bool:

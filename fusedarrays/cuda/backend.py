@@ -9,6 +9,8 @@ current in the constructing thread.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from . import memory
@@ -48,6 +50,9 @@ class CudaBackend:
         self.arch = f"sm_{cc.major}{cc.minor}"
         self.device_key = f"cuda:{self.device_id}:{self.arch}"
         self._sm_count = self.device.properties.multiprocessor_count
+        # Every disk-cache key holds the toolchain versions (a millisecond of reading package
+        # metadata): read them now, beside the caller's own start-up, not in its first eval.
+        threading.Thread(target=self.toolchain, daemon=True).start()
 
     def __repr__(self) -> str:
         return f"<CudaBackend {self.device_key} {self.device.name}>"
@@ -56,17 +61,18 @@ class CudaBackend:
 
     def toolchain(self) -> dict[str, str]:
         """numba, numba-cuda, NVVM and nvJitLink versions for disk-cache keys (imports no numba)."""
-        from .compile import toolchain_versions
+        from .toolchain import toolchain_versions
 
         return toolchain_versions()
 
     def compile(self, source: str, fn_name: str, param_types: tuple[str, ...],
                 helpers: dict) -> dict:
-        """``{"ptx", "cubin", "entry"}`` for kernel ``fn_name`` of ``source``, for this arch."""
-        from .compile import compile_ptx, link_cubin
+        """``{"ptx", "cubin", "entry", "times"}`` for kernel ``fn_name`` of ``source``, for this
+        arch (``times``: seconds by compile stage)."""
+        from .compile import compile_kernel
 
-        ptx, entry = compile_ptx(source, fn_name, param_types, self.arch, helpers)
-        return {"ptx": ptx, "cubin": link_cubin(ptx, self.arch), "entry": entry}
+        ptx, cubin, entry, times = compile_kernel(source, fn_name, param_types, self.arch, helpers)
+        return {"ptx": ptx, "cubin": cubin, "entry": entry, "times": times}
 
     def load(self, artifact: dict, param_types: tuple[str, ...]) -> Launcher:
         """A launcher for the artifact's cubin (``artifact`` needs ``"cubin"`` and ``"entry"``)."""
@@ -100,6 +106,16 @@ class CudaBackend:
 
     def address(self, storage: memory.DeviceStorage) -> int:
         return storage.ptr
+
+    def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, tuple]:
+        """The arguments after ``n`` of a multi-tensor kernel (``codegen.render_foreach_kernel``):
+        device copies of ``meta`` and of the ``[T, K]`` table of operand addresses, and T.
+        ``rows[t][k]`` is operand k of tensor t as ``(storage, dtype, element offset)``; the
+        second value keeps the two tables alive while they are reused."""
+        table = np.array([[self.operand_arg(*operand) for operand in row] for row in rows],
+                         dtype=np.uint64)
+        meta_d, table_d = self.from_host(meta), self.from_host(table)
+        return [meta_d.ptr, table_d.ptr, len(rows)], (meta_d, table_d)
 
     def import_array(self, obj):
         """``(storage, dtype, shape, strides_in_elements, elem_offset)`` of a foreign CUDA array,

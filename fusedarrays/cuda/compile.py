@@ -8,19 +8,18 @@ Why a cubin: PTX from the NVVM wheel can be newer than the driver accepts (PTX I
 13.5 is refused by a CUDA 13.0 driver), while the cubin nvJitLink links from it loads there; linking
 needs no GPU.
 
-numba is imported inside :func:`compile_ptx` only: :func:`toolchain_versions` is part of every
-disk-cache key, and a process whose kernels all come from the disk cache must not pay for
-``import numba`` (0.75–1 s).
+numba is imported inside :func:`compile_ptx` only, and the toolchain versions that every
+disk-cache key holds come from :mod:`.toolchain`: a process whose kernels all come from the disk
+cache must not pay for ``import numba`` (0.75–1 s).
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata
-import os
 import re
+import time
 
 from ..errors import CompileError
+from .toolchain import toolchain_versions  # noqa: F401 - re-exported
 
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+)?\.entry\s+([A-Za-z_$][\w$]*)", re.MULTILINE)
 
@@ -57,30 +56,30 @@ def entry_name(ptx: str) -> str:
 
 
 def compile_ptx(
-    source: str, fn_name: str, param_types: tuple[str, ...], arch: str, helpers: dict
+    source: str, fn_name: str, param_types: tuple[str, ...], arch: str, helpers: dict,
+    times: dict | None = None,
 ) -> tuple[str, str]:
     """Compile kernel ``fn_name`` defined in ``source`` to PTX for ``arch``.
 
     ``param_types`` lists every kernel parameter in order: ``"ptr"`` (a device address, uint64)
     or a dtype code (``f16`` travels as float32, ``b1`` as uint8). The source is exec'd in a fresh
     copy of :func:`~.intrinsics.device_namespace`. Returns ``(ptx, entry)``; any failure raises
-    :class:`~fusedarrays.errors.CompileError` carrying the source.
+    :class:`~fusedarrays.errors.CompileError` carrying the source. A ``times`` dict receives the
+    seconds spent in ``numba typing+lowering`` and in ``nvvm``.
     """
     try:
-        from numba import cuda, types
+        from numba import types
 
         from .intrinsics import device_namespace
 
+        start = time.perf_counter()
         signature = types.void(*(_param_numba_type(t) for t in param_types))
         namespace = dict(device_namespace(helpers))
         exec(compile(source, f"<fusedarrays kernel {fn_name}>", "exec"), namespace)
         kernel = namespace.get(fn_name)
         if kernel is None:
             raise NameError(f"the source defines no function {fn_name!r}")
-        # Every option pinned: left to their defaults, NUMBA_OPT=0 or NUMBA_CUDA_DEBUGINFO in the
-        # environment would change the PTX without changing its disk-cache key.
-        ptx, _ = cuda.compile_ptx(kernel, signature, cc=arch_cc(arch), opt=True, debug=False,
-                                  lineinfo=False, fastmath=False)
+        ptx = _numba_ptx(kernel, signature, arch_cc(arch), times, start)
     except Exception as e:
         raise CompileError(
             f"numba-cuda could not compile kernel {fn_name!r} for {arch} with "
@@ -88,6 +87,52 @@ def compile_ptx(
             source=source,
         ) from e
     return ptx, entry_name(ptx)
+
+
+# Every option pinned: left to their defaults, NUMBA_OPT=0 or NUMBA_CUDA_DEBUGINFO in the
+# environment would change the PTX without changing its disk-cache key.
+_OPTIONS = {"debug": False, "lineinfo": False, "fastmath": False, "opt": True}
+
+
+def _numba_ptx(kernel, signature, cc: tuple[int, int], times: dict | None, start: float) -> str:
+    """``numba.cuda.compile_ptx``, in its two steps where numba-cuda still names them (0.30):
+    typing and lowering to NVVM IR, then NVVM, timed apart for ``fa.timings()``."""
+    from numba import cuda
+    from numba.cuda import compiler
+
+    split = getattr(compiler, "_compile_pyfunc_with_fixup", None)
+    if split is None:  # another numba-cuda: one step, reported as typing+lowering
+        ptx, _ = cuda.compile_ptx(kernel, signature, cc=cc, **_OPTIONS)
+        _note(times, "numba typing+lowering", time.perf_counter() - start)
+        return ptx
+    library, _ = split(kernel, signature, device=False, cc=cc, abi="numba", **_OPTIONS)
+    lowered = time.perf_counter()
+    _note(times, "numba typing+lowering", lowered - start)
+    (ptx,) = library.get_asm_strs(cc=cc)
+    _note(times, "nvvm", time.perf_counter() - lowered)
+    return ptx
+
+
+def _note(times: dict | None, stage: str, seconds: float) -> None:
+    if times is not None:
+        times[stage] = times.get(stage, 0.0) + seconds
+
+
+def compile_kernel(source: str, fn_name: str, param_types: tuple[str, ...], arch: str,
+                   helpers: dict | None = None) -> tuple[str, bytes, str, dict]:
+    """``(ptx, cubin, entry, stage seconds)`` of one generated kernel for ``arch`` (``helpers``
+    default: :func:`devicelib.helpers`). Also the whole job of a batch-compile worker process
+    (module-level, so it pickles by name; its arguments are plain strings)."""
+    if helpers is None:
+        from .. import devicelib
+
+        helpers = devicelib.helpers()
+    times: dict = {}
+    ptx, entry = compile_ptx(source, fn_name, param_types, arch, helpers, times)
+    start = time.perf_counter()
+    cubin = link_cubin(ptx, arch)
+    times["link"] = time.perf_counter() - start
+    return ptx, cubin, entry, times
 
 
 def link_cubin(ptx: str, arch: str) -> bytes:
@@ -104,52 +149,3 @@ def link_cubin(ptx: str, arch: str) -> bytes:
             linker.close()
     except Exception as e:  # nvJitLink's message includes its error log
         raise CompileError(f"nvJitLink could not link the PTX for {arch}: {e}") from e
-
-
-# Wheels that ship the libraries, in the order cuda.pathfinder (which numba-cuda and cuda.bindings
-# use to find them) searches: installed NVIDIA wheels come before conda and system toolkits.
-_WHEELS = {
-    "nvvm": ("nvidia-nvvm", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc"),
-    "nvJitLink": ("nvidia-nvjitlink", "nvidia-nvjitlink-cu12"),
-}
-_FILE_PREFIX = {"nvvm": "libnvvm", "nvJitLink": "libnvJitLink"}
-
-
-def _library_identity(libname: str) -> str:
-    """Which build of a CUDA library compiles here: ``"nvidia-nvvm 13.5.37"``, or a fingerprint.
-
-    The wheel case reads package metadata only (a few ms, no library loaded); a library from a
-    system toolkit is located by cuda.pathfinder and named by path, size and modification time.
-    """
-    prefix = _FILE_PREFIX[libname]
-    for name in _WHEELS[libname]:
-        try:
-            dist = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        if any(f.name.startswith(prefix) for f in dist.files or ()):
-            return f"{name} {dist.version}"
-    from cuda.pathfinder import load_nvidia_dynamic_lib
-
-    path = os.path.realpath(load_nvidia_dynamic_lib(libname).abs_path)
-    st = os.stat(path)
-    return f"{path} size={st.st_size} mtime={int(st.st_mtime)}"
-
-
-@functools.cache
-def toolchain_versions() -> dict[str, str]:
-    """Versions of everything that shapes the PTX and cubin, for disk-cache keys.
-
-    Imports neither numba nor the driver, and loads no library when the toolkit comes as wheels.
-    (NVVM's own ``nvvmVersion()`` says ``2.0`` across CUDA 12 and 13 releases, so it is useless
-    here; the PTX header's "release 13.5, V13.5.37" is the wheel's version.)
-
-    >>> sorted(toolchain_versions())
-    ['numba', 'numba-cuda', 'nvjitlink', 'nvvm']
-    """
-    return {
-        "numba": importlib.metadata.version("numba"),
-        "numba-cuda": importlib.metadata.version("numba-cuda"),
-        "nvvm": _library_identity("nvvm"),
-        "nvjitlink": _library_identity("nvJitLink"),
-    }

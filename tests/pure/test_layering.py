@@ -13,10 +13,10 @@ LAYERS = [
     {"dtypes", "ops", "devicelib"},
     {"graph", "layout"},
     {"plan", "codegen", "keys"},
-    {"diskcache"},
+    {"diskcache", "records"},
     {"backend", "cuda", "cpu"},
-    {"runtime"},
-    {"array", "elementwise", "fuse"},
+    {"runtime", "precompile"},
+    {"array", "elementwise", "fuse", "trace", "foreach", "recipe"},
     {"display", "__main__", "__init__"},
 ]
 RANK = {name: k for k, layer in enumerate(LAYERS) for name in layer}

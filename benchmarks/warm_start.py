@@ -1,0 +1,283 @@
+"""Warm start, batch compile and cached-call host time, each in fresh processes; JSON and a table.
+
+Figures (issue 3; DESIGN.md "Figures to reach"):
+
+- warm start: a fresh process with a warm disk cache — ``import fusedarrays``, CUDA context and
+  pool, then the *first evaluation* of ``x * y + 1.5`` (1 K float32) to a synchronized result;
+  whether numba was imported. Beside it, in the same run: CuPy's ``ElementwiseKernel`` from its
+  own disk cache and a numba ``@cuda.jit(cache=True)`` kernel from numba's cache (GPU only);
+- batch compile: ``fa.precompile`` of 1 and of 16 new kernels for ``--arch``, in a fresh process
+  (numba's import and first compile included) and in a warm one (a kernel compiled before), with
+  worker processes and serially (works without a GPU);
+- host time per call of the cached ``(x * y + 1.5).compute()`` on 1 K float32 (GPU only; the cpu
+  backend's figures come from a numba call, not fusedarrays).
+
+Usage: python benchmarks/warm_start.py OUT.json [--arch sm_90] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+UNARY = ["sin", "cos", "tan", "exp", "exp2", "expm1", "log1p", "sqrt", "cbrt", "tanh",
+         "arctan", "sinh", "cosh", "arcsinh", "floor", "rint"]
+
+# --- children: each prints one JSON line last -------------------------------------------------
+
+WARM_FA = """
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+import fusedarrays as fa
+t1 = time.perf_counter()
+backend = fa._get_backend()
+t2 = time.perf_counter()
+x = fa.asarray(np.arange(1024, dtype=np.float32))
+y = fa.asarray(np.ones(1024, dtype=np.float32))
+backend.synchronize()
+t3 = time.perf_counter()
+r = (x * y + 1.5).compute()
+backend.synchronize()
+t4 = time.perf_counter()
+(x * y + 1.5).compute()
+backend.synchronize()
+t5 = time.perf_counter()
+ok = bool(np.allclose(r.get(), np.arange(1024, dtype=np.float32) + 1.5))
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "context_ms": (t2 - t1) * 1e3,
+                  "inputs_ms": (t3 - t2) * 1e3, "first_eval_ms": (t4 - t3) * 1e3,
+                  "second_eval_ms": (t5 - t4) * 1e3, "numba_imported": "numba" in sys.modules,
+                  "correct": ok, "stats": fa.stats(), "backend": backend.name}))
+"""
+
+WARM_CUPY = """
+import json, sys, time
+import numpy as np
+t0 = time.perf_counter()
+import cupy as cp
+t1 = time.perf_counter()
+x = cp.arange(1024, dtype=cp.float32); y = cp.ones(1024, dtype=cp.float32)
+cp.cuda.Device().synchronize()
+t2 = time.perf_counter()
+k = cp.ElementwiseKernel("float32 p, float32 q, float32 s", "float32 o", "o = p * q + s",
+                         "fa_bench_axpb")
+r = k(x, y, np.float32(1.5))
+cp.cuda.Device().synchronize()
+t3 = time.perf_counter()
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "context_ms": (t2 - t1) * 1e3,
+                  "first_eval_ms": (t3 - t2) * 1e3}))
+"""
+
+NUMBA_MODULE = """
+from numba import cuda
+
+@cuda.jit(cache=True)
+def axpb(p, q, s, o):
+    i = cuda.grid(1)
+    if i < o.size:
+        o[i] = p[i] * q[i] + s
+"""
+
+WARM_NUMBA = """
+import json, sys, time
+import numpy as np
+t0 = time.perf_counter()
+from numba import cuda
+import fa_numba_cached as m
+t1 = time.perf_counter()
+x = cuda.to_device(np.arange(1024, dtype=np.float32)); y = cuda.to_device(np.ones(1024, np.float32))
+o = cuda.device_array(1024, np.float32)
+cuda.synchronize()
+t2 = time.perf_counter()
+m.axpb[4, 256](x, y, np.float32(1.5), o)
+cuda.synchronize()
+t3 = time.perf_counter()
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "context_ms": (t2 - t1) * 1e3,
+                  "first_eval_ms": (t3 - t2) * 1e3}))
+"""
+
+BATCH = """
+import json, os, sys, time
+import numpy as np
+import fusedarrays as fa
+arch, warm, count, workers = sys.argv[1], sys.argv[2] == "warm", int(sys.argv[3]), sys.argv[4]
+workers = None if workers == "auto" else int(workers)
+ops = sys.argv[5].split(",")
+x = fa.asarray(np.arange(1024, dtype=np.float32))
+y = fa.asarray(np.ones(1024, dtype=np.float32))
+if warm:  # numba imported and one kernel compiled: a warm process
+    fa.precompile(x * y - 3.0, arch=arch, workers=0, progress=False)
+arrays = [getattr(fa, op)(x) * y + 1.5 for op in ops[:count]]
+t = time.perf_counter()
+report = fa.precompile(arrays, arch=arch, workers=workers, progress=False)
+seconds = time.perf_counter() - t
+assert report["compiled"] == count, report
+print(json.dumps({"seconds": seconds, "workers": report["workers"], "cpus": os.cpu_count()}))
+"""
+
+HOST_TIME = """
+import json, time
+import numpy as np
+import fusedarrays as fa
+x = fa.asarray(np.random.default_rng(0).standard_normal(1024).astype(np.float32))
+y = fa.asarray(np.random.default_rng(1).standard_normal(1024).astype(np.float32))
+backend = fa._get_backend()
+for _ in range(200):
+    (x * y + 1.5).compute()
+backend.synchronize()
+best = []
+for _ in range(5):
+    t = time.perf_counter()
+    for _ in range(2000):
+        (x * y + 1.5).compute()
+    best.append((time.perf_counter() - t) / 2000 * 1e6)
+    backend.synchronize()
+print(json.dumps({"host_us_per_call": min(best), "all": best, "stats": fa.stats()}))
+"""
+
+
+def child(script: str, *args: str, env: dict | None = None, cwd: str | None = None) -> dict:
+    full = {**os.environ, "PYTHONPATH": REPO + os.pathsep + (cwd or ""), **(env or {})}
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], env=full,
+                          capture_output=True, text=True, timeout=1800, cwd=cwd)
+    if done.returncode != 0:
+        raise RuntimeError(f"child failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def median_of(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def have_gpu() -> bool:
+    sys.path.insert(0, REPO)
+    from fusedarrays.cuda.backend import CudaBackend
+
+    return bool(CudaBackend.available())
+
+
+def warm_start(repeat: int) -> dict:
+    out = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = {"FUSEDARRAYS_CACHE_DIR": cache, "FUSEDARRAYS_BACKEND": "cuda"}
+        out["fa_cold"] = child(WARM_FA, env=env)
+        runs = [child(WARM_FA, env=env) for _ in range(repeat)]
+        out["fa_warm_runs"] = runs
+        out["fa_warm_first_eval_ms"] = median_of(runs, "first_eval_ms")
+        out["fa_warm_import_ms"] = median_of(runs, "import_ms")
+        out["fa_warm_context_ms"] = median_of(runs, "context_ms")
+        out["fa_warm_numba_imported"] = any(r["numba_imported"] for r in runs)
+        out["fa_warm_compiles"] = max(r["stats"]["compiles"] for r in runs)
+    try:
+        with tempfile.TemporaryDirectory() as cache:
+            env = {"CUPY_CACHE_DIR": cache}
+            child(WARM_CUPY, env=env)
+            runs = [child(WARM_CUPY, env=env) for _ in range(repeat)]
+            out["cupy_warm_first_eval_ms"] = median_of(runs, "first_eval_ms")
+            out["cupy_warm_import_ms"] = median_of(runs, "import_ms")
+    except RuntimeError as e:
+        out["cupy_error"] = str(e)[-300:]
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            with open(os.path.join(folder, "fa_numba_cached.py"), "w") as f:
+                f.write(textwrap.dedent(NUMBA_MODULE))
+            child(WARM_NUMBA, cwd=folder)
+            runs = [child(WARM_NUMBA, cwd=folder) for _ in range(repeat)]
+            out["numba_cache_warm_first_eval_ms"] = median_of(runs, "first_eval_ms")
+            out["numba_cache_warm_import_ms"] = median_of(runs, "import_ms")
+    except RuntimeError as e:
+        out["numba_cache_error"] = str(e)[-300:]
+    return out
+
+
+def batch_compile(arch: str, backend: str) -> dict:
+    """Seconds to precompile 1 and 16 new kernels. On the cpu backend (no GPU) numba itself is
+    imported with the first array, before the clock starts: "fresh" then excludes it."""
+    out = {"backend": backend}
+    for state in ("cold", "warm"):
+        for count, workers in ((1, "0"), (16, "auto"), (16, "0")):
+            with tempfile.TemporaryDirectory() as cache:
+                r = child(BATCH, arch, state, str(count), workers, ",".join(UNARY),
+                          env={"FUSEDARRAYS_CACHE_DIR": cache, "FUSEDARRAYS_BACKEND": backend})
+            name = f"{state}_{count}" + ("_serial" if count > 1 and workers == "0" else "")
+            out[name + "_s"] = r["seconds"]
+            if count > 1 and workers == "auto":
+                out[name + "_workers"] = r["workers"]
+            out["cpus"] = r["cpus"]
+        out[f"{state}_16_over_1"] = out[f"{state}_16_s"] / out[f"{state}_1_s"]
+    return out
+
+
+def table(result: dict) -> str:
+    rows = []
+    w, b = result.get("warm_start", {}), result["batch_compile"]
+    if w:
+        rows += [
+            ("warm start: first eval after context (fa)", f"{w['fa_warm_first_eval_ms']:.2f} ms",
+             "<= 3 ms"),
+            ("  numba imported / compiles", f"{w['fa_warm_numba_imported']} / "
+             f"{w['fa_warm_compiles']}", "False / 0"),
+            ("  import fusedarrays, context+pool", f"{w['fa_warm_import_ms']:.0f} ms, "
+             f"{w['fa_warm_context_ms']:.0f} ms", ""),
+        ]
+        if "cupy_warm_first_eval_ms" in w:
+            rows.append(("  CuPy ElementwiseKernel, warm cache",
+                         f"{w['cupy_warm_first_eval_ms']:.2f} ms", "1.6 ms (DESIGN)"))
+        if "numba_cache_warm_first_eval_ms" in w:
+            rows.append(("  numba cache=True, warm cache",
+                         f"{w['numba_cache_warm_first_eval_ms']:.1f} ms "
+                         f"(+ import {w['numba_cache_warm_import_ms']:.0f} ms)", "525 ms (DESIGN)"))
+    rows += [
+        (f"batch compile, fresh process: 1 / 16 kernels ({b['cold_16_workers']} workers)",
+         f"{b['cold_1_s']:.2f} s / {b['cold_16_s']:.2f} s = {b['cold_16_over_1']:.1f}x",
+         "16 <= 8x one"),
+        ("  16 serial in a fresh process", f"{b['cold_16_serial_s']:.2f} s", ""),
+        (f"batch compile, warm process: 1 / 16 kernels ({b['warm_16_workers']} workers)",
+         f"{b['warm_1_s'] * 1e3:.0f} ms / {b['warm_16_s']:.2f} s = {b['warm_16_over_1']:.1f}x",
+         "1 <= 100 ms"),
+        ("  16 serial in a warm process", f"{b['warm_16_serial_s']:.2f} s", ""),
+    ]
+    if "host" in result:
+        rows.append(("host time per cached (x*y+1.5).compute(), 1K f32",
+                     f"{result['host']['host_us_per_call']:.1f} us", "<= 12 us"))
+    width = max(len(r[0]) for r in rows)
+    vwidth = max(len(r[1]) for r in rows)
+    return "\n".join(f"{a:<{width}}  {v:<{vwidth}}  {t}" for a, v, t in rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", help="where to write the JSON results")
+    parser.add_argument("--arch", default=None, help="arch for the batch compile (default: the "
+                        "GPU's, else sm_90)")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    gpu = have_gpu()
+    result: dict = {"gpu": gpu, "time": time.strftime("%Y-%m-%d %H:%M:%S"), "cpus": os.cpu_count()}
+    arch = args.arch
+    if gpu:
+        result["warm_start"] = warm_start(args.repeat)
+        result["host"] = child(HOST_TIME, env={"FUSEDARRAYS_BACKEND": "cuda"})
+        if arch is None:
+            from fusedarrays.cuda.backend import CudaBackend
+            arch = CudaBackend(0).arch
+    result["arch"] = arch = arch or "sm_90"
+    result["batch_compile"] = batch_compile(arch, "cuda" if gpu else "cpu")
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1, default=str)
+    print(json.dumps(result, indent=1, default=str))
+    print()
+    print(table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

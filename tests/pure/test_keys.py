@@ -1,0 +1,176 @@
+"""Cache keys: the same in every process, different wherever the generated code could differ;
+misses explained part by part; the timings table. No numba here."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+from fusedarrays import config, graph, keys, layout, plan, records, runtime
+from fusedarrays.cuda import toolchain as cuda_toolchain
+from fusedarrays.plan import plan_kernel
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Builds a few kernels' plans over stand-in buffers and prints their keys: run in two processes.
+KEYS_SCRIPT = """
+import json, sys
+import numpy as np
+from fusedarrays import graph, layout, runtime
+from fusedarrays.cuda.toolchain import toolchain_versions
+from fusedarrays.plan import plan_kernel
+
+class Buf:
+    def __init__(self):
+        self.uid, self.align = graph.new_uid(), 256
+
+def leaf(shape, dtype="float32", strides=None, offset=0):
+    strides = strides or layout.contiguous_strides(shape)
+    return graph.leaf(Buf(), np.dtype(dtype), shape, strides, offset)
+
+def out(node):
+    return (Buf(), node.dtype, node.shape, layout.contiguous_strides(node.shape), 0)
+
+f32, f16 = np.dtype("float32"), np.dtype("float16")
+a, b = leaf((64, 256)), leaf((256,))
+h = leaf((1000,), "float16")
+nodes = [
+    graph.op("add", (graph.op("multiply", (a, graph.scalar(1.5, f32)), (f32,) * 3), b), (f32,) * 3),
+    graph.op("sqrt", (graph.transform(a, lambda v: layout.transpose(v)),), (f32,) * 2),
+    graph.op("multiply", (h, graph.cast(h, f32)), (f32,) * 3),
+    graph.op("exp", (leaf((7, 9, 11), strides=(200, 20, 2), offset=3),), (f32,) * 2),
+]
+toolchain = toolchain_versions()
+print(json.dumps([(n.key, p.key, runtime.disk_key(p, "sm_90", toolchain))
+                  for n in nodes for p in [plan_kernel([(n, out(n))])]]))
+print("numba" in sys.modules)
+"""
+
+
+def run_child(script: str, **env) -> str:
+    full = {**os.environ, "PYTHONPATH": str(REPO), **env}
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=full,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_keys_are_the_same_in_every_process():
+    first = run_child(KEYS_SCRIPT, PYTHONHASHSEED="1").splitlines()
+    second = run_child(KEYS_SCRIPT, PYTHONHASHSEED="2").splitlines()
+    assert first == second
+    assert first[1] == "False", "keys, plans and toolchain versions must not import numba"
+    triples = json.loads(first[0])
+    assert len({t[1] for t in triples}) == len(triples)  # four different kernels
+    for node_key, structure_key, disk_key in triples:
+        assert all(len(k) == 64 and int(k, 16) >= 0 for k in (node_key, structure_key, disk_key))
+
+
+def _plan(dtype="float32"):
+    class Buf:
+        uid, align = graph.new_uid(), 256
+
+    dt = np.dtype(dtype)
+    x = graph.leaf(Buf(), dt, (100,), (1,), 0)
+    node = graph.op("add", (x, graph.scalar(2.0, dt)), (dt,) * 3)
+    return plan_kernel([(node, (Buf(), dt, (100,), layout.contiguous_strides((100,)), 0))])
+
+
+def test_disk_key_holds_arch_and_every_toolchain_part():
+    p = _plan()
+    tools = cuda_toolchain.toolchain_versions()
+    base = runtime.disk_key(p, "sm_90", tools)
+    assert runtime.disk_key(p, "sm_90", dict(tools)) == base
+    assert runtime.disk_key(p, "sm_80", tools) != base
+    for part in tools:
+        changed = {**tools, part: tools[part] + ".post1"}
+        assert runtime.disk_key(p, "sm_90", changed) != base, part
+
+
+def test_package_and_codegen_versions_are_structure_key_parts(monkeypatch):
+    before = _plan()
+    assert dict(before.key_parts)["package"] == keys._package_version
+    monkeypatch.setattr(keys, "_package_version", "999.0")
+    assert _plan().key != before.key
+    monkeypatch.undo()
+    monkeypatch.setattr(plan, "CODEGEN_VERSION", "999")
+    assert _plan().key != before.key
+
+
+def test_toolchain_versions_are_computed_once_and_match_the_metadata():
+    import importlib.metadata
+
+    tools = cuda_toolchain.toolchain_versions()
+    assert cuda_toolchain.toolchain_versions() is tools  # cached for the process
+    assert tools["numba"] == importlib.metadata.version("numba")
+    assert tools["numba-cuda"] == importlib.metadata.version("numba-cuda")
+    for name, wheels in (("nvvm", cuda_toolchain._WHEELS["nvvm"]),
+                         ("nvjitlink", cuda_toolchain._WHEELS["nvJitLink"])):
+        wheel, _, version = tools[name].partition(" ")
+        if wheel in wheels:
+            assert importlib.metadata.version(wheel) == version
+
+
+def test_a_miss_names_the_parts_that_differ():
+    first = _plan("float32")
+    assert keys.explain_miss(first.key_parts, []) == "first compile of this graph"
+    second = _plan("float64")
+    why = keys.explain_miss(second.key_parts, [first.key_parts])
+    said = why.split("; ")
+    assert said[:3] == ["in0 dtype float32 → float64", "out1 dtype float32 → float64",
+                        "a0 dtype float32 → float64"]
+    assert said[-1].startswith("dtypes inside the expression (graph ")
+    # the nearest of several earlier kernels is the one compared with (ties: the newest)
+    far = tuple((name, value + "?") for name, value in first.key_parts)
+    assert keys.explain_miss(second.key_parts, [first.key_parts, far]) == why
+    half = _plan("float16")
+    assert "float16 → float64" in keys.explain_miss(second.key_parts,
+                                                    [first.key_parts, half.key_parts])
+    assert "same key parts" in keys.explain_miss(first.key_parts, [first.key_parts])
+
+
+def test_the_runtime_explains_against_kernels_of_the_same_expression():
+    first, second = _plan("float32"), _plan("float64")
+    assert runtime.family(first) == runtime.family(second)
+    runtime.note_kernel(first, "first compile of this graph")
+    assert runtime.why_compile(second).startswith("in0 dtype float32 → float64; ")
+
+
+def test_part_changes_read_as_words():
+    assert keys.describe_change("operands", "in:f32:C out:f32:C", "in:f32:S out:f32:C") == \
+        "in0 layout contiguous → strided"
+    assert keys.describe_change("operands", "in:f32:C", "in:f32:C in:f32:B") == \
+        "operands in:f32:C → in:f32:C in:f32:B"
+    assert keys.describe_change("vector_width", "4", "1") == "vector width 4 → 1"
+    assert keys.describe_change("scalars", "-", "f32") == "scalar parameters - → f32"
+
+
+def test_timings_is_a_mapping_that_prints_as_a_table():
+    t = runtime.Timings({"codegen": (1, 0.002), "nvvm": (2, 0.25), "launch": (4000, 0.02)})
+    assert t["nvvm"] == (2, 0.25) and dict(t)["launch"] == (4000, 0.02)
+    assert json.loads(json.dumps(t)) == {"codegen": [1, 0.002], "nvvm": [2, 0.25],
+                                         "launch": [4000, 0.02]}
+    lines = str(t).splitlines()
+    assert lines[0].split() == ["stage", "count", "total", "mean"]
+    assert lines[2].split() == ["nvvm", "2", "250.0", "ms", "125.0", "ms"]
+    assert lines[3].split() == ["launch", "4000", "20.0", "ms", "5.0", "µs"]
+
+
+def test_generation_changes_with_every_override():
+    g = config.generation()
+    with config.override(MAX_NODES=3):
+        assert config.generation() != g
+        inner = config.generation()
+    assert config.generation() not in (g, inner)
+
+
+def test_docstring_examples():
+    for module in (keys, records, runtime):
+        assert doctest.testmod(module).failed == 0, module.__name__
