@@ -303,11 +303,12 @@ class _Renderer:
 def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
     """The source of a multi-tensor kernel (see :class:`~.plan.ForeachPlan` for its parameters).
 
-    cuda (and sim): a grid-stride loop over the concatenated elements; when the index leaves the
-    current tensor, the tensor is found from ``meta``'s chunk entry (then a few steps along the
-    starts) and its operand addresses are loaded from ``ptrs``; ``i`` is the element within the
-    tensor, so the per-element lines are the body plan's own. cpu: a loop over the tensors, each
-    a ``prange`` over its elements, its operands taken from per-operand lists of arrays.
+    cuda (and sim): blocks walk the concatenated elements in chunks of ``2**chunk_shift``; a
+    block finds its chunk's first tensor in ``meta`` and loads that tensor's operand addresses
+    from ``ptrs`` once (the same for every thread), then its threads walk the chunk; only where a
+    chunk crosses into a later tensor does a thread step along the starts and reload. ``i`` is
+    the element within the tensor, so the per-element lines are the tensor plan's own. cpu: a
+    loop over the tensors, each a ``prange`` over its elements, operands from lists of arrays.
     """
     r = _Renderer(plan.tensor)
     count = max(plan.columns) + 1
@@ -324,20 +325,28 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
         per_tensor = (["start = ld_i64(meta, t)", "m = ld_i64(meta, t + 1) - start"]
                       + [f"p{k} = l{c}[t]" for c, k in first.items()] + pointers
                       + ["for i in prange(m):"] + _indent(element))
-        lines = hoisted + ["for t in range(nt):"] + _indent(per_tensor)
-    elif target == "cuda":
-        params = ["n", "meta", "ptrs", "nt"] + scalars
-        find = ([f"t = ld_i64(meta, cb + (g >> {plan.chunk_shift}))",
-                 "end = ld_i64(meta, t + 1)", "while end <= g:"]
-                + _indent(["t += 1", "end = ld_i64(meta, t + 1)"])
-                + ["start = ld_i64(meta, t)"]
-                + [f"p{k} = ld_u64(ptrs, t * {count} + {c})" for c, k in first.items()]
-                + pointers)
-        head = ["cb = nt + 1", "g = cv_i64(cuda.grid(1))", "step = cv_i64(cuda.gridsize(1))",
-                "start = cv_i64(0)", "end = cv_i64(0)"]
-        head += [f"p{k} = ld_u64(ptrs, {c})" for c, k in first.items()] + pointers  # typed
-        loop = ["if g >= end:"] + _indent(find) + ["i = g - start"] + element + ["g += step"]
-        lines = head + hoisted + ["while g < n:"] + _indent(loop)
-    else:
+        return _function(plan.name, params, hoisted + ["for t in range(nt):"]
+                         + _indent(per_tensor))
+    if target != "cuda":
         raise ValueError(f"unknown target {target!r}")
-    return f"def {plan.name}({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
+    shift = plan.chunk_shift
+    tensor = (["start = ld_i64(meta, t)", "end = ld_i64(meta, t + 1)"]
+              + [f"p{k} = ld_u64(ptrs, t * {count} + {c})" for c, k in first.items()]
+              + pointers)
+    head = ["cb = nt + 1", f"chunks = (n + {(1 << shift) - 1}) >> {shift}",
+            "c = cv_i64(cuda.blockIdx.x)", "cstep = cv_i64(cuda.gridDim.x)",
+            "tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)", "t = cv_i64(0)"]
+    chunk = ([f"g = (c << {shift}) + tx", f"last = min((c + 1) << {shift}, n)",
+              "t = ld_i64(meta, cb + c)"] + tensor
+             + ["while g < last:"]
+             + _indent(["if g >= end:"] + _indent(["while ld_i64(meta, t + 1) <= g:",
+                                                    "    t += 1"] + tensor)
+                       + ["i = g - start"] + element + ["g += bdim"])
+             + ["c += cstep"])
+    # the first tensor's values type every variable before the loop assigns them
+    return _function(plan.name, ["n", "meta", "ptrs", "nt"] + scalars,
+                     head + tensor + hoisted + ["while c < chunks:"] + _indent(chunk))
+
+
+def _function(name: str, params: list[str], lines: list[str]) -> str:
+    return f"def {name}({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)

@@ -1,0 +1,300 @@
+"""``Fused.foreach``: one launch applies a fused function to every tuple of equal-length lists.
+
+Where it sits: :mod:`fuse` hands ``f.foreach(*args)`` here. The list arguments are split into
+tuples (one per index); tuples whose arrays have the same dtypes (and the same pattern of
+repeated buffers) form a group. Each group's signature traces ``f`` once on 1-D placeholders of
+one of its tensors (:mod:`trace`), checks that the result is elementwise — one launch, every
+load and store at the tensor's own elements — and compiles a :class:`~.plan.ForeachPlan`, whose
+kernel maps each element of the concatenated tensors to its tensor through a table of sizes and
+loads that tensor's operand addresses from a table of pointers
+(:func:`~.codegen.render_foreach_kernel`; each backend packs the tables in ``foreach_args``). A
+call with the very same arrays as the last one (an optimizer loop) reuses the groups and tables:
+it compares identities, computes the scalars and launches.
+
+A group's signature is :data:`fuse.SIGNATURE_PARTS` of the shared (non-list) arguments and, per
+list, its dtype and which lists share a buffer within a tuple; shapes and sizes are not in it
+(they are table data). The arrays of a tuple must share its shape and be contiguous; tensors of
+different tuples must not overlap where one of them is written. Arrays must be lists: a shared
+array is refused (repeat it in a list). The cpu backend runs the tensors one after another inside
+its one kernel call (lists of arrays instead of a pointer table).
+"""
+
+from __future__ import annotations
+
+import operator
+
+from . import codegen, graph, layout, runtime
+from .array import ndarray
+from .backend import new_buffer
+from .errors import ShapeError, UnsupportedOperationError
+from .fuse import (
+    Imports,
+    _hashable,
+    classify,
+    codegen_settings,
+    describe_change,
+    settle_readers,
+    traced_call,
+)
+from .plan import foreach_meta, plan_foreach
+from .recipe import make_scalar_packer
+from .trace import span
+
+_NODE, _READERS = operator.attrgetter("_node"), operator.attrgetter("readers")
+_ELEMENTWISE = ("foreach: {name} must be elementwise over its list arguments: one kernel, every "
+                "array it reads or writes one of them and read whole (no views, no broadcasting "
+                "between them, no captured arrays); call it per tensor instead")
+
+
+class Entry:
+    """A traced group signature: the multi-tensor kernel, where each operand comes from (a list
+    column or an output), and the scalar packer."""
+
+    def __init__(self, fused, program, tracer, backend, why: str, key, lists: list):
+        self.program, self.backend, self.why, self.key = program, backend, why, key
+        message = _ELEMENTWISE.format(name=fused.__qualname__)
+        if len(program.launches) != 1 or program.temps:
+            raise UnsupportedOperationError(message)
+        plan, sources = program.launches[0]
+        offsets = {tracer.root_of(p): graph.leaf_view(tracer.placeholders[p]._node)[3]
+                   for p in lists}
+        column_of = {tracer.root_of(p): c for c, p in reversed(list(enumerate(lists)))}
+        for o, (kind, k) in zip(plan.operands, sources):
+            if o.layout != "C" or not ((kind == "out" and o.offset == 0)
+                                       or (kind == "arg" and o.offset == offsets[k])):
+                raise UnsupportedOperationError(message)
+        # one table column per distinct array: a list column, or an output
+        sources = [(kind, column_of[k] if kind == "arg" else k) for kind, k in sources]
+        self.sources = list(dict.fromkeys(sources))
+        self.plan = plan_foreach(plan, tuple(self.sources.index(s) for s in sources))
+        self.kernel = runtime.kernel_for(self.plan, backend, codegen.render_foreach_kernel)
+        self.written_columns = sorted({column_of[r] for r in program.written})
+        self.output_dtypes = [dt for dt, _ in program.outputs]
+        self.pack = make_scalar_packer(plan)
+
+
+class _Group:
+    """The tuples of one signature in a call: their entry, sizes, and the last call's tables."""
+
+    def __init__(self, entry: Entry, members: list[int], rows: list):
+        self.entry, self.members, self.rows = entry, members, rows
+        self.shapes = [row[0].shape for row in rows]
+        sizes = [layout.size_of(s) for s in self.shapes]
+        self.live = [k for k, n in enumerate(sizes) if n]
+        self.meta = foreach_meta([sizes[k] for k in self.live]) if self.live else None
+        self.total = sum(sizes)
+        self.written = [row[c].attrs[0] for row in rows for c in entry.written_columns]
+        self.tables = None      # (args, keep-alive), kept while the function returns nothing
+
+    def run(self, values) -> list[list[ndarray]]:
+        """Launch over every tensor; return per output a list of new arrays (one per tuple)."""
+        entry = self.entry
+        if any(map(_READERS, self.written)):
+            for buffer in self.written:
+                if buffer.readers:
+                    settle_readers(buffer)
+        backend = entry.backend
+        outs = [[new_buffer(backend, layout.size_of(shape) * dt.itemsize)
+                 for shape in self.shapes] for dt in entry.output_dtypes]
+        if self.live:
+            tables = self.tables
+            if tables is None:
+                rows = [[self._operand(k, kind, c, outs) for kind, c in entry.sources]
+                        for k in self.live]
+                tables = backend.foreach_args(self.meta, rows)
+                if not outs:
+                    self.tables = tables
+            backend.launch(entry.kernel, self.total, tables[0] + entry.pack(values),
+                           ("flat", self.total))
+            runtime.count_launch()
+        return [[ndarray(graph.leaf(o, dt, shape, layout.contiguous_strides(shape), 0))
+                 for o, shape in zip(column, self.shapes)]
+                for column, dt in zip(outs, entry.output_dtypes)]
+
+    def _operand(self, k: int, kind: str, c: int, outs) -> tuple:
+        """(storage, dtype, element offset) of operand source ``(kind, c)`` in tuple ``k``."""
+        if kind == "out":
+            return outs[c][k].storage, self.entry.output_dtypes[c], 0
+        node = self.rows[k][c]
+        buffer, view = node.attrs
+        return buffer.storage, node.dtype, view[2]
+
+
+class ForeachState:
+    """A fused function's foreach entries, and the groups of its last call."""
+
+    def __init__(self, fused):
+        self.fused = fused
+        self._entries: dict[tuple, Entry] = {}
+        self._last: tuple | None = None     # (columns of leaf nodes, shared part, groups)
+        self._last_key = None
+
+    def entries(self) -> list:
+        return list(self._entries.items())
+
+    def call(self, args, kwargs):
+        fused = self.fused
+        items, kwnames, static = fused.items(args, kwargs)
+        lists = [p for p, a in enumerate(items)
+                 if p not in static and isinstance(a, (list, tuple))]
+        if not lists:
+            raise TypeError(f"foreach: {fused.__qualname__} got no list argument")
+        count = len(items[lists[0]])
+        if any(len(items[p]) != count for p in lists):
+            raise ValueError(f"foreach: the list arguments have lengths "
+                             f"{[len(items[p]) for p in lists]}; they must be equal")
+        tokens, values = self._shared(items, lists, len(args), kwnames, static)
+        try:   # map in C: this runs over every tensor of every call
+            columns = [list(map(_NODE, items[p])) for p in lists]
+        except AttributeError:
+            columns = None                  # not all fa arrays: the slow path converts them
+        last = self._last
+        shared = (tokens, codegen_settings())
+        if last is None or last[1] != shared or last[0] != columns:
+            imports = Imports()
+            columns = [[_leaf(a, fused.name_of(p, len(args), kwnames), t, imports)
+                        for t, a in enumerate(items[p])] for p in lists]
+            if imports.uploaded:
+                raise UnsupportedOperationError(
+                    "foreach: NumPy arrays in the lists would be device copies on the cuda "
+                    "backend (writes lost); pass fa.asarray(...) arrays or CuPy/PyTorch arrays")
+            imports.check_disjoint(list({n.attrs[0]: None for c in columns for n in c}))
+            groups = self._group(columns, lists, tokens, values, len(args), kwnames)
+            last = self._last = (columns, shared, groups)
+        return _assemble([(g, g.run(values)) for g in last[2]], items, count)
+
+    def _shared(self, items, lists, nargs, kwnames, static):
+        """Tokens and values of the non-list arguments (list positions: None)."""
+        tokens, values = [], []
+        for position, a in enumerate(items):
+            if position in lists:
+                token, value = None, None
+            elif type(a) in (int, float) and position not in static:
+                token, value = type(a), a
+            elif position in static:
+                who = self.fused.name_of(position, nargs, kwnames)
+                token, value = ("static", _hashable(a, who)), a
+            else:
+                who = self.fused.name_of(position, nargs, kwnames)
+                found = classify(a, who, Imports(), position)
+                if type(found) is not tuple:
+                    raise TypeError(f"foreach: {who} is an array; pass arrays as lists (repeat "
+                                    "a shared one)")
+                token, value = found
+            tokens.append(token)
+            values.append(value)
+        return tuple(tokens), values
+
+    def _group(self, columns, lists, tokens, values, nargs, kwnames) -> list[_Group]:
+        by_key: dict[tuple, list[int]] = {}
+        backend = None
+        for t in range(len(columns[0])):
+            row = [column[t] for column in columns]
+            for c, node in enumerate(row):
+                buffer, shape, strides, _ = graph.leaf_view(node)
+                backend = backend or buffer.backend
+                if shape != row[0].shape or buffer.backend is not backend:
+                    raise ShapeError(f"foreach: the arrays of tuple {t} have shapes "
+                                     f"{[n.shape for n in row]}; they must be equal (and on "
+                                     "one backend)")
+                if not layout.is_contiguous(shape, strides):
+                    raise UnsupportedOperationError(
+                        f"foreach: element {t} of list {c} is not contiguous; pass contiguous "
+                        "arrays (or call the function per tensor)")
+            buffers = [node.attrs[0] for node in row]
+            alias = tuple(next(k for k, b in enumerate(buffers) if b is buf) for buf in buffers)
+            by_key.setdefault((tuple(node.dtype for node in row), alias), []).append(t)
+        groups = []
+        for (dts, alias), members in by_key.items():
+            full = list(tokens)
+            for p, dt in zip(lists, dts):
+                full[p] = ("list", dt)
+            key = (backend.device_key, codegen_settings(), nargs, kwnames, tuple(full), alias)
+            rows = [[column[t] for column in columns] for t in members]
+            entry = self._entries.get(key) or self._trace(key, rows, lists, values, backend)
+            groups.append(_Group(entry, members, rows))
+        _check_overlaps(groups)
+        return groups
+
+    def _trace(self, key, rows, lists, values, backend) -> Entry:
+        row = max(rows, key=lambda r: layout.size_of(r[0].shape))  # not a degenerate 1-element
+        leaves = {}
+        for p, node in zip(lists, row):
+            buffer, shape, _, offset = graph.leaf_view(node)
+            leaves[p] = graph.leaf(buffer, node.dtype, (layout.size_of(shape),), (1,), offset)
+        why = describe_change(self.fused, self._last_key, key)
+        tracer, result = traced_call(self.fused, backend, leaves, values, key, why)
+        entry = Entry(self.fused, tracer.program(result), tracer, backend, why, key, lists)
+        self._entries[key] = entry
+        self._last_key = key
+        return entry
+
+
+def _leaf(a, who: str, t: int, imports: Imports) -> graph.Node:
+    if type(a) is not ndarray:
+        found = classify(a, f"element {t} of {who}", imports, t)
+        if type(found) is tuple:
+            raise TypeError(f"foreach: element {t} of {who} is a {type(a).__name__}, not an "
+                            "array")
+        a = found
+    node = a._resolved()
+    return node if node.kind == "leaf" else a.compute()._resolved()
+
+
+def _check_overlaps(groups: list[_Group]) -> None:
+    """Tensors of different tuples may share memory only where neither is written."""
+    by_buffer: dict = {}
+    for group in groups:
+        written = set(group.entry.written_columns)
+        for t, row in zip(group.members, group.rows):
+            for c, node in enumerate(row):
+                buffer, shape, strides, offset = graph.leaf_view(node)
+                low, high = span((shape, strides, offset))
+                if high >= low:
+                    by_buffer.setdefault(buffer, []).append((low, high, t, c in written))
+    for found in by_buffer.values():
+        if len({t for _, _, t, _ in found}) < 2:
+            continue
+        found.sort()
+        everything, written_only = _Reach(), _Reach()
+        for low, high, t, written in found:   # by start: a conflict shows as an earlier reach
+            other = (everything if written else written_only).other(t)
+            if other[0] >= low:
+                raise UnsupportedOperationError(
+                    f"foreach: tensors {other[1]} and {t} of the lists overlap in memory and "
+                    "one of them is written; one launch would race between them")
+            everything.add(high, t)
+            if written:
+                written_only.add(high, t)
+
+
+class _Reach:
+    """The highest end seen, and the highest from another tuple than that one's."""
+
+    def __init__(self):
+        self.best = self.second = (-1, -1)
+
+    def add(self, high: int, t: int) -> None:
+        if t == self.best[1]:
+            self.best = (max(high, self.best[0]), t)
+        elif high > self.best[0]:
+            self.best, self.second = (high, t), self.best
+        elif high > self.second[0]:
+            self.second = (high, t)
+
+    def other(self, t: int) -> tuple[int, int]:
+        return self.best if self.best[1] != t else self.second
+
+
+def _assemble(results: list, items, count: int):
+    """Per returned value, a list over the tuples (in the caller's order)."""
+    if not results or results[0][0].entry.program.items is None:
+        return None
+    kind, spec = results[0][0].entry.program.items
+    specs = (spec,) if kind == "one" else spec
+    columns = [[None] * count for _ in specs]
+    for group, outs in results:
+        for j, (what, k) in enumerate(specs):
+            for idx, t in enumerate(group.members):
+                columns[j][t] = items[k][t] if what == "arg" else outs[k][idx]
+    return columns[0] if kind == "one" else tuple(columns)

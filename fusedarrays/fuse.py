@@ -1,0 +1,480 @@
+"""``fa.fuse``: a whole function (an optimizer step) as one kernel, in place; a list in one launch.
+
+Where it sits: beside the lazy arrays, over :mod:`runtime`. On the first call of each *signature*
+the function is traced once (:mod:`trace`) on placeholder arrays; its in-place writes become
+stores into the argument buffers, its returned arrays fresh outputs, and its whole body one
+kernel (more only where aliasing needs a staged copy, or writes to one buffer partly overlap).
+The traced program is planned and compiled once; a cached call checks the signature, packs the
+arguments with code generated for that signature, and launches: no tracing, no planning.
+
+>>> import fusedarrays as fa, numpy as np
+>>> @fa.fuse
+... def sgd(p, g, buf, lr, momentum):
+...     buf[...] = momentum * buf + g
+...     p -= lr * buf
+>>> p, g, buf = fa.ones(4, np.float32), fa.ones(4, np.float32), fa.zeros(4, np.float32)
+>>> sgd(p, g, buf, 0.1, 0.9)          # one launch; new lr / momentum values never retrace
+>>> p.get()
+array([0.9, 0.9, 0.9, 0.9], dtype=float32)
+
+Arguments: ``fa.ndarray``; NumPy arrays (zero-copy on the cpu and sim backends, so writes land in
+them; an uploaded copy on cuda); CuPy / PyTorch arrays on cuda (zero-copy, as ``fa.asarray``).
+Python ints and floats, NumPy scalars and 0-d NumPy arrays are kernel parameters computed on the
+host per call: Python arithmetic and ``np.<ufunc>`` on them inside the function are recorded, so
+``1 - beta1 ** step`` follows ``step`` (``math.*``, comparisons and ``if`` on them raise). Bools,
+``static_argnames`` and any other Python object are static: baked in, a new value retraces.
+Arrays the function captures from outside are baked by reference. Returned arrays are new arrays
+(an argument returned as itself is returned as it is). A fused function called while another is
+traced is inlined into it.
+
+Retrace triggers, which are exactly the parts of the signature (:data:`SIGNATURE_PARTS`); a new
+value of any of them traces again (about a millisecond; it compiles only if the kernel's structure
+key changed), and ``f.explain()`` / ``fa.explain(f)`` / ``FUSEDARRAYS_LOG_COMPILES=1`` say which:
+
+- ``backend``: the backend and device the arrays live on;
+- ``settings``: the settings that change generated code (``FUSEDARRAYS_CPU_PARALLEL``);
+- ``arguments``: the number of positional arguments and the keyword names;
+- ``kind``: per argument, array, list of arrays (foreach), Python scalar, NumPy scalar or static;
+- ``dtype``: per array (list) and NumPy scalar its dtype, per Python scalar its type;
+- ``view``: per array its shape, element strides and element offset;
+- ``alignment``: per array whether its buffer's address allows 16-byte (vector) accesses;
+- ``static``: per static argument its value;
+- ``aliases``: which array arguments share a buffer.
+
+``f.foreach(*args)`` takes lists in place of arrays (:mod:`foreach`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import weakref
+
+import numpy as np
+
+from . import array, config, dtypes, graph, layout, runtime, trace
+from .array import compute, ndarray
+from .backend import Buffer, get_backend, new_buffer
+from .errors import UnsupportedOperationError
+from .recipe import make_packer
+
+log = logging.getLogger("fusedarrays.compile")
+SIGNATURE_PARTS = ("backend", "settings", "arguments", "kind", "dtype", "view", "alignment",
+                   "static", "aliases")
+_MAX_SIGNATURES = 256          # per function; then the table starts over
+_VECTOR_BYTES = layout.VECTOR_BYTES
+_NUMPY_BUFFERS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def fuse(fn=None, *, static_argnames=()):
+    """Fuse ``fn``: ``@fa.fuse``, or ``fa.fuse(fn, static_argnames=("nesterov",))``."""
+    if fn is None:
+        return lambda f: Fused(f, static_argnames)
+    return Fused(fn, static_argnames)
+
+
+class Fused:
+    """A fused function: call it like ``fn``; ``.foreach`` over lists; ``.explain()``."""
+
+    def __init__(self, fn, static_argnames=()):
+        self.fn = fn
+        names = (static_argnames,) if isinstance(static_argnames, str) else static_argnames
+        self.static_argnames = frozenset(names)
+        params = list(inspect.signature(fn).parameters.values())
+        self._names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                            p.POSITIONAL_OR_KEYWORD)]
+        unknown = self.static_argnames - {p.name for p in params}
+        if unknown and not any(p.kind == p.VAR_KEYWORD for p in params):
+            raise TypeError(f"fuse: static_argnames {sorted(unknown)} are not parameters of "
+                            f"{fn.__qualname__}")
+        self._static_positions = frozenset(k for k, n in enumerate(self._names)
+                                           if n in self.static_argnames)
+        self._entries: dict[tuple, _Entry] = {}
+        self._foreach = None       # foreach.ForeachState, made on the first .foreach call
+        self._last_key: tuple | None = None
+        self.traces = 0
+        self.why = "not called yet"
+        functools.update_wrapper(self, fn)
+
+    def __repr__(self) -> str:
+        return f"<fa.fuse {self.__qualname__}: {len(self._entries)} signature(s)>"
+
+    def __call__(self, *args, **kwargs):
+        if array._tracer is not None:
+            return self.fn(*args, **kwargs)   # inside another traced function: inline
+        key, values, imports = self._signature(args, kwargs)
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._trace(key, values)
+        if imports is not None and set(entry.written) & imports.uploaded:
+            raise UnsupportedOperationError(
+                f"fuse: {self.__qualname__} writes into a NumPy argument, which the cuda backend "
+                "can only copy to the device; pass a fa.ndarray (or a CuPy/PyTorch array)")
+        return entry.run(values, args, kwargs)
+
+    def foreach(self, *args, **kwargs):
+        """Apply the function to each tuple of the list arguments: one launch per group of
+        tuples with equal dtypes. Returns None, a list per returned array, or a tuple of them."""
+        if array._tracer is not None:
+            raise UnsupportedOperationError("fuse: .foreach inside a traced function")
+        if self._foreach is None:
+            from .foreach import ForeachState
+            self._foreach = ForeachState(self)
+        return self._foreach.call(args, kwargs)
+
+    def explain(self, arch: str | None = None) -> Explanation:
+        """The signatures traced so far, why each traced, and their kernels (nothing runs)."""
+        return Explanation(self, arch)
+
+    _fa_explain = explain        # what fa.explain(f) calls
+
+    # -- signatures ---------------------------------------------------------------------------
+    def name_of(self, position: int, nargs: int, kwnames: tuple) -> str:
+        if position >= nargs:
+            return f"keyword {kwnames[position - nargs]}"
+        if position < len(self._names):
+            return f"argument {position} ({self._names[position]})"
+        return f"argument {position}"
+
+    def items(self, args, kwargs):
+        """``(items, kwnames, static positions)``: positional then keyword values (sorted)."""
+        if not kwargs:
+            return args, (), self._static_positions
+        kwnames = tuple(sorted(kwargs))
+        static = self._static_positions | {len(args) + k for k, n in enumerate(kwnames)
+                                           if n in self.static_argnames}
+        return (*args, *(kwargs[k] for k in kwnames)), kwnames, static
+
+    def _signature(self, args, kwargs):
+        """``(key, values)``: the hashable signature (its parts: :data:`SIGNATURE_PARTS`) and,
+        per argument, an array's leaf node or any other argument's value."""
+        if kwargs:
+            items, kwnames, static = self.items(args, kwargs)
+        else:
+            items, kwnames, static = args, (), self._static_positions
+        tokens, values, buffers = [], [], []
+        imports = None
+        position = -1
+        for a in items:
+            position += 1
+            kind = type(a)
+            if position in static:
+                who = self.name_of(position, len(args), kwnames)
+                tokens.append(("static", _hashable(a, who)))
+                values.append(a)
+                continue
+            if kind is float or kind is int:
+                tokens.append(kind)
+                values.append(a)
+                continue
+            if kind is not ndarray:
+                imports = imports or Imports()
+                a = classify(a, self.name_of(position, len(args), kwnames), imports, position)
+                if type(a) is tuple:
+                    tokens.append(a[0])
+                    values.append(a[1])
+                    continue
+            node = a._node
+            if node.inputs or node.realized is not None:
+                node = a.compute()._resolved()
+            buffer, view = node.attrs
+            # the planner asks only whether an address allows 16-byte accesses
+            tokens.append((node.dtype, view, buffer.align >= _VECTOR_BYTES, buffer.backend))
+            values.append(node)
+            buffers.append(buffer)
+        aliases = None
+        if len(buffers) > 1 and len(set(buffers)) < len(buffers):
+            aliases = tuple([buffers.index(b) for b in buffers])
+        backend = buffers[0].backend if buffers else get_backend()
+        if imports is not None:
+            imports.check_disjoint(buffers)
+        key = (backend.device_key, codegen_settings(), len(args), kwnames, tuple(tokens),
+               aliases)
+        return key, values, imports
+
+    def _trace(self, key, values) -> _Entry:
+        leaves = {p: v for p, v in enumerate(values) if isinstance(v, graph.Node)}
+        backends = {graph.leaf_view(leaf)[0].backend for leaf in leaves.values()}
+        if len(backends) > 1:
+            raise ValueError(f"fuse: {self.__qualname__} got arrays on backends "
+                             f"{sorted(b.name for b in backends)}; move them to one")
+        backend = backends.pop() if backends else get_backend()
+        why = describe_change(self, self._last_key, key)
+        tracer, result = traced_call(self, backend, leaves, values, key, why)
+        entry = _Entry(tracer.program(result), backend, tracer, why, key)
+        if len(self._entries) >= _MAX_SIGNATURES:
+            self._entries.clear()
+        self._entries[key] = entry
+        self._last_key = key
+        return entry
+
+
+_settings_memo: list = [None, None]
+
+
+def codegen_settings() -> tuple:
+    """The settings that change generated code, re-read only when a setting may have changed."""
+    generation = config.generation()
+    if _settings_memo[0] != generation:
+        _settings_memo[:] = [generation, config.codegen_settings()]
+    return _settings_memo[1]
+
+
+def classify(a, who: str, imports: Imports, position: int):
+    """A non-ndarray argument: an fa.ndarray (arrays), or ``(token, value)``."""
+    if isinstance(a, np.generic):
+        return (np.dtype(a.dtype), a)
+    if isinstance(a, np.ndarray) and a.ndim == 0:
+        return (a.dtype, a[()])
+    if isinstance(a, bool):
+        return (("static", a), a)
+    if isinstance(a, (list, tuple)) and any(is_array(x) for x in a):
+        raise TypeError(f"fuse: {who} is a list of arrays; call .foreach(...) to apply the "
+                        "function to every element in one launch")
+    if is_array(a):
+        return imports.convert(a, position)
+    return (("static", _hashable(a, who)), a)
+
+
+class Imports:
+    """The NumPy, CuPy and PyTorch arrays of one call, each converted once (an object passed
+    twice is one array, so its aliasing is seen), and what their conversion implies."""
+
+    def __init__(self):
+        self._done: dict[int, ndarray] = {}
+        self.uploaded: set[int] = set()   # positions holding a device copy of a NumPy array
+
+    def convert(self, a, position: int) -> ndarray:
+        found = self._done.get(id(a))     # ``a`` lives through the call: its id is stable
+        if found is None:
+            found = self._done[id(a)] = wrap_numpy(a) if isinstance(a, np.ndarray) \
+                else array.asarray(a)
+        if isinstance(a, np.ndarray) and graph.leaf_view(found._node)[0].backend.name == "cuda":
+            self.uploaded.add(position)
+        return found
+
+    @staticmethod
+    def check_disjoint(buffers: list) -> None:
+        """Distinct buffers must not share memory: two imports of overlapping views would
+        otherwise hide their aliasing (a buffer repeated is fine: that aliasing is seen)."""
+        ranges = sorted({id(b): (b.backend.address(b.storage), b.nbytes, b)
+                         for b in buffers if b.storage is not None}.values(),
+                        key=lambda r: r[0])
+        for (start, size, _), (later, _, _) in zip(ranges, ranges[1:]):
+            if later < start + size:
+                raise UnsupportedOperationError(
+                    "fuse: two array arguments are separate imports of overlapping memory "
+                    "(e.g. two views of one PyTorch tensor); import the tensor once with "
+                    "fa.asarray and pass views of that array")
+
+
+def is_array(x) -> bool:
+    return (isinstance(x, (ndarray, np.ndarray)) or hasattr(x, "__cuda_array_interface__")
+            or hasattr(x, "__dlpack__"))
+
+
+def wrap_numpy(a: np.ndarray) -> ndarray:
+    """``a`` as an fa.ndarray: zero-copy on the cpu and sim backends (a kernel's writes land in
+    ``a``), an uploaded copy on cuda."""
+    backend = get_backend()
+    if backend.name == "cuda":
+        return array.asarray(a)
+    owner = a
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    itemsize = a.dtype.itemsize
+    delta = a.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    if (not (owner.flags.c_contiguous or owner.flags.f_contiguous) or delta % itemsize
+            or any(s % itemsize for s in a.strides)):
+        raise UnsupportedOperationError(
+            "fuse: a NumPy argument must be a view (in whole elements) of a contiguous array; "
+            "pass np.ascontiguousarray(a) or a fa.ndarray")
+    # One Buffer per owning array (its storage keeps the owner alive, so the id is stable), so
+    # that two views of one NumPy array are seen to alias.
+    buffer = _NUMPY_BUFFERS.get(id(owner))
+    if buffer is None or buffer.backend is not backend:
+        storage = owner.reshape(-1, order="A").view(np.uint8)
+        buffer = _NUMPY_BUFFERS[id(owner)] = Buffer(storage, storage.nbytes, backend)
+    dt = dtypes.as_dtype(a.dtype, what="NumPy argument of dtype")
+    strides = tuple(s // itemsize for s in a.strides)
+    return ndarray(graph.leaf(buffer, dt, a.shape, strides, delta // itemsize))
+
+
+def _hashable(value, who: str):
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"fuse: static {who} must be hashable, got {type(value).__name__}") \
+            from None
+    return value
+
+
+def traced_call(fused: Fused, backend, leaves: dict, values: list, key, why: str):
+    """Run ``fused.fn`` once on placeholders (``leaves``: position → leaf to stand in for),
+    traced scalars and static values; return ``(tracer, result)``."""
+    if config.get("LOG_COMPILES"):
+        log.warning("fusedarrays: tracing %s: %s", fused.__qualname__, why)
+    _, _, nargs, kwnames, tokens, _ = key
+    tracer = trace.Tracer(fused.__qualname__, backend)
+    call = []
+    for position, (token, value) in enumerate(zip(tokens, values)):
+        if position in leaves:
+            call.append(tracer.array(position, leaves[position]))
+        elif type(token) is tuple and token[0] == "static":
+            call.append(value)
+        else:
+            who = fused.name_of(position, nargs, kwnames)
+            call.append(trace.TracedScalar(("arg", position), value, who))
+    result = tracer.run(fused.fn, call[:nargs], dict(zip(kwnames, call[nargs:])))
+    fused.traces += 1
+    fused.why = why
+    return tracer, result
+
+
+# -- a traced signature ---------------------------------------------------------------------------
+class _Entry:
+    """One signature's program, compiled, with a generated argument packer per launch."""
+
+    def __init__(self, program: trace.Program, backend, tracer: trace.Tracer, why: str, key):
+        self.program, self.backend, self.why, self.key = program, backend, why, key
+        roots = {tracer.root_of(p): p for p in sorted(tracer.placeholders, reverse=True)}
+        self.written = tuple(roots[r] for r in program.written)
+        self.outputs = [(dt, tuple(shape), layout.contiguous_strides(tuple(shape)),
+                         layout.size_of(shape) * dt.itemsize) for dt, shape in program.outputs]
+        self.consts = {s[1] for _, sources in program.launches for s in sources
+                       if s[0] == "const"}
+        self.launches = []
+        for plan, sources in program.launches:
+            kernel = runtime.kernel_for(plan, backend)
+            self.launches.append((kernel, plan.size, plan.geometry(),
+                                  make_packer(plan, sources, roots, backend)))
+
+    def run(self, values, args, kwargs):
+        backend = self.backend
+        for p in self.written:
+            buffer = values[p].attrs[0]
+            if buffer.readers:
+                settle_readers(buffer)
+            if buffer in self.consts:
+                raise UnsupportedOperationError(
+                    "fuse: an argument written in place is also an array the function captures; "
+                    "pass that array as an argument instead of capturing it")
+        outs = [new_buffer(backend, nbytes) for _, _, _, nbytes in self.outputs]
+        temps = [new_buffer(backend, nbytes) for nbytes in self.program.temps]
+        for kernel, size, geometry, pack in self.launches:
+            if size:
+                backend.launch(kernel, size, pack(values, outs, temps), geometry)
+                runtime.count_launch()
+        items = self.program.items
+        if items is None:
+            return None
+        if items[0] == "one":
+            return self._item(items[1], outs, args, kwargs)
+        return tuple(self._item(i, outs, args, kwargs) for i in items[1])
+
+    def _item(self, item, outs, args, kwargs):
+        kind, k = item
+        if kind == "arg":
+            return args[k] if k < len(args) else kwargs[self.key[3][k - len(args)]]
+        dt, shape, strides, _ = self.outputs[k]
+        return ndarray(graph.leaf(outs[k], dt, shape, strides, 0))
+
+
+def settle_readers(buffer) -> None:
+    """Compute the pending arrays that read ``buffer`` before a fused call overwrites it."""
+    pending = [a for a in (r() for r in buffer.readers) if a is not None and a.pending]
+    if pending:
+        compute(*pending)
+
+
+# -- explaining -----------------------------------------------------------------------------------
+def describe(fused: Fused, key) -> dict[tuple[str, str], str]:
+    """``{(part, subject): value}`` of a signature, its parts named as in SIGNATURE_PARTS."""
+    device, settings, nargs, kwnames, tokens, aliases = key
+    out = {("backend", ""): device,
+           ("settings", ""): ", ".join(f"{name}={value}" for name, value in settings) or "-",
+           ("arguments", ""): f"{nargs} positional" + (f", keywords {', '.join(kwnames)}"
+                                                      if kwnames else "")}
+    arrays = []
+    for position, token in enumerate(tokens):
+        who = fused.name_of(position, nargs, kwnames)
+        if isinstance(token, type):
+            out[("kind", who)], out[("dtype", who)] = "Python scalar", token.__name__
+        elif isinstance(token, np.dtype):
+            out[("kind", who)], out[("dtype", who)] = "NumPy scalar", str(token)
+        elif token[0] == "static":
+            out[("kind", who)], out[("static", who)] = "static", repr(token[1])
+        elif token[0] == "list":
+            out[("kind", who)], out[("dtype", who)] = "list of arrays", str(token[1])
+            arrays.append(who)
+        else:
+            dtype, (shape, strides, offset), aligned, _ = token
+            out[("kind", who)], out[("dtype", who)] = "array", str(dtype)
+            out[("view", who)] = f"shape {shape} strides {strides} offset {offset}"
+            out[("alignment", who)] = ("16-byte aligned" if aligned else
+                                       "not 16-byte aligned")
+            arrays.append(who)
+    shared = [f"{arrays[k]} shares the buffer of {arrays[j]}"
+              for k, j in enumerate(aliases or ()) if j != k]
+    out[("aliases", "")] = "; ".join(shared) or "none"
+    return out
+
+
+def describe_change(fused: Fused, old, new) -> str:
+    """Why signature ``new`` traces: the first call, or each part that differs from ``old``."""
+    if old is None:
+        return "first call"
+    before, after = describe(fused, old), describe(fused, new)
+    if before[("arguments", "")] != after[("arguments", "")]:   # every later part shifts
+        return f"arguments {before[('arguments', '')]} → {after[('arguments', '')]}"
+    changes = [f"{who + ' ' if who else ''}{part} {before.get((part, who), '(none)')} → {value}"
+               for (part, who), value in after.items() if before.get((part, who)) != value]
+    changes += [f"{who + ' ' if who else ''}{part} {value} → (none)"
+                for (part, who), value in before.items() if (part, who) not in after]
+    return "; ".join(changes) or "same signature (the signature table was full)"
+
+
+class Explanation:
+    """What a fused function traced: per signature its parts, why it traced, and its launches
+    (kernel name, key parts, generated source). Nothing compiles or runs."""
+
+    def __init__(self, fused: Fused, arch: str | None = None):
+        self.fused, self.arch = fused, arch
+        self.why, self.traces = fused.why, fused.traces
+
+    def signatures(self) -> list[dict]:
+        from . import codegen, foreach
+        out = []
+        entries = list(self.fused._entries.items())
+        entries += self.fused._foreach.entries() if self.fused._foreach else []
+        for key, entry in entries:
+            target = "cuda" if self.arch else runtime.target_of(entry.backend)
+            if isinstance(entry, foreach.Entry):
+                plans = [(entry.plan, codegen.render_foreach_kernel)]
+            else:
+                plans = [(plan, codegen.render_kernel) for plan, _ in entry.program.launches]
+            kernels = [{"name": plan.name, "parts": plan.key_parts,
+                        "source": render(plan, target)} for plan, render in plans]
+            out.append({"parts": describe(self.fused, key), "why": entry.why,
+                        "kernels": kernels})
+        return out
+
+    def __str__(self) -> str:
+        lines = [f"fa.fuse {self.fused.__qualname__}: {self.traces} trace(s); last: {self.why}"]
+        for k, sig in enumerate(self.signatures()):
+            lines.append(f"signature {k}: traced because {sig['why']}; "
+                         f"{len(sig['kernels'])} launch(es) per call")
+            lines += [f"  {part}{' of ' + who if who else ''}: {value}"
+                      for (part, who), value in sig["parts"].items()]
+            for kernel in sig["kernels"]:
+                lines.append(f"  kernel {kernel['name']}: "
+                             + "; ".join(f"{n}={v}" for n, v in kernel["parts"]))
+                lines += ["    " + ln for ln in kernel["source"].splitlines()]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        import html
+        return f"<pre>{html.escape(str(self))}</pre>"

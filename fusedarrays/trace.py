@@ -1,0 +1,459 @@
+"""Tracing a function into kernel stores: placeholders, recorded in-place writes, traced scalars.
+
+Where it sits: :mod:`fuse` builds a :class:`Tracer` on the first call of a signature. The function
+runs once on *placeholder* arrays (leaves of :class:`TraceBuffer` versions of the argument
+buffers) and on :class:`TracedScalar` stand-ins for its scalar arguments. Ops build graph nodes as
+usual; in-place writes (``m[...] = e``, ``p -= e``, ``out=``) are recorded here instead of run
+(``array.py`` consults ``array._tracer``), each making a new version of the written buffer, and
+every placeholder view of that buffer moves to the new version, so a later statement reads the
+new value (sequential semantics). Evaluating a traced value on the host raises.
+
+After the function returns, :meth:`Tracer.program` turns the record into launches:
+
+1. resolve: a read of version k through view V becomes the value written (V is the written view,
+   or lies inside it: the written expression through the composed view), or a read of version
+   k-1 (V disjoint from it); so every stored expression reads the buffers' *original* contents.
+   A read that only partly overlaps an earlier write raises.
+2. stores: the last write to each view of each buffer, and one fresh output per returned array;
+   writes to one buffer that partly overlap go to successive launches.
+3. hazards: a load that a store of the same launch overwrites through a different index map
+   (``x += x.T``, ``x[1:] += x[:-1]``), or that an earlier launch overwrote, reads a copy of the
+   original made by a copy launch first: aliasing gives NumPy's result, never a race.
+4. plans: one :func:`plan.plan_kernel` per (stage, shape), with each operand's source (argument
+   root, output, temporary, captured constant) for the caller's argument recipe.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import array, graph, layout
+from .array import ScalarParam, ndarray
+from .backend import Buffer
+from .errors import UnsupportedOperationError
+from .plan import plan_kernel
+
+_HINT = ("traced functions must be straight-line array code; pass values that choose code paths "
+         "as static arguments (fa.fuse(fn, static_argnames=...)) or as bools")
+
+
+class TraceBuffer(Buffer):
+    """A stand-in buffer while tracing: ``role`` is ``arg`` (``index`` = root number, one per
+    distinct argument buffer; ``version`` counts the writes into it), ``out`` or ``tmp``.
+    ``storage`` is the real storage of the tracing call (the planner may look at addresses); it is
+    dropped once the program is planned."""
+
+    __slots__ = ("role", "index", "version")
+
+    def __init__(self, like, role: str, index: int, version: int = 0):
+        super().__init__(like.storage, like.nbytes, like.backend)
+        self.role, self.index, self.version = role, index, version
+
+
+# -- traced scalars --------------------------------------------------------------------------------
+class TracedScalar(ScalarParam):
+    """A scalar argument, or host arithmetic on such, inside a traced function.
+
+    Its value is computed on the host at every call (``expr``: ``("arg", position)`` or
+    ``("call", function, operands)``) and passed as a kernel parameter, so new values never
+    retrace. ``example`` is its value in the tracing call, which fixes its type: weak for a Python
+    int or float (NEP 50), strong for a NumPy scalar.
+    """
+
+    __slots__ = ("expr", "example", "name")
+
+    def __init__(self, expr: tuple, example, name: str):
+        self.expr, self.example, self.name = expr, example, name
+
+    def __repr__(self) -> str:
+        return f"<traced scalar {self.name}: {type(self.example).__name__}>"
+
+    def _refuse(self, *_):
+        raise UnsupportedOperationError(
+            f"fuse: {self.name} is a traced scalar (its value changes per call without a "
+            f"retrace), so Python can't branch on it, compare it or pass it to math.*; use "
+            f"operators or np.<ufunc> on it (np.sqrt(x), x ** 0.5); {_HINT}")
+
+    __bool__ = __float__ = __int__ = __index__ = __complex__ = _refuse
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _refuse
+    __hash__ = object.__hash__
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if (method != "__call__" or kwargs or ufunc.nout != 1
+                or any(isinstance(i, (ndarray, np.ndarray)) for i in inputs)):
+            return NotImplemented  # fa arrays take it from here (ndarray.__array_ufunc__)
+        return _call(ufunc, inputs)
+
+
+def _call(fn, operands) -> TracedScalar | object:
+    examples = [o.example if isinstance(o, TracedScalar) else o for o in operands]
+    example = fn(*examples)
+    name = fn.__name__ + "(" + ", ".join(getattr(o, "name", "c") for o in operands) + ")"
+    return TracedScalar(("call", fn, tuple(operands)), example, name)
+
+
+def _install_scalar_operators() -> None:
+    def binary(fn):
+        def forward(self, other):
+            if isinstance(other, (ndarray, np.ndarray)):
+                return NotImplemented
+            return _call(fn, (self, other))
+
+        def reflected(self, other):
+            if isinstance(other, (ndarray, np.ndarray)):
+                return NotImplemented
+            return _call(fn, (other, self))
+        return forward, reflected
+
+    for name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
+        forward, reflected = binary(getattr(operator, name))
+        setattr(TracedScalar, f"__{name}__", forward)
+        setattr(TracedScalar, f"__r{name}__", reflected)
+    def unary(fn):
+        return lambda self: _call(fn, (self,))
+
+    for name in ("neg", "pos", "abs"):
+        setattr(TracedScalar, f"__{name}__", unary(getattr(operator, name)))
+
+
+_install_scalar_operators()
+
+
+# -- views ----------------------------------------------------------------------------------------
+def span(view) -> tuple[int, int]:
+    """Lowest and highest element offsets a ``(shape, strides, offset)`` view reaches."""
+    shape, strides, offset = view
+    if 0 in shape:
+        return 0, -1
+    low = sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0)
+    high = sum(s * (n - 1) for n, s in zip(shape, strides) if s > 0)
+    return offset + low, offset + high
+
+
+def disjoint(a, b) -> bool:
+    """True when views ``a`` and ``b`` of one buffer provably share no element."""
+    (lo1, hi1), (lo2, hi2) = span(a), span(b)
+    if hi1 < lo1 or hi2 < lo2 or hi1 < lo2 or hi2 < lo1:
+        return True
+    steps = [s for v in (a, b) for n, s in zip(v[0], v[1]) if n > 1]
+    g = math.gcd(*steps) if steps else 0
+    return g > 1 and (a[2] - b[2]) % g != 0   # interleaved, e.g. x[::2] and x[1::2]
+
+
+def _digits(d: int, axes: list, strides: tuple, rank: int) -> list | None:
+    coords = [0] * rank
+    for j in axes:
+        q = abs(d) // abs(strides[j]) * (1 if (d >= 0) == (strides[j] > 0) else -1)
+        coords[j], d = q, d - q * strides[j]
+    return coords if d == 0 else None
+
+
+def compose(view, target):
+    """A view function taking a leaf over ``target``'s index space to ``view``'s, or None.
+
+    Defined when ``target`` addresses each element once and every element ``view`` reads lies in
+    ``target`` at coordinates linear in ``view``'s index: then the value written through
+    ``target`` is read through ``view`` by re-viewing the written expression's leaves.
+    """
+    (vshape, vstrides, voffset), (tshape, tstrides, toffset) = view, target
+    axes = sorted((j for j, n in enumerate(tshape) if n > 1), key=lambda j: -abs(tstrides[j]))
+    if any(tstrides[j] == 0 for j in axes) or any(
+            abs(tstrides[a]) < abs(tstrides[b]) * tshape[b] for a, b in zip(axes, axes[1:])):
+        return None
+    rank = len(tshape)
+    base = _digits(voffset - toffset, axes, tstrides, rank)
+    steps = [_digits(s, axes, tstrides, rank) if n > 1 else [0] * rank
+             for n, s in zip(vshape, vstrides)]
+    if base is None or any(s is None for s in steps):
+        return None
+    if 0 not in vshape:
+        for j in range(rank):
+            moves = [(n - 1) * s[j] for n, s in zip(vshape, steps)]
+            low = base[j] + sum(m for m in moves if m < 0)
+            high = base[j] + sum(m for m in moves if m > 0)
+            if low < 0 or high > tshape[j] - 1:
+                return None
+
+    def fn(v):
+        _, strides, offset = layout.broadcast_to(v, tshape)
+        return (vshape, tuple(sum(c * s for c, s in zip(st, strides)) for st in steps),
+                offset + sum(c * s for c, s in zip(base, strides)))
+    return fn
+
+
+def rebuild(node: graph.Node, leaf_fn, memo: dict) -> graph.Node:
+    """``node`` with every leaf replaced by ``leaf_fn(leaf)``, memoised by node serial (unique
+    per node of the process, and cheap: the sha256 key is computed only when asked for)."""
+    found = memo.get(node.serial)
+    if found is not None:
+        return found
+    if node.kind == "leaf":
+        out = leaf_fn(node)
+    elif node.kind == "scalar":
+        out = node
+    else:
+        inputs = tuple(rebuild(i, leaf_fn, memo) for i in node.inputs)
+        out = (graph.cast(inputs[0], node.dtype) if node.kind == "cast"
+               else graph.op(node.attrs[0], inputs, node.attrs[1]))
+    memo[node.serial] = out
+    return out
+
+
+# -- the tracer -----------------------------------------------------------------------------------
+@dataclass
+class _Write:
+    made: TraceBuffer          # the version this write produced
+    before: TraceBuffer        # the version it overwrote
+    dtype: np.dtype
+    view: tuple                # (shape, strides, offset) written
+    node: graph.Node
+
+
+@dataclass
+class Program:
+    """What a traced signature runs per call, in order."""
+
+    launches: list             # (KernelPlan, sources); sources[k] is ("arg", root), ("out", k),
+                               # ("tmp", k) or ("const", Buffer) for plan.operands[k]
+    outputs: list              # (dtype, shape) of each fresh output array
+    temps: list                # bytes of each temporary (staged copies)
+    items: tuple | None        # the result: None, ("one", item) or ("tuple", items); an item is
+                               # ("out", k) or ("arg", position)
+    written: tuple             # roots stored into
+
+
+class Tracer:
+    """Records one run of a function on placeholders; see the module docstring."""
+
+    def __init__(self, name: str, backend):
+        self.name, self.backend = name, backend
+        self.roots: list[Buffer] = []               # real argument buffers, by root number
+        self.originals: list[TraceBuffer] = []      # version 0 of each root
+        self.latest: list[TraceBuffer] = []
+        self.placeholders: dict[int, ndarray] = {}  # position → placeholder array
+        self.writes: list[_Write] = []
+        self._made: dict[int, _Write] = {}          # TraceBuffer uid → the write that made it
+        self._fresh: list[TraceBuffer] = []         # outputs and temporaries
+
+    # -- building the call --------------------------------------------------------------------
+    def array(self, position: int, leaf: graph.Node) -> ndarray:
+        """The placeholder for argument ``position``, whose value is the leaf ``leaf``."""
+        buffer, shape, strides, offset = graph.leaf_view(leaf)
+        r = next((k for k, known in enumerate(self.roots) if known is buffer), None)
+        if r is None:
+            r = len(self.roots)
+            self.roots.append(buffer)
+            self.originals.append(TraceBuffer(buffer, "arg", r))
+            self.latest.append(self.originals[r])
+        a = ndarray(graph.leaf(self.latest[r], leaf.dtype, shape, strides, offset))
+        self.placeholders[position] = a
+        return a
+
+    def root_of(self, position: int) -> int:
+        return graph.leaf_view(self.placeholders[position]._node)[0].index
+
+    def run(self, fn, args, kwargs):
+        previous, array._tracer = array._tracer, self
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            array._tracer = previous
+
+    # -- hooks array.py calls while tracing ---------------------------------------------------
+    def records(self, target: tuple, node: graph.Node) -> bool:
+        """Record a write into a placeholder (True), or let an unrelated write run (False)."""
+        buffer, dtype, shape, strides, offset = target
+        if not isinstance(buffer, TraceBuffer):
+            if any(isinstance(b, TraceBuffer) for b in node.buffers):
+                raise UnsupportedOperationError(
+                    f"fuse: {self.name} writes a traced value into an array that is not one of "
+                    "its arguments; pass that array as an argument (or return a new array)")
+            return False
+        layout.broadcast_strides(node.shape, (0,) * node.ndim, shape)
+        before = self.latest[buffer.index]
+        made = TraceBuffer(before, "arg", buffer.index, before.version + 1)
+        write = _Write(made, before, np.dtype(dtype), (tuple(shape), tuple(strides), offset), node)
+        self.writes.append(write)
+        self._made[made.uid] = write
+        self.latest[buffer.index] = made
+        self._move_views(buffer.index, made)
+        return True
+
+    def check_compute(self, arrays) -> None:
+        for a in arrays:
+            if any(isinstance(b, TraceBuffer) for b in a._resolved().buffers):
+                raise UnsupportedOperationError(
+                    f"fuse: {self.name} needs the value of a traced array on the host (float(), "
+                    "bool(), .get(), printing, an `if` on an array, or a view that needs a "
+                    f"copy); {_HINT}")
+
+    def _move_views(self, root: int, made: TraceBuffer) -> None:
+        """Every placeholder array viewing ``root`` (views found through ``_views``) now reads
+        version ``made``; pending expressions keep the version they were built on."""
+        stack, seen = list(self.placeholders.values()), set()
+        while stack:
+            a = stack.pop()
+            if id(a) in seen:
+                continue
+            seen.add(id(a))
+            node = a._node
+            if node.kind == "leaf":
+                buffer, shape, strides, offset = graph.leaf_view(node)
+                if _is_root(buffer, root):
+                    a._node = graph.leaf(made, node.dtype, shape, strides, offset)
+            if a._views is not None:
+                stack.extend(a._views)
+
+    # -- step 1: resolve ----------------------------------------------------------------------
+    def resolve(self, node: graph.Node, memo: dict) -> graph.Node:
+        """``node`` over the arguments' original contents only."""
+        return rebuild(node, lambda leaf: self._resolve_leaf(leaf, memo), memo)
+
+    def _resolve_leaf(self, leaf: graph.Node, memo: dict) -> graph.Node:
+        buffer, shape, strides, offset = graph.leaf_view(leaf)
+        if not isinstance(buffer, TraceBuffer) or buffer.role != "arg" or buffer.version == 0:
+            return leaf
+        write, view = self._made[buffer.uid], (shape, strides, offset)
+        if view == write.view:
+            value = graph.cast(write.node, leaf.dtype)
+        elif disjoint(view, write.view):
+            value = graph.leaf(write.before, leaf.dtype, shape, strides, offset)
+        else:
+            fn = compose(view, write.view)
+            if fn is None:
+                raise UnsupportedOperationError(
+                    f"fuse: {self.name} reads an argument through a view {view} that partly "
+                    f"overlaps an earlier in-place write through {write.view}; read the whole "
+                    "written view (or views inside it), or split the function")
+            value = graph.cast(graph.transform(write.node, fn), leaf.dtype)
+        return self.resolve(value, memo)
+
+    # -- step 2: stores -----------------------------------------------------------------------
+    def _stores(self, memo: dict) -> list:
+        """(stage, node, target) of each write that survives to the end, in program order."""
+        kept: list[tuple[int, _Write]] = []
+        for k, w in enumerate(self.writes):
+            if any(o.made.index == w.made.index and o.view == w.view for o in self.writes[k + 1:]):
+                continue  # a later write to the same view replaces it
+            stage = 1 + max((s for s, o in kept if o.made.index == w.made.index
+                             and not disjoint(o.view, w.view)), default=-1)
+            kept.append((stage, w))
+        return [(stage, self.resolve(w.node, memo), (self.originals[w.made.index], w.dtype,
+                                                     *w.view))
+                for stage, w in kept]
+
+    def _fresh_buffer(self, role: str, nbytes: int) -> TraceBuffer:
+        like = Buffer(self.backend.alloc(nbytes), nbytes, self.backend)
+        tb = TraceBuffer(like, role, sum(b.role == role for b in self._fresh))
+        self._fresh.append(tb)
+        return tb
+
+    def _results(self, result, stores: list, memo: dict):
+        """Fresh outputs for returned arrays (stores at stage 0), and the result structure."""
+        outputs: list = []
+        if result is None:
+            return outputs, None
+        many = isinstance(result, (tuple, list))
+        items = []
+        for value in (result if many else (result,)):
+            position = next((p for p, a in self.placeholders.items() if a is value), None)
+            if position is not None:
+                items.append(("arg", position))
+                continue
+            if not isinstance(value, ndarray):
+                raise UnsupportedOperationError(
+                    f"fuse: {self.name} returned a {type(value).__name__}; a fused function "
+                    "returns None, an array, or a tuple of arrays")
+            dtype, shape = value.dtype, value.shape
+            out = self._fresh_buffer("out", layout.size_of(shape) * dtype.itemsize)
+            stores.append((0, self.resolve(value._resolved(), memo),
+                           (out, dtype, shape, layout.contiguous_strides(shape), 0)))
+            outputs.append((dtype, shape))
+            items.append(("out", len(outputs) - 1))
+        return outputs, (("tuple", tuple(items)) if many else ("one", items[0]))
+
+    # -- step 3: hazards ----------------------------------------------------------------------
+    def _hazardous(self, groups: list, k: int, leaf: graph.Node) -> bool:
+        buffer, shape, strides, offset = graph.leaf_view(leaf)
+        if not isinstance(buffer, TraceBuffer) or buffer.role != "arg":
+            return False
+        for j, group in enumerate(groups[:k + 1]):
+            for _, (tb, _, tshape, tstrides, toffset) in group:
+                if not _is_root(tb, buffer.index) or disjoint((shape, strides, offset),
+                                                              (tshape, tstrides, toffset)):
+                    continue
+                if j < k:
+                    return True
+                # same launch, same element per thread: the thread loads before it stores
+                if offset != toffset or (layout.broadcast_strides(shape, strides, tshape)
+                                         != layout.broadcast_strides(tshape, tstrides, tshape)):
+                    return True
+        return False
+
+    def _stage_copies(self, groups: list, temps: list) -> list:
+        """Redirect hazardous loads to copies of the original; return the copy launches."""
+        hazards: dict[tuple, list] = {}   # (root, dtype) → [(launch, view)]
+        for k, group in enumerate(groups):
+            for n in graph.walk([node for node, _ in group]):
+                if n.kind == "leaf" and self._hazardous(groups, k, n):
+                    buffer, shape, strides, offset = graph.leaf_view(n)
+                    hazards.setdefault((buffer.index, n.dtype), []).append(
+                        (k, (shape, strides, offset)))
+        copies = []
+        for (root, dtype), uses in hazards.items():
+            spans = [span(view) for _, view in uses]
+            low, count = min(s[0] for s in spans), max(s[1] for s in spans) + 1
+            count -= low
+            tmp = self._fresh_buffer("tmp", count * dtype.itemsize)
+            temps.append(count * dtype.itemsize)
+            source = graph.leaf(self.originals[root], dtype, (count,), (1,), low)
+            copies.append([(graph.op("copy", (source,), (dtype, dtype)),
+                            (tmp, dtype, (count,), (1,), 0))])
+            views = {view for _, view in uses}
+
+            def leaf_fn(leaf, root=root, views=views, tmp=tmp, low=low):
+                buffer, shape, strides, offset = graph.leaf_view(leaf)
+                if _is_root(buffer, root) and (shape, strides, offset) in views:
+                    return graph.leaf(tmp, leaf.dtype, shape, strides, offset - low)
+                return leaf
+            for k in {k for k, _ in uses}:
+                memo: dict = {}
+                groups[k] = [(rebuild(node, leaf_fn, memo), t) for node, t in groups[k]]
+        return copies
+
+    # -- step 4: plans ------------------------------------------------------------------------
+    def program(self, result) -> Program:
+        """The launches, outputs and result structure of the traced run."""
+        memo: dict = {}
+        stores = self._stores(memo)
+        outputs, items = self._results(result, stores, memo)
+        groups: dict[tuple, list] = {}
+        for stage, node, target in stores:
+            groups.setdefault((stage, tuple(target[2])), []).append((node, target))
+        # launches that only fill fresh outputs first: they read originals and overwrite nothing
+        ordered = [groups[key] for key in sorted(groups, key=lambda key: (
+            key[0], any(t[0].role == "arg" for _, t in groups[key])))]
+        temps: list[int] = []
+        copies = self._stage_copies(ordered, temps)
+        launches = []
+        for group in copies + ordered:
+            plan = plan_kernel(group)
+            launches.append((plan, tuple(_source(o.buffer) for o in plan.operands)))
+        written = tuple(sorted({t[0].index for _, _, t in stores if t[0].role == "arg"}))
+        for b in (*self.originals, *self.latest, *self._fresh):
+            b.storage = None  # a cached program must not hold the tracing call's memory
+        return Program(launches, outputs, temps, items, written)
+
+
+def _is_root(buffer, root: int) -> bool:
+    return isinstance(buffer, TraceBuffer) and buffer.role == "arg" and buffer.index == root
+
+
+def _source(buffer) -> tuple:
+    if isinstance(buffer, TraceBuffer):
+        return (buffer.role, buffer.index)
+    return ("const", buffer)

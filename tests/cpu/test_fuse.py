@@ -1,0 +1,315 @@
+"""fa.fuse on the cpu backend: one launch per step, in place, aliasing, foreach, retraces.
+
+Each new kernel costs seconds to compile on CI, so the tests share functions and signatures.
+"""
+
+import importlib
+import math
+
+import fuse_examples as ex
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+from fusedarrays import config, trace
+from fusedarrays.errors import UnsupportedOperationError
+
+fuse_module = importlib.import_module("fusedarrays.fuse")   # fa.fuse is the function
+
+ADAM = fa.fuse(ex.adam)
+SGD = fa.fuse(ex.sgd)
+
+
+@pytest.fixture(autouse=True)
+def cpu_backend():
+    with config.override(BACKEND="cpu", CPU_PARALLEL=False):
+        yield
+
+
+def run_adam(n=1000, steps=ex.ADAM_STEPS, seed=0):
+    ref = ex.state(n, seed)
+    arrays = [fa.asarray(a) for a in ref]
+    for kw in steps:
+        ADAM(*arrays, **kw)
+        ex.adam(*ref, **kw)
+    return arrays, ref
+
+
+def test_adam_in_place_is_one_launch_per_step_and_matches_numpy():
+    ref = ex.state(1000)
+    arrays = [fa.asarray(a) for a in ref]
+    fa.reset_stats()
+    for k, kw in enumerate(ex.ADAM_STEPS):
+        assert ADAM(*arrays, **kw) is None
+        ex.adam(*ref, **kw)
+        assert fa.stats()["launches"] == k + 1
+    for a, r in zip(arrays, ref):
+        np.testing.assert_allclose(a.get(), r, rtol=1e-6, atol=1e-7)
+
+
+def test_new_learning_rates_and_steps_never_recompile_or_retrace():
+    run_adam(steps=ex.ADAM_STEPS[:1])
+    traces = ADAM.traces
+    fa.reset_stats()
+    steps = [dict(lr=0.1 / (k + 1) ** 0.5, beta1=0.9 - k / 100, beta2=0.999, eps=1e-8, step=k)
+             for k in range(1, 25)]
+    arrays, ref = run_adam(steps=steps, seed=1)
+    assert fa.stats()["compiles"] == 0 and fa.stats()["launches"] == len(steps)
+    assert ADAM.traces == traces
+    for a, r in zip(arrays, ref):
+        np.testing.assert_allclose(a.get(), r, rtol=1e-6, atol=1e-7)
+    # a new length traces again (the views differ) but the kernel is the same: no compile
+    run_adam(n=333, steps=ex.ADAM_STEPS[:1])
+    assert ADAM.traces == traces + 1 and fa.stats()["compiles"] == 0
+    assert "argument 0 (p) view shape (1000,) strides (1,) offset 0 → shape (333,)" in ADAM.why
+
+
+def test_a_cached_call_neither_traces_nor_plans(monkeypatch):
+    arrays, ref = run_adam(steps=ex.ADAM_STEPS[:1])
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a cached call traced or planned")
+    monkeypatch.setattr(trace.Tracer, "run", refuse)
+    monkeypatch.setattr(trace, "plan_kernel", refuse)
+    for kw in ex.ADAM_STEPS[1:]:
+        ADAM(*arrays, **kw)
+        ex.adam(*ref, **kw)
+    np.testing.assert_allclose(arrays[0].get(), ref[0], rtol=1e-6, atol=1e-7)
+
+
+@fa.fuse
+def two_outputs(x, y, s):
+    return x.T * y + s, x.T - y
+
+
+def test_two_returned_outputs_come_from_one_launch():
+    a, b = np.random.default_rng(2).standard_normal((2, 6, 6)).astype(np.float32)
+    fa.reset_stats()
+    first, second = two_outputs(fa.asarray(a), fa.asarray(b), 1.5)
+    assert fa.stats()["launches"] == 1
+    np.testing.assert_array_equal(first.get(), a.T * b + np.float32(1.5))
+    np.testing.assert_array_equal(second.get(), a.T - b)
+
+
+def test_packed_arguments_are_those_the_lazy_path_passes(monkeypatch):
+    """The generated packer mirrors runtime's argument order and offsets (strided operands)."""
+    a, b = np.random.default_rng(3).standard_normal((2, 6, 6)).astype(np.float32)
+    x, y = fa.asarray(a), fa.asarray(b)
+    two_outputs(x, y, 1.5)
+    backend = fa._get_backend()
+    seen = []
+    real = backend.launch
+    monkeypatch.setattr(backend, "launch", lambda k, n, args, *g: seen.append(args)
+                        or real(k, n, args, *g))
+    two_outputs(x, y, 1.5)
+    fa.compute(x.T * y + 1.5, x.T - y)
+    fused, lazy = seen
+    assert len(fused) == len(lazy)
+    arrays = [k for k, f in enumerate(fused) if isinstance(f, np.ndarray)]
+    assert arrays == [k for k, z in enumerate(lazy) if isinstance(z, np.ndarray)]
+    for k, (f, z) in enumerate(zip(fused, lazy)):
+        if k in arrays[-2:]:
+            continue                              # the two fresh outputs
+        if k in arrays:                           # the inputs: the same memory
+            assert f.ctypes.data == z.ctypes.data and f.dtype == z.dtype
+        else:                                     # sizes, offsets, strides, scalars
+            assert f == z and type(f) is type(z)
+
+
+def test_inplace_through_other_index_maps_matches_numpy():
+    @fa.fuse
+    def add_transpose(x):
+        x += x.T
+
+    @fa.fuse
+    def add_shifted(x):
+        x[1:] += x[:-1]
+
+    a = np.random.default_rng(4).standard_normal((9, 9)).astype(np.float32)
+    x = fa.asarray(a)
+    fa.reset_stats()
+    add_transpose(x)
+    assert fa.stats()["launches"] == 2       # a staged copy of x, then the update
+    np.testing.assert_array_equal(x.get(), a + a.T)
+    v = np.arange(40, dtype=np.float32)
+    y = fa.asarray(v)
+    add_shifted(y)
+    want = v.copy()
+    want[1:] += want[:-1].copy()
+    np.testing.assert_array_equal(y.get(), want)
+
+
+def test_reads_after_an_inplace_write_see_the_new_values():
+    @fa.fuse
+    def update(m, g):
+        m[...] = m * 2 + g
+        return m + 1, m.T * 3      # reads of m: the written value, directly and transposed
+
+    a, b = np.random.default_rng(5).standard_normal((2, 5, 5)).astype(np.float32)
+    m = fa.asarray(a)
+    plus, transposed = update(m, fa.asarray(b))
+    new = a * 2 + b
+    np.testing.assert_array_equal(m.get(), new)
+    np.testing.assert_array_equal(plus.get(), new + 1)
+    np.testing.assert_array_equal(transposed.get(), new.T * 3)
+
+
+def test_pending_readers_keep_their_value_and_arguments_return_as_themselves():
+    @fa.fuse
+    def step(p, g, buf, lr, momentum):
+        ex.sgd(p, g, buf, lr, momentum, 0.0, 0.0, False)
+        return p
+
+    ref = ex.state(64, 6, count=3)
+    p, g, buf = (fa.asarray(a) for a in ref)
+    before = p * 2                  # pending, reads p
+    assert step(p, g, buf, 0.1, 0.9) is p
+    np.testing.assert_array_equal(before.get(), ref[0] * 2)
+    ex.sgd(*ref, 0.1, 0.9, 0.0, 0.0, False)
+    np.testing.assert_array_equal(p.get(), ref[0])
+
+
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_sgd_momentum_matches_numpy_and_bools_are_static(nesterov):
+    ref = ex.state(300, 7, count=3)
+    arrays = [fa.asarray(a) for a in ref]
+    for step in range(3):
+        lr = 0.1 / (step + 1)
+        SGD(*arrays, lr, 0.9, 0.0, 1e-2, nesterov)
+        ex.sgd(*ref, lr, 0.9, 0.0, 1e-2, nesterov)
+    for a, r in zip(arrays, ref):
+        np.testing.assert_allclose(a.get(), r, rtol=1e-6, atol=1e-7)
+
+
+def test_numpy_arguments_are_updated_in_place():
+    ref = ex.state(300, 8, count=3)
+    host = [a.copy() for a in ref]
+    fa.reset_stats()
+    SGD(*host, 0.05, 0.9, 0.0, 1e-2, False)
+    ex.sgd(*ref, 0.05, 0.9, 0.0, 1e-2, False)
+    assert fa.stats()["launches"] == 1
+    for h, r in zip(host, ref):
+        np.testing.assert_allclose(h, r, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["adamw", "rmsprop"])
+def test_more_optimizers_match_numpy(name):
+    fn = getattr(ex, name)
+    fused = fa.fuse(fn)
+    ref = ex.state(500, 9, count=4 if name == "adamw" else 3)
+    arrays = [fa.asarray(a) for a in ref]
+    for step in range(1, 4):
+        kw = (dict(lr=1e-2, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.1, step=step)
+              if name == "adamw" else dict(lr=1e-2, alpha=0.99, eps=1e-8))
+        fa.reset_stats()
+        fused(*arrays, **kw)
+        fn(*ref, **kw)
+        assert fa.stats()["launches"] == 1
+    for a, r in zip(arrays, ref):
+        np.testing.assert_allclose(a.get(), r, rtol=1e-6, atol=1e-7)
+
+
+def test_foreach_over_50_tensors_is_one_launch():
+    rng = np.random.default_rng(10)
+    states = [ex.state(int(n), seed) for seed, n in enumerate(rng.integers(1, 300, 50))]
+    refs = [[a.copy() for a in s] for s in states]
+    lists = [[fa.asarray(s[j]) for s in states] for j in range(4)]
+    for kw in ex.ADAM_STEPS:
+        fa.reset_stats()
+        assert ADAM.foreach(*lists, **kw) is None
+        assert fa.stats()["launches"] == 1
+        for r in refs:
+            ex.adam(*r, **kw)
+    for j in range(4):
+        for got, r in zip(lists[j], refs):
+            np.testing.assert_allclose(got.get(), r[j], rtol=1e-6, atol=1e-7)
+
+
+def test_foreach_groups_dtypes_and_returns_lists():
+    @fa.fuse
+    def axpy(x, y, a):
+        return a * x + y
+
+    rng = np.random.default_rng(11)
+    xs = [rng.standard_normal(n).astype(dt) for n, dt in
+          [(7, np.float32), (5, np.float64), (3, np.float32), (4, np.float64)]]
+    fa.reset_stats()
+    out = axpy.foreach([fa.asarray(x) for x in xs], [fa.asarray(x) for x in xs], 2.0)
+    assert fa.stats()["launches"] == 2       # one per dtype group
+    for o, x in zip(out, xs):
+        assert o.dtype == x.dtype
+        np.testing.assert_array_equal(o.get(), 2 * x + x)
+    assert "dtype float32 → float64" in axpy.why
+    assert "dtype float32 → float64" in str(fa.explain(axpy))
+
+
+def test_foreach_refuses_what_one_launch_cannot_do():
+    @fa.fuse
+    def reverse(p):
+        p[...] = p[::-1]
+
+    with pytest.raises(UnsupportedOperationError, match="elementwise"):
+        reverse.foreach([fa.asarray(np.arange(4.0))])
+    base = fa.asarray(np.zeros(10, np.float32))
+    with pytest.raises(UnsupportedOperationError, match="overlap"):
+        SGD.foreach([base[:6], base[4:]], [base[:6], base[4:]], [base[:6], base[4:]],
+                    0.1, 0.9, 0.0, 0.0, False)
+
+
+def test_traced_scalars_and_arrays_refuse_host_control_flow():
+    @fa.fuse
+    def uses_math(p, step):
+        p *= math.sqrt(step)
+
+    @fa.fuse
+    def branches(p, lr):
+        if lr > 0:
+            p *= lr
+
+    @fa.fuse
+    def reads_values(p):
+        p *= float(p[0])
+
+    captured = fa.asarray(np.ones(4))
+
+    @fa.fuse
+    def writes_captured(p):
+        captured[...] = p
+
+    p = fa.asarray(np.ones(4))
+    for fn, args in [(uses_math, (p, 3)), (branches, (p, 0.1)), (reads_values, (p,)),
+                     (writes_captured, (p,))]:
+        with pytest.raises(UnsupportedOperationError, match="fuse"):
+            fn(*args)
+    np.testing.assert_array_equal(p.get(), np.ones(4))
+
+
+def test_static_argnames_and_nested_fused_functions():
+    inner = fa.fuse(ex.rmsprop)
+
+    @fa.fuse(static_argnames=("repeat",))
+    def outer(p, g, sq, lr, repeat):
+        for _ in range(repeat):
+            inner(p, g, sq, lr, 0.99, 1e-8)      # inlined while outer traces
+
+    ref = ex.state(50, 12, count=3)
+    arrays = [fa.asarray(a) for a in ref]
+    fa.reset_stats()
+    outer(*arrays, 0.01, 2)
+    assert fa.stats()["launches"] == 1
+    for _ in range(2):
+        ex.rmsprop(*ref, 0.01, 0.99, 1e-8)
+    for a, r in zip(arrays, ref):
+        np.testing.assert_allclose(a.get(), r, rtol=1e-6, atol=1e-7)
+    outer(*arrays, 0.01, 3)
+    assert outer.traces == 2 and "argument 4 (repeat) static 2 → 3" in outer.why
+
+
+def test_docstring_lists_exactly_the_signature_parts():
+    doc = fuse_module.__doc__
+    listed = [line.split("``")[1] for line in doc.splitlines() if line.startswith("- ``")]
+    assert tuple(listed) == fuse_module.SIGNATURE_PARTS
+    key, _, _ = ADAM._signature((*[fa.asarray(a) for a in ex.state(4)], 1e-3, 0.9, 0.99, 1e-8, 1),
+                             {})
+    parts = {part for part, _ in fuse_module.describe(ADAM, key)}
+    assert parts <= set(fuse_module.SIGNATURE_PARTS)
