@@ -145,7 +145,9 @@ print(json.dumps({"host_us_per_call": min(best), "all": best, "stats": fa.stats(
 
 
 def child(script: str, *args: str, env: dict | None = None, cwd: str | None = None) -> dict:
-    full = {**os.environ, "PYTHONPATH": REPO + os.pathsep + (cwd or ""), **(env or {})}
+    # Keep what PYTHONPATH held (on the GPU machine: the NumPy that numba-cuda can import).
+    path = os.pathsep.join([REPO, cwd or "", os.environ.get("PYTHONPATH", "")])
+    full = {**os.environ, "PYTHONPATH": path, **(env or {})}
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], env=full,
                           capture_output=True, text=True, timeout=1800, cwd=cwd)
     if done.returncode != 0:

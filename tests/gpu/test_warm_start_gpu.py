@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from childenv import pythonpath
+
 REPO = Path(__file__).resolve().parents[2]
 
 EVALUATE = """
@@ -39,7 +41,7 @@ print(json.dumps(fa.precompile(x * y + 1.5)))
 
 
 def run(script: str, cache: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "FUSEDARRAYS_CACHE_DIR": str(cache),
+    env = {**os.environ, "PYTHONPATH": pythonpath(REPO), "FUSEDARRAYS_CACHE_DIR": str(cache),
            "FUSEDARRAYS_BACKEND": "cuda"}
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env,
                           capture_output=True, text=True, timeout=300)

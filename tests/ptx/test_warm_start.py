@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from childenv import pythonpath
 
 pytest.importorskip("numba.cuda")
 
@@ -61,7 +62,7 @@ print(json.dumps(report))
 
 
 def run(script: str, cache: Path, *args: str, backend: str = "cuda", **env) -> dict:
-    full = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{TESTS}",
+    full = {**os.environ, "PYTHONPATH": pythonpath(REPO, TESTS),
             "FUSEDARRAYS_CACHE_DIR": str(cache), "FUSEDARRAYS_BACKEND": backend, **env}
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], env=full,
                           capture_output=True, text=True, timeout=300)
@@ -102,7 +103,7 @@ def test_precompile_without_a_gpu_then_a_warm_start(tmp_path):
 
 
 def test_eight_processes_precompiling_at_once_leave_every_entry_sound(tmp_path):
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{TESTS}",
+    env = {**os.environ, "PYTHONPATH": pythonpath(REPO, TESTS),
            "FUSEDARRAYS_CACHE_DIR": str(tmp_path), "FUSEDARRAYS_BACKEND": "cpu"}
     names = ["axpb", "sqrt", "f64", "max"]
     procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(PRECOMPILE),
@@ -185,7 +186,7 @@ def test_the_warm_path_imports_no_numba():
             "bad = [m for m in ('numba', 'llvmlite') if m in sys.modules]\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ,
-                                                                   "PYTHONPATH": str(REPO)})
+                                                                   "PYTHONPATH": pythonpath(REPO)})
 
 
 def test_precompile_with_the_disk_cache_off_keeps_kernels_in_memory(tmp_path):

@@ -18,6 +18,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from childenv import pythonpath
 
 from fusedarrays import diskcache
 from fusedarrays.diskcache import FORMAT, DiskCache
@@ -41,7 +42,7 @@ def entry_path(root: Path, key: str, kind: str = "ptx", arch: str = ARCH) -> Pat
 
 
 def run_python(source: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": pythonpath(REPO)}
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(source), *args],
         env=env,
@@ -340,7 +341,7 @@ WRITER = """
 
 
 def test_eight_processes_racing_leave_every_entry_sound(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": pythonpath(REPO)}
     start = time.time() + 0.5
     children = [
         subprocess.Popen(

@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+from childenv import pythonpath
 
 from fusedarrays import config, graph, keys, layout, plan, records, runtime
 from fusedarrays.cuda import toolchain as cuda_toolchain
@@ -55,7 +56,7 @@ print("numba" in sys.modules)
 
 
 def run_child(script: str, **env) -> str:
-    full = {**os.environ, "PYTHONPATH": str(REPO), **env}
+    full = {**os.environ, "PYTHONPATH": pythonpath(REPO), **env}
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=full,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
