@@ -199,6 +199,12 @@ def element_span(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int,
             sum(s * (n - 1) for n, s in pairs if s > 0))
 
 
+def _signed(stride: int) -> int:
+    # StridedMemoryView handed CuPy's negative strides back as unsigned 64-bit values (seen on
+    # the H100 with cuda.core 1.2.0: x[::-2] came back with a stride of 2**64 - 2).
+    return stride - (1 << 64) if stride >= (1 << 63) else stride
+
+
 def import_array(obj, device_id: int):
     """Zero-copy view of a CUDA array from another library (DLPack, else CUDA array interface v3).
 
@@ -224,7 +230,8 @@ def import_array(obj, device_id: int):
                          f"this backend on device {device_id}")
     dtype = np.dtype(view.dtype)
     shape = tuple(view.shape)
-    strides = tuple(view.strides) if view.strides is not None else _c_strides(shape)
+    strides = (tuple(_signed(s) for s in view.strides) if view.strides is not None
+               else _c_strides(shape))
     low, high = element_span(shape, strides)
     ptr = view.ptr + low * dtype.itemsize if high >= low else 0
     # The view owns the DLPack capsule (its deleter runs when the view goes) and the exporter.
