@@ -14,6 +14,8 @@ through shared memory, ``nd`` coordinates by division. The cpu variant walks the
 
 from __future__ import annotations
 
+import dataclasses
+
 from . import ops
 from .dtypes import BY_CODE, COMPUTE_CODE
 from .layout import TILE, TILE_THREADS
@@ -322,14 +324,18 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
     scalars = [f"a{m}" for m in range(len(plan.tensor.scalars))]
     if target == "cpu":
         params = ["n", "meta", "nt"] + [f"l{c}" for c in range(count)] + scalars
-        per_tensor = (["start = ld_i64(meta, t)", "m = ld_i64(meta, t + 1) - start"]
+        # the real sizes follow the starts and the chunk table in meta (see plan.foreach_meta)
+        sizes = f"nt + 1 + ((n + {(1 << plan.chunk_shift) - 1}) >> {plan.chunk_shift})"
+        per_tensor = (["m = ld_i64(meta, sz0 + t)"]
                       + [f"p{k} = l{c}[t]" for c, k in first.items()] + pointers
                       + ["for i in prange(m):"] + _indent(element))
-        return _function(plan.name, params, hoisted + ["for t in range(nt):"]
+        return _function(plan.name, params, hoisted + [f"sz0 = {sizes}", "for t in range(nt):"]
                          + _indent(per_tensor))
     if target != "cuda":
         raise ValueError(f"unknown target {target!r}")
     shift = plan.chunk_shift
+    if plan.vector_width > 1:
+        return _foreach_vectors(plan, first, pointers, hoisted, scalars, count)
     tensor = (["start = ld_i64(meta, t)", "end = ld_i64(meta, t + 1)"]
               + [f"p{k} = ld_u64(ptrs, t * {count} + {c})" for c, k in first.items()]
               + pointers)
@@ -344,6 +350,35 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
                        + ["i = g - start"] + element + ["g += bdim"])
              + ["c += cstep"])
     # the first tensor's values type every variable before the loop assigns them
+    return _function(plan.name, ["n", "meta", "ptrs", "nt"] + scalars,
+                     head + tensor + hoisted + ["while c < chunks:"] + _indent(chunk))
+
+
+def _foreach_vectors(plan: ForeachPlan, first, pointers, hoisted, scalars, count) -> str:
+    """The cuda multi-tensor walk with 128-bit accesses: threads take groups of ``width``
+    elements; tensors start on whole groups (``meta`` pads them), so a group lies in one tensor;
+    a tensor whose operands are all 16-byte aligned (its ``meta`` flag) and a full group take
+    vector accesses, everything else (misaligned tensors, a tensor's last partial group) goes
+    element by element."""
+    width, shift = plan.vector_width, plan.chunk_shift
+    r = _Renderer(dataclasses.replace(plan.tensor, vector_width=width))
+    tensor = (["start = ld_i64(meta, t)", "pend = ld_i64(meta, t + 1)",
+               "end = start + ld_i64(meta, sz0 + t)", "aligned = ld_i64(meta, sz0 + nt + t)"]
+              + [f"p{k} = ld_u64(ptrs, t * {count} + {c})" for c, k in first.items()]
+              + pointers)
+    head = ["cb = nt + 1", f"chunks = (n + {(1 << shift) - 1}) >> {shift}", "sz0 = cb + chunks",
+            "c = cv_i64(cuda.blockIdx.x)", "cstep = cv_i64(cuda.gridDim.x)",
+            "tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)", "t = cv_i64(0)"]
+    vector = ["j = (g - start) // " + str(width)] + r.vector_block(lambda k: "j", None)
+    scalar = ["q = g", f"while q < g + {width} and q < end:"] + _indent(
+        ["i = q - start"] + r.scalar_element(lambda k: "i") + ["q += 1"])
+    group = (["if g >= pend:"] + _indent(["while ld_i64(meta, t + 1) <= g:", "    t += 1"]
+                                         + tensor)
+             + [f"if aligned != 0 and g + {width} <= end:"] + _indent(vector)
+             + ["else:"] + _indent(scalar) + [f"g += bdim * {width}"])
+    chunk = ([f"g = (c << {shift}) + tx * {width}", f"last = min((c + 1) << {shift}, n)",
+              "t = ld_i64(meta, cb + c)"] + tensor + ["while g < last:"] + _indent(group)
+             + ["c += cstep"])
     return _function(plan.name, ["n", "meta", "ptrs", "nt"] + scalars,
                      head + tensor + hoisted + ["while c < chunks:"] + _indent(chunk))
 

@@ -81,8 +81,11 @@ class _Group:
         self.shapes = [row[0].shape for row in rows]
         sizes = [layout.size_of(s) for s in self.shapes]
         self.live = [k for k, n in enumerate(sizes) if n]
-        self.meta = foreach_meta([sizes[k] for k in self.live]) if self.live else None
+        self.meta = (foreach_meta([sizes[k] for k in self.live],
+                                  width=entry.plan.vector_width) if self.live else None)
         self.total = sum(sizes)
+        # the kernel walks the concatenation with each tensor padded to whole vectors
+        self.padded = int(self.meta[len(self.live)]) if self.live else 0
         self.written = [row[c].attrs[0] for row in rows for c in entry.written_columns]
         self.tables = None      # (args, keep-alive), kept while the function returns nothing
 
@@ -101,15 +104,26 @@ class _Group:
             if tables is None:
                 rows = [[self._operand(k, kind, c, outs) for kind, c in entry.sources]
                         for k in self.live]
+                self._flag_aligned(rows, backend)
                 tables = backend.foreach_args(self.meta, rows)
                 if not outs:
                     self.tables = tables
-            backend.launch(entry.kernel, self.total, tables[0] + entry.pack(values),
-                           ("flat", self.total))
+            backend.launch(entry.kernel, self.padded, tables[0] + entry.pack(values),
+                           ("flat", self.padded // entry.plan.vector_width))
             runtime.count_launch()
         return [[ndarray(graph.leaf(o, dt, shape, layout.contiguous_strides(shape), 0))
                  for o, shape in zip(column, self.shapes)]
                 for column, dt in zip(outs, entry.output_dtypes)]
+
+    def _flag_aligned(self, rows: list, backend) -> None:
+        """Set each tensor's flag in ``meta``: 1 where every operand starts 16-byte aligned
+        (the kernel's 128-bit accesses need it; other tensors go element by element)."""
+        if self.entry.plan.vector_width == 1:
+            return
+        flags = self.meta[len(self.meta) - len(rows):]
+        for t, row in enumerate(rows):
+            flags[t] = all((backend.address(storage) + offset * dtype.itemsize) % 16 == 0
+                           for storage, dtype, offset in row)
 
     def _operand(self, k: int, kind: str, c: int, outs) -> tuple:
         """(storage, dtype, element offset) of operand source ``(kind, c)`` in tuple ``k``."""

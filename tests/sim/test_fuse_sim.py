@@ -97,7 +97,11 @@ def test_foreach_kernel_compiles_to_ptx_for_sm_90():
     body = ptx[ptx.index(".entry"):]
     # four arrays per tensor (p, g, m, v: loaded and stored through one table column each)
     assert len(set(re.findall(r"ld\.global\.u64\s+%rd\d+, \[%rd\d+\+?(\d*)\]", body))) == 4
-    assert body.count("st.global.f32") == 3 and body.count("ld.global.f32") == 4
+    # aligned tensors: one 128-bit access per array and group of four; the element-by-element
+    # path (NVVM may unroll it) keeps four loads per three stores
+    assert body.count("ld.global.v4.f32") == 4 and body.count("st.global.v4.f32") == 3
+    assert body.count("st.global.f32") >= 3
+    assert body.count("ld.global.f32") * 3 == body.count("st.global.f32") * 4
 
 
 def test_foreach_walks_chunks_that_cross_tensor_boundaries():
@@ -115,3 +119,23 @@ def test_foreach_walks_chunks_that_cross_tensor_boundaries():
     assert fa.stats()["launches"] == 1
     for got, p, g in zip(fp, ps, gs):
         np.testing.assert_array_equal(got.get(), p - np.float32(0.5) * g)
+
+
+def test_foreach_vector_groups_tails_and_a_misaligned_tensor():
+    """Sizes that are not whole vectors, and one tensor starting 4 bytes off alignment (it must
+    take the element-by-element path): every element updated exactly as NumPy's Adam."""
+    sizes = [1, 5, 8, 13, 6]
+    refs = [ex.state(n, seed=k) for k, n in enumerate(sizes)]
+    arrays = [[fa.asarray(a) for a in ref] for ref in refs]
+    shifted = ex.state(10, seed=99)
+    refs.append([a[1:].copy() for a in shifted])
+    arrays.append([fa.asarray(a)[1:] for a in shifted])      # a view one element in
+    lists = [list(column) for column in zip(*arrays)]
+    fa.reset_stats()
+    ADAM.foreach(*lists, **ex.ADAM_STEPS[0])
+    assert fa.stats()["launches"] == 1
+    for ref in refs:
+        ex.adam(*ref, **ex.ADAM_STEPS[0])
+    for got_row, ref in zip(arrays, refs):
+        for got, want in zip(got_row, ref):
+            close(got.get(), want)
