@@ -199,10 +199,12 @@ def element_span(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int,
             sum(s * (n - 1) for n, s in pairs if s > 0))
 
 
-def _signed(stride: int) -> int:
-    # StridedMemoryView handed CuPy's negative strides back as unsigned 64-bit values (seen on
-    # the H100 with cuda.core 1.2.0: x[::-2] came back with a stride of 2**64 - 2).
-    return stride - (1 << 64) if stride >= (1 << 63) else stride
+def _signed(stride: int, itemsize: int) -> int:
+    # StridedMemoryView (cuda.core 1.2.0, on the H100) hands a negative stride back as the
+    # unsigned 64-bit byte stride divided by the itemsize: CuPy's -800 bytes of float32 came
+    # back as (2**64 - 800) // 4. Undo that wrap.
+    wrap = (1 << 64) // itemsize
+    return stride - wrap if stride >= wrap // 2 else stride
 
 
 def import_array(obj, device_id: int):
@@ -230,8 +232,8 @@ def import_array(obj, device_id: int):
                          f"this backend on device {device_id}")
     dtype = np.dtype(view.dtype)
     shape = tuple(view.shape)
-    strides = (tuple(_signed(s) for s in view.strides) if view.strides is not None
-               else _c_strides(shape))
+    strides = (tuple(_signed(s, dtype.itemsize) for s in view.strides)
+               if view.strides is not None else _c_strides(shape))
     low, high = element_span(shape, strides)
     ptr = view.ptr + low * dtype.itemsize if high >= low else 0
     # The view owns the DLPack capsule (its deleter runs when the view goes) and the exporter.
