@@ -15,7 +15,14 @@ import weakref
 import numpy as np
 
 from . import config, dtypes, graph, layout, runtime
-from .backend import Backend, Buffer, buffer_from_host, get_backend, new_buffer
+from .backend import (
+    Backend,
+    Buffer,
+    append_weak,
+    buffer_from_host,
+    get_backend,
+    new_buffer,
+)
 
 # fuse's tracer (fusedarrays/trace.py) while it traces a function, else None: writes into its
 # placeholders are recorded instead of run, and evaluating a traced value raises.
@@ -42,14 +49,7 @@ class ndarray:
         if not node.is_leaf:
             ref = weakref.ref(self)
             for buffer in node.buffers:
-                readers = buffer.readers
-                if readers is None:
-                    buffer.readers = [ref]
-                    continue
-                readers.append(ref)
-                n = len(readers)
-                if n >= 32 and not n & (n - 1):  # at powers of two: amortised O(1) per append
-                    readers[:] = [r for r in readers if r() is not None]
+                buffer.readers = append_weak(buffer.readers, ref)
         if view_of is not None:
             base = view_of[0]
             if base._views is None:

@@ -54,6 +54,19 @@ class Buffer:
         return f"<Buffer {self.uid} {self.nbytes} bytes on {self.backend.name}>"
 
 
+def append_weak(refs: list | None, ref: weakref.ref) -> list:
+    """``refs`` (a buffer's ``readers`` or ``derived``, None until the first) with ``ref``
+    appended; dead references are dropped when the length reaches a power of two, so an append
+    costs amortised O(1) and no callback runs when an array dies."""
+    if refs is None:
+        return [ref]
+    refs.append(ref)
+    n = len(refs)
+    if n >= 32 and not n & (n - 1):
+        refs[:] = [r for r in refs if r() is not None]
+    return refs
+
+
 class HostMemory:
     """Memory of the backends that run on the host (cpu, sim): NumPy byte arrays, one per buffer,
     copied in and out; operands are typed views of them."""

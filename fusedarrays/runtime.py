@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 
 from . import codegen, config, devicelib, graph, keys, layout
-from .backend import Backend, Buffer, new_buffer
+from .backend import Backend, Buffer, append_weak, new_buffer
 from .diskcache import DiskCache
 from .plan import KernelPlan, plan_kernel
 from .records import (  # noqa: F401 - re-exported: fa.stats, fa.timings, display, fuse
@@ -406,13 +406,7 @@ def forget_results_reading(buffer: Buffer) -> None:
 def _remember_derived(node: graph.Node) -> None:
     ref = weakref.ref(node)
     for source in node.buffers:
-        derived = source.derived
-        if derived is None:
-            source.derived = [ref]
-            continue
-        if len(derived) >= 64:  # prune dead references as the list grows
-            derived[:] = [r for r in derived if r() is not None]
-        derived.append(ref)
+        source.derived = append_weak(source.derived, ref)
 
 
 def reads_through_other_map(node: graph.Node, buffer: Buffer, target: tuple) -> bool:
