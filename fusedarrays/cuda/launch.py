@@ -13,13 +13,10 @@ A raw ``cuLaunchKernel`` with a prebuilt parameter buffer (4.0 µs a launch on t
 from __future__ import annotations
 
 import numpy as np
-from cuda.bindings import driver
 from cuda.core import LEGACY_DEFAULT_STREAM, Kernel, LaunchConfig, launch
 
 from ..layout import TILE_THREADS
 
-_LEGACY = driver.CU_STREAM_LEGACY
-_SUCCESS = driver.CUresult.CUDA_SUCCESS
 BLOCK = 256
 BLOCKS_PER_SM = 32  # grid-stride loop: more blocks than this only adds scheduling overhead
 _MAX_CONFIGS = 1024
@@ -54,35 +51,6 @@ def grid_size(n: int, sm_count: int) -> int:
     return min(-(-n // BLOCK), sm_count * BLOCKS_PER_SM)
 
 
-class _ParamBuffer:
-    """A prebuilt ``kernelParams`` array for ``cuLaunchKernel``: one 8-byte slot per parameter and
-    an array of pointers to the slots, built once per kernel; a launch writes the values into the
-    slots (a NumPy item assignment each) and hands the driver one address. The driver copies the
-    values when the launch is queued, so the slots may be rewritten right after."""
-
-    __slots__ = ("slots", "pointers", "address", "setters")
-
-    def __init__(self, param_types: tuple[str, ...]):
-        self.slots = np.zeros(len(param_types), np.uint64)
-        base = self.slots.ctypes.data
-        self.pointers = np.array([base + 8 * k for k in range(len(param_types))], np.uint64)
-        self.address = self.pointers.ctypes.data
-        views: dict = {}
-        setters = []
-        for k, code in enumerate(param_types):
-            dtype = np.dtype(np.uint64 if code == "ptr" else np.int64 if code == "i64"
-                             else _NUMPY_TYPES[code])
-            view = views.setdefault(dtype, self.slots.view(dtype))
-            setters.append((view, k * (8 // dtype.itemsize)))  # the slot's first bytes
-        self.setters = tuple(setters)
-
-    def fill(self, n: int, args) -> None:
-        view, index = self.setters[0]
-        view[index] = n
-        for (view, index), value in zip(self.setters[1:], args):
-            view[index] = value
-
-
 class Launcher:
     """A loaded kernel, ready to launch on the legacy default stream.
 
@@ -91,7 +59,7 @@ class Launcher:
     """
 
     __slots__ = ("kernel", "param_types", "_nargs", "_n_type", "_typed", "_sm_count", "_configs",
-                 "_stream", "_raw", "_params", "_dims")
+                 "_stream")
 
     def __init__(self, kernel: Kernel, param_types: tuple[str, ...], sm_count: int):
         unknown = [t for t in param_types if t not in _AS_IS and t not in _NUMPY_TYPES]
@@ -108,31 +76,26 @@ class Launcher:
         self._sm_count = sm_count
         self._configs: dict[int, LaunchConfig] = {}
         self._stream = LEGACY_DEFAULT_STREAM
-        # The raw driver launch (cuLaunchKernel with a prebuilt parameter array: 4.0 µs a launch
-        # on the H100 against cuda.core.launch's 5.4 µs); cuda.core.launch if it ever fails.
-        self._raw = True
-        self._params = _ParamBuffer(self.param_types)
-        self._dims: dict[tuple, tuple] = {}
 
     def _config(self, n: int, geometry: tuple) -> LaunchConfig:
         if len(self._configs) >= _MAX_CONFIGS:
             self._configs.clear()
-            self._dims.clear()
         kind = geometry[0] if geometry else "flat"
         if kind == "rows":    # (rows, threads per row): rows on grid y, no division per element
             _, rows, per_row = geometry
             across = grid_size(-(-per_row // VECTORS_PER_THREAD_ROWS), self._sm_count)
             cap = max(1, self._sm_count * BLOCKS_PER_SM_ROWS // across)
-            grid, block = (across, min(rows, cap, _MAX_GRID_Y), 1), (BLOCK, 1, 1)
+            grid = (across, min(rows, cap, _MAX_GRID_Y))
+            config = LaunchConfig(grid=grid, block=BLOCK)
         elif kind == "tiled":  # (tile rows, tile columns): one TILE x TILE tile per block
             _, tile_rows, tile_cols = geometry
             cap = max(1, self._sm_count * BLOCKS_PER_SM_TILES // tile_cols)
-            grid, block = (tile_cols, min(tile_rows, cap, _MAX_GRID_Y), 1), (*TILE_THREADS, 1)
+            config = LaunchConfig(grid=(tile_cols, min(tile_rows, cap, _MAX_GRID_Y)),
+                                  block=TILE_THREADS)
         else:
             threads = geometry[1] if geometry else n
-            grid, block = (grid_size(threads, self._sm_count), 1, 1), (BLOCK, 1, 1)
-        config = self._configs[(n, geometry)] = LaunchConfig(grid=grid, block=block)
-        self._dims[(n, geometry)] = grid + block
+            config = LaunchConfig(grid=grid_size(threads, self._sm_count), block=BLOCK)
+        self._configs[(n, geometry)] = config
         return config
 
     def _converted(self, args) -> list:
@@ -151,25 +114,12 @@ class Launcher:
             config = self._config(n, geometry)
         if len(args) != self._nargs:  # a short list would launch a kernel reading garbage
             raise ValueError(f"{self!r} takes {self._nargs} arguments after n, got {len(args)}")
-        if self._raw and self._launch_raw(n, args, self._dims[(n, geometry)]):
-            return
         for k, numpy_type in self._typed:
             if type(args[k]) is not numpy_type:
                 args = self._converted(args)
                 break
         launch(self._stream, config, self.kernel, n if self._n_type is None else self._n_type(n),
                *args)
-
-    def _launch_raw(self, n: int, args, dims: tuple) -> bool:
-        self._params.fill(n, args)
-        (err,) = driver.cuLaunchKernel(self.kernel.handle, *dims, 0, _LEGACY,
-                                       self._params.address, 0)
-        if err == _SUCCESS:
-            return True
-        # A handle or parameter form this driver binding refuses: cuda.core from now on (the
-        # same launch, packed its way); anything else is a real error and raises there.
-        self._raw = False
-        return False
 
     def __repr__(self) -> str:
         return f"<Launcher {self.kernel!r} params={','.join(self.param_types)}>"

@@ -1,7 +1,6 @@
 """The launcher's host-side decisions, without a GPU: grid size, argument packing, refusals.
 
-The launch itself (``cuLaunchKernel``, or ``cuda.core.launch`` where that fails) is replaced by a
-recorder; tests/gpu launches for real.
+The launch itself (``cuda.core.launch``) is replaced by a recorder; tests/gpu launches for real.
 """
 
 from __future__ import annotations
@@ -19,48 +18,10 @@ H100_SMS = 132
 
 @pytest.fixture
 def launches(monkeypatch):
-    """The cuda.core path: the raw launch declines, as it does where the driver refuses it."""
     calls = []
     monkeypatch.setattr(launch_module, "launch",
                         lambda stream, config, kernel, *args: calls.append((config, args)))
-    monkeypatch.setattr(Launcher, "_launch_raw", lambda self, n, args, dims: False)
     return calls
-
-
-class FakeKernel:
-    handle = "CUkernel"
-
-
-def test_raw_launch_writes_every_parameter_into_its_slot(monkeypatch):
-    calls = []
-
-    def record(handle, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        # read the slots through the pointer array, as the driver does, at call time
-        pointers = np.ctypeslib.as_array((np.ctypeslib.ctypes.c_uint64 * 6).from_address(params))
-        slots = [int(p) for p in pointers]
-        calls.append(((gx, gy, gz, bx, by, bz), slots, launcher._params.slots.copy()))
-        return (launch_module._SUCCESS,)
-    monkeypatch.setattr(launch_module.driver, "cuLaunchKernel", record)
-    launcher = Launcher(FakeKernel(), ("i64", "ptr", "i64", "f32", "b1", "f64"), H100_SMS)
-    launcher(4096, [0x7F00_0000_1000, -7, 1.5, True, 0.25], ("flat", 1024))
-    (dims, pointers, slots), = calls
-    assert dims == (4, 1, 1, BLOCK, 1, 1)
-    assert pointers == [launcher._params.slots.ctypes.data + 8 * k for k in range(6)]
-    assert slots.view(np.int64)[0] == 4096 and int(slots[1]) == 0x7F00_0000_1000
-    assert slots.view(np.int64)[2] == -7 and slots.view(np.float32)[6] == 1.5
-    assert slots.view(np.uint8)[32] == 1 and slots.view(np.float64)[5] == 0.25
-
-
-def test_a_refused_raw_launch_falls_back_to_cuda_core(monkeypatch):
-    packed = []
-    monkeypatch.setattr(launch_module.driver, "cuLaunchKernel",
-                        lambda *args: (launch_module.driver.CUresult.CUDA_ERROR_INVALID_HANDLE,))
-    monkeypatch.setattr(launch_module, "launch",
-                        lambda stream, config, kernel, *args: packed.append(args))
-    launcher = Launcher(FakeKernel(), ("i64", "ptr"), H100_SMS)
-    launcher(10, [0x1000])
-    launcher(10, [0x2000])
-    assert packed == [(10, 0x1000), (10, 0x2000)] and not launcher._raw
 
 
 def test_grid_is_one_thread_per_element_capped_per_sm():
