@@ -2,8 +2,9 @@
 
 Pure functions over ``(shape, strides, offset)`` triples, strides and offsets counted in elements.
 The array layer uses them to make views (metadata only, never a copy); the planner uses
-:func:`collapse` to merge dimensions that every operand walks contiguously, and :func:`classify` to
-give each operand its layout class in the kernel's structure key.
+:func:`collapse` to merge dimensions that every operand walks contiguously, :func:`schedule` to
+choose how the kernel walks them and each operand's layout class, and :func:`vector_width` for the
+width of its accesses (all three are in the kernel's structure key).
 """
 
 from __future__ import annotations
@@ -213,11 +214,6 @@ def collapse(shape: tuple, stride_sets: list[tuple]) -> tuple[tuple, list[tuple]
     if not dims:
         dims, sets = [1], [[1] for _ in sets]
     return tuple(dims), [tuple(st) for st in sets]
-
-
-def classify(shape: tuple, strides: tuple) -> str:
-    """Layout class of one operand over a collapsed shape: ``C`` contiguous, ``S`` strided."""
-    return "C" if tuple(strides) == contiguous_strides(shape) else "S"
 
 
 # -- schedules and vector width ---------------------------------------------------------------

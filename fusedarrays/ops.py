@@ -180,11 +180,6 @@ ALIASES: dict[str, str] = {alias: row.name for row in _ROWS for alias in row.ali
 BY_UFUNC: dict[object, Op] = {row.ref: row for row in _ROWS if isinstance(row.ref, np.ufunc)}
 
 
-def lookup(name: str) -> Op:
-    """The row for ``name`` (or an alias such as ``divide``)."""
-    return OPS[ALIASES.get(name, name)]
-
-
 def _kind(dtype: np.dtype) -> str:
     return "b" if dtype.kind == "b" else dtype.kind
 
