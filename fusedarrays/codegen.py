@@ -48,6 +48,9 @@ class _Renderer:
         self.plan = plan
         self.codes = {i.var: i.code for i in plan.body if i.var is not None}
         self.level: dict[int, int] = {}
+        # Suffix of per-row and per-element names: a tile renders several groups of rows at once
+        # (all their loads first), each group's values under its own names.
+        self.tag = ""
         for ins in plan.body:
             if ins.var is None:
                 continue
@@ -62,7 +65,8 @@ class _Renderer:
 
     # -- values -------------------------------------------------------------------------------
     def name(self, var: int, lane: str) -> str:
-        return f"v{var}" if self.level[var] < 2 else f"v{var}{lane}"
+        level = self.level[var]
+        return f"v{var}" if level == 0 else f"v{var}{self.tag}" + (lane if level == 2 else "")
 
     def convert(self, var: int, want: str, lane: str) -> str:
         have = self.codes[var]
@@ -113,33 +117,39 @@ class _Renderer:
         """One group of V elements: 128-bit loads of the ``C`` operands at vector index
         ``vindex(k)``, per-lane work, 128-bit stores; ``T`` operands from ``tile_value(k, lane)``,
         other operands at ``lane_index(k, lane)``."""
-        plan, width = self.plan, self.plan.vector_width
-        out, loaded = [], set()
+        loads, lanes, stores = self.vector_parts(vindex, lane_index, tile_value)
+        return loads + lanes + stores
+
+    def vector_parts(self, vindex, lane_index, tile_value=None) -> tuple[list, list, list]:
+        """:meth:`vector_block` as its three parts: the 128-bit loads, the lanes, the stores."""
+        plan, width, tag = self.plan, self.plan.vector_width, self.tag
+        loads, lanes, stores, loaded = [], [], [], set()
         for ins in plan.body:
             if ins.kind == "load" and plan.operands[ins.arg].layout == "C" \
                     and ins.arg not in loaded:
                 loaded.add(ins.arg)
-                out.append(f"w{ins.arg} = ldv{width}_{ins.code}(p{ins.arg}, {vindex(ins.arg)})")
+                loads.append(f"w{ins.arg}{tag} = ldv{width}_{ins.code}(p{ins.arg}, "
+                             f"{vindex(ins.arg)})")
         for lane in range(width):
             def load(ins, ln, lane=lane):
                 if plan.operands[ins.arg].layout == "C":
-                    return f"w{ins.arg}[{lane}]"
+                    return f"w{ins.arg}{tag}[{lane}]"
                 if plan.operands[ins.arg].layout == "T":
                     return tile_value(ins.arg, lane)
                 return f"ld_{ins.code}(p{ins.arg}, {lane_index(ins.arg, lane)})"
-            out += self.lines_at(2, f"_{lane}", load)
+            lanes += self.lines_at(2, f"_{lane}", load)
         for ins in plan.body:
             if ins.kind != "store":
                 continue
             (src,) = ins.inputs
             k = ins.arg
             if plan.operands[k].layout == "C":
-                lanes = ", ".join(self.convert(src, ins.code, f"_{ln}") for ln in range(width))
-                out.append(f"stv{width}_{ins.code}(p{k}, {vindex(k)}, {lanes})")
+                values = ", ".join(self.convert(src, ins.code, f"_{ln}") for ln in range(width))
+                stores.append(f"stv{width}_{ins.code}(p{k}, {vindex(k)}, {values})")
             else:
-                out += [f"st_{ins.code}(p{k}, {lane_index(k, ln)}, "
-                        f"{self.convert(src, ins.code, f'_{ln}')})" for ln in range(width)]
-        return out
+                stores += [f"st_{ins.code}(p{k}, {lane_index(k, ln)}, "
+                           f"{self.convert(src, ins.code, f'_{ln}')})" for ln in range(width)]
+        return loads, lanes, stores
 
     # -- schedules ----------------------------------------------------------------------------
     def _flat_index(self, k: int, i: str) -> str:
@@ -169,21 +179,25 @@ class _Renderer:
         out = []
         for k, o in enumerate(self.plan.operands):
             params = operand_params(self.plan.schedule, o.layout, 2, k)
-            base = f"r * s{k}_0" if o.layout == "C" else f"b{k} + r * s{k}_0"
+            r = f"r{self.tag}"
+            base = f"{r} * s{k}_0" if o.layout == "C" else f"b{k} + {r} * s{k}_0"
             if params:
-                out.append(f"rb{k} = {base}")
+                out.append(f"rb{k}{self.tag} = {base}")
         return out
 
+    def _rb(self, k: int) -> str:
+        return f"rb{k}{self.tag}"
+
     def _row_index(self, k: int, col: str) -> str:
-        cls = self.plan.operands[k].layout
-        return {"C": f"rb{k} + {col}", "B": f"rb{k}"}.get(cls, f"rb{k} + {col} * s{k}_1")
+        cls, rb = self.plan.operands[k].layout, self._rb(k)
+        return {"C": f"{rb} + {col}", "B": rb}.get(cls, f"{rb} + {col} * s{k}_1")
 
     def rows(self) -> list[str]:
         width = self.plan.vector_width
         head = ["tx = cv_i64(cuda.grid(1))", "cstep = cv_i64(cuda.gridsize(1))",
                 "r = cv_i64(cuda.blockIdx.y)", "rstep = cv_i64(cuda.gridDim.y)"]
         head += self._constant_loads(0, lambda k: f"b{k}")
-        row = self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
+        row = self._row_base() + self._constant_loads(1, self._rb)
         if width == 1:
             body = self.scalar_element(lambda k: self._row_index(k, "c"))
             inner = ["c = tx", "while c < d1:"] + _indent(body + ["c += cstep"])
@@ -232,7 +246,7 @@ class _Renderer:
                 value = f"tile{ins.arg}[c - c0, r - r0]"
                 return f"({value} != 0)" if ins.code == "b1" else value
             return f"ld_{ins.code}(p{ins.arg}, {self._row_index(ins.arg, 'c')})"
-        row = self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
+        row = self._row_base() + self._constant_loads(1, self._rb)
         element = self.lines_at(2, "", load) + self.stores("", lambda k: self._row_index(k, "c"))
         compute = ["r = r0 + ty", f"while r < r0 + {TILE} and r < d0:"]
         compute += _indent(row + ["c = c0 + tx", f"while c < c0 + {TILE} and c < d1:"]
@@ -240,28 +254,36 @@ class _Renderer:
         return stage + ["cuda.syncthreads()"] + compute + ["cuda.syncthreads()"]
 
     def _vector_tile(self, staged: list[int]) -> list[str]:
-        """A full tile with 16-byte accesses: each of the block's threads stages vectors of 4
-        consecutive rows of one tile column (16 threads cover a column's 256 contiguous bytes),
-        then computes vectors of 4 consecutive columns of one tile row."""
+        """A full tile with 16-byte accesses. Each thread stages ``per`` vectors (4 consecutive
+        rows of one tile column; 16 threads cover a column's 256 contiguous bytes), then computes
+        ``per`` vectors (4 consecutive columns of one tile row). A thread's vectors are rendered
+        one after another with every load first: a load's result is not awaited before the
+        thread's next load is issued (in a loop, the store of one vector into shared memory
+        waits for its load, and the next load waits behind it)."""
         plan, width = self.plan, self.plan.vector_width
         groups, threads = TILE // width, TILE_THREADS[0] * TILE_THREADS[1]
-        lines = [f"u = ty * {TILE_THREADS[0]} + tx", f"while u < {TILE * groups}:",
-                 f"    q = u // {groups}", f"    g = u % {groups}"]
+        per, stride = TILE * groups // threads, threads // groups  # vectors, rows apart
+        lines = [f"u = ty * {TILE_THREADS[0]} + tx", f"q = u // {groups}", f"g = u % {groups}"]
         for k in staged:
             code = plan.operands[k].code
-            lines.append(f"    x{k} = ldv{width}_{code}(p{k}, (b{k} + (c0 + q) * s{k}_1 + r0) "
-                         f"// {width} + g)")
-            lines += [f"    tile{k}[q, g * {width} + {m}] = x{k}[{m}]" for m in range(width)]
-        lines += [f"    u += {threads}", "cuda.syncthreads()"]
-        body = ["q = u // " + str(groups), "g = u % " + str(groups), "r = r0 + q"]
-        body += self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
-        body += self.vector_block(
-            lambda k: f"rb{k} // {width} + c0 // {width} + g",
-            lambda k, lane: self._row_index(k, f"(c0 + g * {width} + {lane})"),
-            lambda k, lane: f"tile{k}[g * {width} + {lane}, q]")
-        lines += [f"u = ty * {TILE_THREADS[0]} + tx", f"while u < {TILE * groups}:"]
-        lines += _indent(body + [f"u += {threads}"])
-        return lines + ["cuda.syncthreads()"]
+            lines += [f"x{k}_{m} = ldv{width}_{code}(p{k}, (b{k} + (c0 + q + {stride * m}) * "
+                      f"s{k}_1 + r0) // {width} + g)" for m in range(per)]
+        for k in staged:
+            lines += [f"tile{k}[q + {stride * m}, g * {width} + {lane}] = x{k}_{m}[{lane}]"
+                      for m in range(per) for lane in range(width)]
+        lines.append("cuda.syncthreads()")
+        loads, lanes, stores = [], [], []
+        for m in range(per):
+            self.tag = f"g{m}"
+            loads += [f"r{self.tag} = r0 + q + {stride * m}"] + self._row_base()
+            loads += self._constant_loads(1, self._rb)
+            part = self.vector_parts(
+                lambda k: f"{self._rb(k)} // {width} + c0 // {width} + g",
+                lambda k, lane: self._row_index(k, f"(c0 + g * {width} + {lane})"),
+                lambda k, lane, m=m: f"tile{k}[g * {width} + {lane}, q + {stride * m}]")
+            loads, lanes, stores = loads + part[0], lanes + part[1], stores + part[2]
+        self.tag = ""
+        return lines + loads + lanes + stores + ["cuda.syncthreads()"]
 
     def _nd_coordinates(self) -> list[str]:
         rank = len(self.plan.dims)
@@ -293,7 +315,7 @@ class _Renderer:
             body = self.scalar_element(lambda k: self._flat_index(k, "i"))
             return head + ["for i in prange(n):"] + _indent(body)
         if schedule in ("rows", "tiled"):
-            row = self._row_base() + self._constant_loads(1, lambda k: f"rb{k}")
+            row = self._row_base() + self._constant_loads(1, self._rb)
             body = self.scalar_element(lambda k: self._row_index(k, "c"))
             return head + ["for r in prange(d0):"] + _indent(
                 row + ["for c in range(d1):"] + _indent(body))

@@ -20,7 +20,7 @@ from . import config, graph, keys, layout
 from .dtypes import CODES
 from .errors import ShapeError
 
-CODEGEN_VERSION = "2"
+CODEGEN_VERSION = "3"
 
 
 @dataclass(frozen=True)

@@ -62,3 +62,19 @@ def test_transposed_operand_goes_through_shared_memory():
     ex, ptx = ptx_of((x.T + b[None, :]) * s[:, None])
     assert ex.plan.schedule == "tiled"
     assert "ld.shared.f32" in ptx and "st.shared.f32" in ptx and "bar.sync" in ptx
+
+
+def test_a_full_tile_issues_all_its_loads_before_waiting_on_any():
+    """Each thread of a full tile loads 4 vectors of the transposed operand, and in the compute
+    phase 4 vectors of the contiguous one, with no shared store or global store between them: in
+    order of issue, a store waits for the load it stores."""
+    rng = np.random.default_rng()
+    x = fa.asarray(rng.standard_normal((256, 128)).astype(np.float32))
+    b, s = (fa.asarray(rng.standard_normal(n).astype(np.float32)) for n in (256, 128))
+    ex, ptx = ptx_of((x.T + b[None, :]) * s[:, None])
+    assert ex.plan.schedule == "tiled" and ex.vector_width == 4
+    accesses = re.findall(r"(ld\.global\.v4\.f32|st\.shared|bar\.sync|st\.global\.v4\.f32)", ptx)
+    runs = "".join({"ld.global.v4.f32": "L", "st.shared": "S", "bar.sync": "|",
+                    "st.global.v4.f32": "W"}[a] for a in accesses)
+    assert "LLLLS" in runs and "|LLLL" in runs, runs      # staging loads, then compute loads
+    assert "WWWW" in runs, runs
