@@ -2,25 +2,17 @@
 
 Where it sits: the runtime's last step; ``CudaBackend.load`` builds one :class:`Launcher` per loaded
 kernel and ``CudaBackend.launch`` calls it with the element count and the kernel arguments. Every
-call is measured in microseconds, so everything that depends only on the kernel (the parameter
-block, stream, SM count) is decided once in ``__init__``, and the launch configuration once per
+call is measured in microseconds, so everything that depends only on the kernel (argument
+converters, stream, SM count) is decided once in ``__init__``, and the launch configuration once per
 element count. Imports no numba.
 
-The launch is the driver's ``cuLaunchKernel`` called through ``ctypes``, with a parameter block
-built once per kernel: a call packs every argument into it with one ``struct.pack_into`` and hands
-the driver the block's pointer array. ``cuda.core.launch`` (which packs its arguments anew on
-every call) is the fallback where the driver library can't be opened this way or refuses the
-launch; it then raises its own, descriptive, error. A ``cuLaunchKernel`` through
-``cuda.bindings`` with a prebuilt NumPy parameter array measured slower than ``cuda.core``
-(10–12 µs against 7–9 µs, H100 host, 2026-11-22): the cost is in the binding's argument
-conversion, which ``ctypes`` with fixed argument types avoids.
+``cuda.core.launch`` it is: a ``cuLaunchKernel`` through ``cuda.bindings`` with a prebuilt
+parameter array (slots written by NumPy item assignment, one address handed over) was measured
+slower on the H100 host, 10–12 µs a launch against 7–9 µs (2026-11-22, same process, alternating);
+a faster raw launch needs a C-level caller.
 """
 
 from __future__ import annotations
-
-import ctypes
-import struct
-import sys
 
 import numpy as np
 from cuda.core import LEGACY_DEFAULT_STREAM, Kernel, LaunchConfig, launch
@@ -29,7 +21,7 @@ from ..layout import TILE_THREADS
 
 BLOCK = 256
 BLOCKS_PER_SM = 32  # grid-stride loop: more blocks than this only adds scheduling overhead
-_MAX_CONFIGS = 1024  # launch configurations cached per kernel, then the cache starts over
+_MAX_CONFIGS = 1024
 _MAX_GRID_Y = 65535  # the hardware limit; row and tile loops stride by gridDim.y beyond it
 # A row walk gets at most BLOCKS_PER_SM_ROWS blocks per SM in all, each thread handling
 # VECTORS_PER_THREAD_ROWS vectors of a row: each block then loops over several rows, which
@@ -39,61 +31,26 @@ _MAX_GRID_Y = 65535  # the hardware limit; row and tile loops stride by gridDim.
 BLOCKS_PER_SM_ROWS = 8
 VECTORS_PER_THREAD_ROWS = 2
 BLOCKS_PER_SM_TILES = 16  # about two 64 x 64 tiles per block: 0.90 → 0.92 of a same-size copy
+  # launch configurations cached per kernel, then the cache starts over
 
-# Each kernel parameter takes one 8-byte slot of the parameter block (every parameter type is at
-# most 8 bytes, and the driver reads each through its own pointer), packed little-endian by
-# ``struct``: the format of a slot per parameter type. float16 travels as float32 and bool as
-# uint8 (see intrinsics.SCALARS). ``struct`` takes Python and NumPy scalars alike and refuses a
-# value out of the type's range.
-_SLOT_FORMATS = {
-    "ptr": "Q", "u64": "Q", "i64": "q", "i32": "i4x", "u32": "I4x", "i16": "h6x", "u16": "H6x",
-    "i8": "b7x", "u8": "B7x", "b1": "B7x", "f16": "f4x", "f32": "f4x", "f64": "d",
+# cuda.core packs a Python int as an 8-byte intptr_t, which is exactly a device address or an
+# int64: "ptr" and "i64" arguments are passed as they come (ints, or NumPy 64-bit integers).
+# Every other type must reach cuda.core as the NumPy scalar of its width (a Python int or float
+# would be packed as 8 bytes): arguments of another type are converted (building a NumPy scalar
+# costs about a microsecond), so callers that pass the right type (runtime.scalar_arg does) pay
+# only a type check.
+# float16 travels as float32 and bool as uint8 (see intrinsics.SCALARS).
+_AS_IS = frozenset({"ptr", "i64"})
+_NUMPY_TYPES = {
+    "u64": np.uint64, "b1": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32,
+    "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
+    "f16": np.float32, "f32": np.float32, "f64": np.float64,
 }
-_CU_STREAM_LEGACY = 1  # the driver's handle of the legacy default stream
-
-
-def _driver_launch():
-    """``cuLaunchKernel`` of the CUDA driver library through ``ctypes``, or None where it can't
-    be opened (the launch then goes through ``cuda.core``)."""
-    name = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
-    try:
-        fn = ctypes.CDLL(name).cuLaunchKernel
-    except (OSError, AttributeError):
-        return None
-    u32, ptr = ctypes.c_uint, ctypes.c_void_p
-    fn.argtypes = [ptr, u32, u32, u32, u32, u32, u32, u32, ptr, ptr, ptr]
-    fn.restype = ctypes.c_int
-    return fn
-
-
-_cu_launch_kernel = None  # opened with the first launcher (importing this module opens nothing)
 
 
 def grid_size(n: int, sm_count: int) -> int:
     """Blocks for ``n`` elements: one element per thread, capped at ``BLOCKS_PER_SM`` per SM."""
     return min(-(-n // BLOCK), sm_count * BLOCKS_PER_SM)
-
-
-class ParamBlock:
-    """The ``kernelParams`` of ``cuLaunchKernel`` for one kernel, built once: one 8-byte slot per
-    parameter (``slots``) and an array of pointers to the slots (at ``address``).
-    ``pack_into(slots, 0, n, *args)`` writes a launch's values into the slots in one call; the
-    driver copies them when the launch is queued, so the next launch may refill them at once."""
-
-    __slots__ = ("format", "pack_into", "slots", "pointers", "address")
-
-    def __init__(self, param_types: tuple[str, ...]):
-        self.format = "<" + "".join(_SLOT_FORMATS[t] for t in param_types)
-        self.pack_into = struct.Struct(self.format).pack_into
-        self.slots = (ctypes.c_uint64 * len(param_types))()
-        base = ctypes.addressof(self.slots)
-        self.pointers = (ctypes.c_void_p * len(param_types))(
-            *[base + 8 * k for k in range(len(param_types))])
-        self.address = ctypes.addressof(self.pointers)
-
-    def values(self) -> tuple:
-        """The values last packed, as the kernel will read them."""
-        return struct.unpack(self.format, bytes(self.slots))
 
 
 class Launcher:
@@ -103,82 +60,68 @@ class Launcher:
     ``launcher(n, args)`` passes ``n`` and then ``args``, the remaining parameters in order.
     """
 
-    __slots__ = ("kernel", "param_types", "_nargs", "_sm_count", "_dims", "_params", "_pack",
-                 "_slots", "_raw", "_handle")
+    __slots__ = ("kernel", "param_types", "_nargs", "_n_type", "_typed", "_sm_count", "_configs",
+                 "_stream")
 
     def __init__(self, kernel: Kernel, param_types: tuple[str, ...], sm_count: int):
-        global _cu_launch_kernel
-        unknown = [t for t in param_types if t not in _SLOT_FORMATS]
+        unknown = [t for t in param_types if t not in _AS_IS and t not in _NUMPY_TYPES]
         if unknown or not param_types:
             raise ValueError(f"cannot launch with {param_types=}: the first is n, and each is one "
-                             f"of {sorted(_SLOT_FORMATS)}")
+                             f"of {sorted(_AS_IS | set(_NUMPY_TYPES))}")
         self.kernel = kernel
         self.param_types = tuple(param_types)
         self._nargs = len(param_types) - 1
+        self._n_type = _NUMPY_TYPES.get(param_types[0])  # None: n goes as a Python int
+        # (position in args, NumPy type) of each argument that is not passed as it comes
+        self._typed = tuple((k, _NUMPY_TYPES[t]) for k, t in enumerate(param_types[1:])
+                            if t not in _AS_IS)
         self._sm_count = sm_count
-        self._dims: dict[tuple, tuple] = {}  # (n, geometry) → grid x, y, z, block x, y, z
-        self._params = ParamBlock(self.param_types)
-        self._pack, self._slots = self._params.pack_into, self._params.slots
-        if _cu_launch_kernel is None:
-            _cu_launch_kernel = _driver_launch() or False
-        handle = getattr(kernel, "handle", None)
-        self._raw = bool(_cu_launch_kernel) and handle is not None
-        self._handle = int(handle) if self._raw else None
+        self._configs: dict[int, LaunchConfig] = {}
+        self._stream = LEGACY_DEFAULT_STREAM
 
-    def _config(self, n: int, geometry: tuple) -> tuple:
-        if len(self._dims) >= _MAX_CONFIGS:
-            self._dims.clear()
+    def _config(self, n: int, geometry: tuple) -> LaunchConfig:
+        if len(self._configs) >= _MAX_CONFIGS:
+            self._configs.clear()
         kind = geometry[0] if geometry else "flat"
         if kind == "rows":    # (rows, threads per row): rows on grid y, no division per element
             _, rows, per_row = geometry
             across = grid_size(-(-per_row // VECTORS_PER_THREAD_ROWS), self._sm_count)
             cap = max(1, self._sm_count * BLOCKS_PER_SM_ROWS // across)
-            dims = (across, min(rows, cap, _MAX_GRID_Y), 1, BLOCK, 1, 1)
+            grid = (across, min(rows, cap, _MAX_GRID_Y))
+            config = LaunchConfig(grid=grid, block=BLOCK)
         elif kind == "tiled":  # (tile rows, tile columns): one TILE x TILE tile per block
             _, tile_rows, tile_cols = geometry
             cap = max(1, self._sm_count * BLOCKS_PER_SM_TILES // tile_cols)
-            dims = (tile_cols, min(tile_rows, cap, _MAX_GRID_Y), 1, *TILE_THREADS, 1)
+            config = LaunchConfig(grid=(tile_cols, min(tile_rows, cap, _MAX_GRID_Y)),
+                                  block=TILE_THREADS)
         else:
             threads = geometry[1] if geometry else n
-            dims = (grid_size(threads, self._sm_count), 1, 1, BLOCK, 1, 1)
-        self._dims[(n, geometry)] = dims
-        return dims
+            config = LaunchConfig(grid=grid_size(threads, self._sm_count), block=BLOCK)
+        self._configs[(n, geometry)] = config
+        return config
+
+    def _converted(self, args) -> list:
+        args = list(args)
+        for k, numpy_type in self._typed:
+            args[k] = numpy_type(args[k])
+        return args
 
     def __call__(self, n: int, args, geometry: tuple = ()) -> None:
         """Launch over ``n`` elements (nothing for ``n <= 0``) with the parameters after ``n``;
         ``geometry`` (``KernelPlan.geometry``) picks a 1-D, row or tile grid."""
-        dims = self._dims.get((n, geometry))
-        if dims is None:
+        config = self._configs.get((n, geometry))
+        if config is None:
             if n <= 0:
                 return
-            dims = self._config(n, geometry)
+            config = self._config(n, geometry)
         if len(args) != self._nargs:  # a short list would launch a kernel reading garbage
             raise ValueError(f"{self!r} takes {self._nargs} arguments after n, got {len(args)}")
-        try:
-            self._pack(self._slots, 0, n, *args)
-        except struct.error as e:
-            raise TypeError(f"{self!r}: an argument does not fit its parameter type: {e}") from e
-        if self._raw and not _cu_launch_kernel(self._handle, *dims, 0, _CU_STREAM_LEGACY,
-                                               self._params.address, None):
-            return
-        self._launch_core(n, args, dims)
-
-    def _launch_core(self, n: int, args, dims: tuple) -> None:
-        """The same launch through ``cuda.core``: where the driver library could not be opened
-        or refused the launch. It raises a descriptive error if the launch is wrong; if it
-        succeeds, this kernel launches through ``cuda.core`` from now on."""
-        values = [_CORE_TYPES[t](v) for t, v in zip(self.param_types, self._params.values())]
-        launch(LEGACY_DEFAULT_STREAM, LaunchConfig(grid=dims[:3], block=dims[3:]), self.kernel,
-               *values)
-        self._raw = False
+        for k, numpy_type in self._typed:
+            if type(args[k]) is not numpy_type:
+                args = self._converted(args)
+                break
+        launch(self._stream, config, self.kernel, n if self._n_type is None else self._n_type(n),
+               *args)
 
     def __repr__(self) -> str:
         return f"<Launcher {self.kernel!r} params={','.join(self.param_types)}>"
-
-
-# What cuda.core packs each parameter type as: the NumPy scalar of its width.
-_CORE_TYPES = {
-    "ptr": np.uint64, "u64": np.uint64, "i64": np.int64, "i32": np.int32, "u32": np.uint32,
-    "i16": np.int16, "u16": np.uint16, "i8": np.int8, "u8": np.uint8, "b1": np.uint8,
-    "f16": np.float32, "f32": np.float32, "f64": np.float64,
-}
