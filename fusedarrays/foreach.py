@@ -24,13 +24,11 @@ from __future__ import annotations
 import operator
 
 from . import codegen, graph, layout, runtime
+from .arguments import Imports, classify, hashable
 from .array import ndarray
 from .backend import new_buffer
 from .errors import ShapeError, UnsupportedOperationError
 from .fuse import (
-    Imports,
-    _hashable,
-    classify,
     codegen_settings,
     describe_change,
     settle_readers,
@@ -187,7 +185,7 @@ class ForeachState:
                 token, value = type(a), a
             elif position in static:
                 who = self.fused.name_of(position, nargs, kwnames)
-                token, value = ("static", _hashable(a, who)), a
+                token, value = ("static", hashable(a, who)), a
             else:
                 who = self.fused.name_of(position, nargs, kwnames)
                 found = classify(a, who, Imports(), position)

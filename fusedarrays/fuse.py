@@ -49,13 +49,13 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import weakref
 
 import numpy as np
 
-from . import array, config, dtypes, graph, layout, runtime, trace
+from . import array, config, graph, layout, runtime, trace
+from .arguments import Imports, classify, hashable
 from .array import compute, ndarray
-from .backend import Buffer, get_backend, new_buffer
+from .backend import get_backend, new_buffer
 from .errors import UnsupportedOperationError
 from .recipe import make_packer
 
@@ -64,7 +64,6 @@ SIGNATURE_PARTS = ("backend", "settings", "arguments", "kind", "dtype", "view", 
                    "static", "aliases")
 _MAX_SIGNATURES = 256          # per function; then the table starts over
 _VECTOR_BYTES = layout.VECTOR_BYTES
-_NUMPY_BUFFERS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def fuse(fn=None, *, static_argnames=()):
@@ -93,6 +92,7 @@ class Fused:
         self._entries: dict[tuple, _Entry] = {}
         self._foreach = None       # foreach.ForeachState, made on the first .foreach call
         self._last_key: tuple | None = None
+        self._repeat: _Repeat | None = None   # the last call's arguments, for the next one
         self.traces = 0
         self.why = "not called yet"
         functools.update_wrapper(self, fn)
@@ -103,10 +103,17 @@ class Fused:
     def __call__(self, *args, **kwargs):
         if array._tracer is not None:
             return self.fn(*args, **kwargs)   # inside another traced function: inline
+        repeat = self._repeat
+        if repeat is not None and not kwargs:
+            values = repeat.values_of(args)
+            if values is not None:
+                return repeat.entry.run(values, args, kwargs)
         key, values, imports = self._signature(args, kwargs)
         entry = self._entries.get(key)
         if entry is None:
             entry = self._trace(key, values)
+        self._repeat = _Repeat.of(entry, args, values) \
+            if imports is None and not kwargs and not self._static_positions else None
         if imports is not None and set(entry.written) & imports.uploaded:
             raise UnsupportedOperationError(
                 f"fuse: {self.__qualname__} writes into a NumPy argument, which the cuda backend "
@@ -161,7 +168,7 @@ class Fused:
             kind = type(a)
             if position in static:
                 who = self.name_of(position, len(args), kwnames)
-                tokens.append(("static", _hashable(a, who)))
+                tokens.append(("static", hashable(a, who)))
                 values.append(a)
                 continue
             if kind is float or kind is int:
@@ -210,6 +217,49 @@ class Fused:
         return entry
 
 
+class _Repeat:
+    """The last call's arguments, as what the next call must repeat to have the same signature
+    without building it: the very same leaf node of each array (a node is immutable: its dtype,
+    view, buffer and alignment are the signature's), the same type of each Python scalar (its
+    value is a parameter), and no setting changed since. An optimizer loop passes the same arrays
+    at every step, so a cached call costs identity checks instead of a signature and its hash."""
+
+    __slots__ = ("entry", "expect", "generation")
+
+    def __init__(self, entry: _Entry, expect: tuple, generation: int):
+        self.entry, self.expect, self.generation = entry, expect, generation
+
+    @classmethod
+    def of(cls, entry: _Entry, args: tuple, values: list) -> _Repeat | None:
+        expect = []
+        for a, value in zip(args, values):
+            kind = type(a)
+            if kind is float or kind is int:
+                expect.append(kind)
+            elif kind is ndarray and a._node is value:   # an array that was not pending
+                expect.append(value)
+            else:   # static arguments and anything converted: only the full signature says
+                return None
+        return cls(entry, tuple(expect), config.generation())
+
+    def values_of(self, args: tuple) -> list | None:
+        """The values of a call repeating these arguments, or None."""
+        expect = self.expect
+        if len(args) != len(expect) or config.generation() != self.generation:
+            return None
+        values = list(args)
+        for k, want in enumerate(expect):
+            a = args[k]
+            if type(want) is type:
+                if type(a) is not want:
+                    return None
+            elif type(a) is not ndarray or a._node is not want or want.realized is not None:
+                return None
+            else:
+                values[k] = want
+        return values
+
+
 _settings_memo: list = [None, None]
 
 
@@ -219,95 +269,6 @@ def codegen_settings() -> tuple:
     if _settings_memo[0] != generation:
         _settings_memo[:] = [generation, config.codegen_settings()]
     return _settings_memo[1]
-
-
-def classify(a, who: str, imports: Imports, position: int):
-    """A non-ndarray argument: an fa.ndarray (arrays), or ``(token, value)``."""
-    if isinstance(a, np.generic):
-        return (np.dtype(a.dtype), a)
-    if isinstance(a, np.ndarray) and a.ndim == 0:
-        return (a.dtype, a[()])
-    if isinstance(a, bool):
-        return (("static", a), a)
-    if isinstance(a, (list, tuple)) and any(is_array(x) for x in a):
-        raise TypeError(f"fuse: {who} is a list of arrays; call .foreach(...) to apply the "
-                        "function to every element in one launch")
-    if is_array(a):
-        return imports.convert(a, position)
-    return (("static", _hashable(a, who)), a)
-
-
-class Imports:
-    """The NumPy, CuPy and PyTorch arrays of one call, each converted once (an object passed
-    twice is one array, so its aliasing is seen), and what their conversion implies."""
-
-    def __init__(self):
-        self._done: dict[int, ndarray] = {}
-        self.uploaded: set[int] = set()   # positions holding a device copy of a NumPy array
-
-    def convert(self, a, position: int) -> ndarray:
-        found = self._done.get(id(a))     # ``a`` lives through the call: its id is stable
-        if found is None:
-            found = self._done[id(a)] = wrap_numpy(a) if isinstance(a, np.ndarray) \
-                else array.asarray(a)
-        if isinstance(a, np.ndarray) and graph.leaf_view(found._node)[0].backend.name == "cuda":
-            self.uploaded.add(position)
-        return found
-
-    @staticmethod
-    def check_disjoint(buffers: list) -> None:
-        """Distinct buffers must not share memory: two imports of overlapping views would
-        otherwise hide their aliasing (a buffer repeated is fine: that aliasing is seen)."""
-        ranges = sorted({id(b): (b.backend.address(b.storage), b.nbytes, b)
-                         for b in buffers if b.storage is not None}.values(),
-                        key=lambda r: r[0])
-        for (start, size, _), (later, _, _) in zip(ranges, ranges[1:]):
-            if later < start + size:
-                raise UnsupportedOperationError(
-                    "fuse: two array arguments are separate imports of overlapping memory "
-                    "(e.g. two views of one PyTorch tensor); import the tensor once with "
-                    "fa.asarray and pass views of that array")
-
-
-def is_array(x) -> bool:
-    return (isinstance(x, (ndarray, np.ndarray)) or hasattr(x, "__cuda_array_interface__")
-            or hasattr(x, "__dlpack__"))
-
-
-def wrap_numpy(a: np.ndarray) -> ndarray:
-    """``a`` as an fa.ndarray: zero-copy on the cpu and sim backends (a kernel's writes land in
-    ``a``), an uploaded copy on cuda."""
-    backend = get_backend()
-    if backend.name == "cuda":
-        return array.asarray(a)
-    owner = a
-    while isinstance(owner.base, np.ndarray):
-        owner = owner.base
-    itemsize = a.dtype.itemsize
-    delta = a.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
-    if (not (owner.flags.c_contiguous or owner.flags.f_contiguous) or delta % itemsize
-            or any(s % itemsize for s in a.strides)):
-        raise UnsupportedOperationError(
-            "fuse: a NumPy argument must be a view (in whole elements) of a contiguous array; "
-            "pass np.ascontiguousarray(a) or a fa.ndarray")
-    # One Buffer per owning array (its storage keeps the owner alive, so the id is stable), so
-    # that two views of one NumPy array are seen to alias.
-    buffer = _NUMPY_BUFFERS.get(id(owner))
-    if buffer is None or buffer.backend is not backend:
-        storage = owner.reshape(-1, order="A").view(np.uint8)
-        buffer = _NUMPY_BUFFERS[id(owner)] = Buffer(storage, storage.nbytes, backend)
-    dt = dtypes.as_dtype(a.dtype, what="NumPy argument of dtype")
-    strides = tuple(s // itemsize for s in a.strides)
-    return ndarray(graph.leaf(buffer, dt, a.shape, strides, delta // itemsize))
-
-
-def _hashable(value, who: str):
-    try:
-        hash(value)
-    except TypeError:
-        raise TypeError(f"fuse: static {who} must be hashable, got {type(value).__name__}") \
-            from None
-    return value
 
 
 def traced_call(fused: Fused, backend, leaves: dict, values: list, key, why: str):
@@ -340,7 +301,8 @@ class _Entry:
         self.program, self.backend, self.why, self.key = program, backend, why, key
         roots = {tracer.root_of(p): p for p in sorted(tracer.placeholders, reverse=True)}
         self.written = tuple(roots[r] for r in program.written)
-        self.outputs = [(dt, tuple(shape), layout.contiguous_strides(tuple(shape)),
+        # per output: dtype, view as graph.leaf makes it, bytes
+        self.outputs = [(dt, (tuple(shape), layout.contiguous_strides(tuple(shape)), 0),
                          layout.size_of(shape) * dt.itemsize) for dt, shape in program.outputs]
         self.consts = {s[1] for _, sources in program.launches for s in sources
                        if s[0] == "const"}
@@ -360,7 +322,7 @@ class _Entry:
                 raise UnsupportedOperationError(
                     "fuse: an argument written in place is also an array the function captures; "
                     "pass that array as an argument instead of capturing it")
-        outs = [new_buffer(backend, nbytes) for _, _, _, nbytes in self.outputs]
+        outs = [new_buffer(backend, nbytes) for _, _, nbytes in self.outputs]
         temps = [new_buffer(backend, nbytes) for nbytes in self.program.temps]
         for kernel, size, geometry, pack in self.launches:
             if size:
@@ -377,8 +339,8 @@ class _Entry:
         kind, k = item
         if kind == "arg":
             return args[k] if k < len(args) else kwargs[self.key[3][k - len(args)]]
-        dt, shape, strides, _ = self.outputs[k]
-        return ndarray(graph.leaf(outs[k], dt, shape, strides, 0))
+        dt, view, _ = self.outputs[k]
+        return ndarray(graph.fresh_leaf(outs[k], dt, view))
 
 
 def settle_readers(buffer) -> None:

@@ -87,6 +87,12 @@ def _make(kind: str, dtype: np.dtype, shape: tuple, inputs: tuple, attrs: tuple,
         found = ref()
         if found is not None:
             return found
+    return _intern(ident, kind, dtype, shape, inputs, attrs)
+
+
+def _intern(ident: tuple, kind: str, dtype: np.dtype, shape: tuple, inputs: tuple,
+            attrs: tuple) -> Node:
+    """A new node, interned under ``ident`` (which no live node holds)."""
     node = Node()
     node.kind, node.dtype, node.shape, node.inputs, node.attrs = kind, dtype, shape, inputs, attrs
     node.serial = next(_serials)
@@ -149,6 +155,16 @@ def leaf(buffer, dtype: np.dtype, shape: tuple, strides: tuple, offset: int) -> 
     node = _make("leaf", np.dtype(dtype), tuple(shape), (), (buffer, view), (buffer.uid, view))
     if not node.buffers:
         node.buffers = frozenset((buffer,))
+    return node
+
+
+def fresh_leaf(buffer, dtype: np.dtype, view: tuple) -> Node:
+    """:func:`leaf` of a buffer just allocated, which no node can view yet: ``dtype`` a NumPy
+    dtype and ``view`` the ``(shape, strides, offset)`` tuple of Python ints that ``leaf`` makes
+    (a fused call's new outputs: no conversions and no look-up on that hot path)."""
+    node = _intern(("leaf", dtype, view[0], (buffer.uid, view), ()), "leaf", dtype, view[0], (),
+                   (buffer, view))
+    node.buffers = frozenset((buffer,))
     return node
 
 

@@ -91,6 +91,37 @@ def test_two_returned_outputs_come_from_one_launch():
     np.testing.assert_array_equal(second.get(), a.T - b)
 
 
+def test_a_call_repeating_the_last_arguments_skips_the_signature_and_stays_right(monkeypatch):
+    rng = np.random.default_rng()
+    a, b = rng.standard_normal((2, 6, 6)).astype(np.float32)
+    x, y = fa.asarray(a), fa.asarray(b)
+    two_outputs(x, y, 1.5)
+    built = []
+    real = fuse_module.Fused._signature
+    monkeypatch.setattr(fuse_module.Fused, "_signature",
+                        lambda self, *args: built.append(1) or real(self, *args))
+    first, _ = two_outputs(x, y, 2.5)        # the same arrays, a new value: no signature
+    assert built == []
+    np.testing.assert_array_equal(first.get(), a.T * b + np.float32(2.5))
+    first, _ = two_outputs(x, y, 2)          # an int where a float was: the whole signature
+    assert len(built) == 1
+    np.testing.assert_array_equal(first.get(), a.T * b + np.float32(2))
+    x += 1                                   # written in place: x keeps its node
+    first, _ = two_outputs(x, y, 2)
+    assert len(built) == 1
+    np.testing.assert_array_equal(first.get(), (a + 1).T * b + np.float32(2))
+    x = x * 2                                # a pending array: the whole signature computes it
+    first, _ = two_outputs(x, y, 2)
+    assert len(built) == 2
+    np.testing.assert_array_equal(first.get(), ((a + 1) * 2).T * b + np.float32(2))
+    first, _ = two_outputs(y, x, 2)          # the same arrays, swapped
+    assert len(built) == 3
+    np.testing.assert_array_equal(first.get(), b.T * ((a + 1) * 2) + np.float32(2))
+    with config.override(LOG_COMPILES=True):  # any setting may change: the whole signature
+        two_outputs(y, x, 2)
+    assert len(built) == 4
+
+
 def test_packed_arguments_are_those_the_lazy_path_passes(monkeypatch):
     """The generated packer mirrors runtime's argument order and offsets (strided operands)."""
     a, b = np.random.default_rng(3).standard_normal((2, 6, 6)).astype(np.float32)

@@ -1,0 +1,109 @@
+"""A fused call's arguments other than ``fa.ndarray``: what each is, and arrays of other libraries.
+
+Where it sits: under :mod:`fuse` and :mod:`foreach`, which build a call's signature. A NumPy
+scalar or 0-d array is a typed parameter; a bool or any other hashable object is static; a NumPy,
+CuPy or PyTorch array becomes an ``fa.ndarray`` once per call (:class:`Imports`), zero-copy where
+the backend allows, so an object passed twice is seen to alias itself.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from . import array, dtypes, graph
+from .array import ndarray
+from .backend import Buffer, get_backend
+from .errors import UnsupportedOperationError
+
+_NUMPY_BUFFERS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def classify(a, who: str, imports: Imports, position: int):
+    """A non-ndarray argument: an fa.ndarray (arrays), or ``(token, value)``."""
+    if isinstance(a, np.generic):
+        return (np.dtype(a.dtype), a)
+    if isinstance(a, np.ndarray) and a.ndim == 0:
+        return (a.dtype, a[()])
+    if isinstance(a, bool):
+        return (("static", a), a)
+    if isinstance(a, (list, tuple)) and any(is_array(x) for x in a):
+        raise TypeError(f"fuse: {who} is a list of arrays; call .foreach(...) to apply the "
+                        "function to every element in one launch")
+    if is_array(a):
+        return imports.convert(a, position)
+    return (("static", hashable(a, who)), a)
+
+
+class Imports:
+    """The NumPy, CuPy and PyTorch arrays of one call, each converted once (an object passed
+    twice is one array, so its aliasing is seen), and what their conversion implies."""
+
+    def __init__(self):
+        self._done: dict[int, ndarray] = {}
+        self.uploaded: set[int] = set()   # positions holding a device copy of a NumPy array
+
+    def convert(self, a, position: int) -> ndarray:
+        found = self._done.get(id(a))     # ``a`` lives through the call: its id is stable
+        if found is None:
+            found = self._done[id(a)] = wrap_numpy(a) if isinstance(a, np.ndarray) \
+                else array.asarray(a)
+        if isinstance(a, np.ndarray) and graph.leaf_view(found._node)[0].backend.name == "cuda":
+            self.uploaded.add(position)
+        return found
+
+    @staticmethod
+    def check_disjoint(buffers: list) -> None:
+        """Distinct buffers must not share memory: two imports of overlapping views would
+        otherwise hide their aliasing (a buffer repeated is fine: that aliasing is seen)."""
+        ranges = sorted({id(b): (b.backend.address(b.storage), b.nbytes, b)
+                         for b in buffers if b.storage is not None}.values(),
+                        key=lambda r: r[0])
+        for (start, size, _), (later, _, _) in zip(ranges, ranges[1:]):
+            if later < start + size:
+                raise UnsupportedOperationError(
+                    "fuse: two array arguments are separate imports of overlapping memory "
+                    "(e.g. two views of one PyTorch tensor); import the tensor once with "
+                    "fa.asarray and pass views of that array")
+
+
+def is_array(x) -> bool:
+    return (isinstance(x, (ndarray, np.ndarray)) or hasattr(x, "__cuda_array_interface__")
+            or hasattr(x, "__dlpack__"))
+
+
+def wrap_numpy(a: np.ndarray) -> ndarray:
+    """``a`` as an fa.ndarray: zero-copy on the cpu and sim backends (a kernel's writes land in
+    ``a``), an uploaded copy on cuda."""
+    backend = get_backend()
+    if backend.name == "cuda":
+        return array.asarray(a)
+    owner = a
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    itemsize = a.dtype.itemsize
+    delta = a.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    if (not (owner.flags.c_contiguous or owner.flags.f_contiguous) or delta % itemsize
+            or any(s % itemsize for s in a.strides)):
+        raise UnsupportedOperationError(
+            "fuse: a NumPy argument must be a view (in whole elements) of a contiguous array; "
+            "pass np.ascontiguousarray(a) or a fa.ndarray")
+    # One Buffer per owning array (its storage keeps the owner alive, so the id is stable), so
+    # that two views of one NumPy array are seen to alias.
+    buffer = _NUMPY_BUFFERS.get(id(owner))
+    if buffer is None or buffer.backend is not backend:
+        storage = owner.reshape(-1, order="A").view(np.uint8)
+        buffer = _NUMPY_BUFFERS[id(owner)] = Buffer(storage, storage.nbytes, backend)
+    dt = dtypes.as_dtype(a.dtype, what="NumPy argument of dtype")
+    strides = tuple(s // itemsize for s in a.strides)
+    return ndarray(graph.leaf(buffer, dt, a.shape, strides, delta // itemsize))
+
+
+def hashable(value, who: str):
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"fuse: static {who} must be hashable, got {type(value).__name__}") \
+            from None
+    return value
