@@ -55,3 +55,49 @@ def test_check_unpacks_results_and_names_the_error(monkeypatch):
     with pytest.raises(memory.CudaDriverError, match="CUDA_ERROR_OUT_OF_MEMORY: out of memory"):
         memory.check((driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY, 0))
     assert issubclass(memory.CudaDriverError, RuntimeError)
+
+
+class FakePool:
+    """Hands out ``cuda.core`` buffers over made-up addresses (nothing is dereferenced)."""
+
+    def __init__(self):
+        self.allocated = []
+
+    def allocate(self, size, stream=None):
+        from cuda.core import Buffer
+
+        block = Buffer.from_handle(0x7F00_0000_0000 + (len(self.allocated) << 24), size)
+        self.allocated.append(block)
+        return block
+
+
+def test_freed_blocks_are_reused_by_size_class(monkeypatch):
+    from fusedarrays.cuda import memory
+
+    cache = memory._BlockCache()
+    monkeypatch.setattr(memory, "_BLOCKS", cache)
+    pool = FakePool()
+    first = memory.alloc(pool, 4000)
+    assert (first.nbytes, first.owner.size) == (4000, 4096)       # rounded up to 512 bytes
+    address = first.ptr
+    del first                                                     # back to the cache
+    assert cache.bytes == 4096
+    again = memory.alloc(pool, 3900)                              # same class: the same block
+    assert again.ptr == address and again.nbytes == 3900 and len(pool.allocated) == 1
+    other = memory.alloc(pool, 5000)                              # another class: a new block
+    assert other.ptr != address and len(pool.allocated) == 2
+    del again, other
+    assert cache.bytes == 4096 + 5120
+
+
+def test_the_cache_keeps_at_most_its_cap(monkeypatch):
+    from fusedarrays.cuda import memory
+
+    cache = memory._BlockCache()
+    cache.MAX_BYTES = 8192
+    monkeypatch.setattr(memory, "_BLOCKS", cache)
+    pool = FakePool()
+    blocks = [memory.alloc(pool, 4096) for _ in range(3)]
+    del blocks                                                    # the third goes to the pool
+    assert cache.bytes == 8192
+    assert len(cache.free[(id(pool), 4096)]) == 2
