@@ -70,7 +70,10 @@ class _Renderer:
 
     def convert(self, var: int, want: str, lane: str) -> str:
         have = self.codes[var]
-        return self.name(var, lane) if have == want else f"cv_{want}({self.name(var, lane)})"
+        # float16 values are held as float32 already: only a conversion *to* float16 rounds
+        if have == want or (want != "f16" and COMPUTE_CODE[have] == want):
+            return self.name(var, lane)
+        return f"cv_{want}({self.name(var, lane)})"
 
     def compute(self, ins: Instr, lane: str) -> str:
         """The right-hand side of a scalar, cast or op instruction."""
@@ -85,6 +88,8 @@ class _Renderer:
         args = [self.convert(v, c, lane) for v, c in zip(ins.inputs, loop)]
         t = COMPUTE_CODE[loop[0] if row.rule == "ufunc" else loop[-1]]
         expr = template.format(*args, t=t, bits=loop_dtypes[0].itemsize * 8)
+        if ins.code == loop[-1] and ops.keeps_type(name, loop):
+            return expr  # already of the result's compute type: a cast would be one more call
         return f"cv_{ins.code}({expr})"
 
     def lines_at(self, level: int, lane: str, load) -> list[str]:

@@ -190,3 +190,43 @@ def template_kind(row: Op, loop: tuple[np.dtype, ...]) -> str:
         return _kind(loop[-1])
     kinds = {_kind(d) for d in loop[:row.nin]}
     return "".join(_kind(d) for d in loop[:row.nin]) if len(kinds) > 1 else _kind(loop[0])
+
+
+# Loops whose template, on operands of the loop's compute types, already has the result's compute
+# type in every backend — numba's CUDA and CPU typing, and NumPy scalars in the simulator — so
+# codegen writes no cast around it (each cast is one more call for numba to type and lower, ~0.5
+# ms a kernel line). Keyed by op, the dtype codes ``c`` of the *uniform* loops: every input ``c``
+# (``where``: its condition bool, both branches ``c``). Not listed, and kept: small integers
+# (numba computes ``int8 + int8`` in int64), float16 results (the cast rounds), ``1.0 / float32``
+# (float64 in numba), ``not b`` (a Python bool in the simulator), literal results (``isnan`` of
+# an integer is the constant False). tests/ptx/test_typed_loops.py derives this table from the
+# backends and fails, printing the new one, when it drifts.
+_ALL = "b1 i8 i16 i32 i64 u8 u16 u32 u64 f32 f64"
+_FLOATS, _WIDE = "f32 f64", "i64 u64 f32 f64"
+_CMP = "b1 i8 i16 i32 i64 u8 u16 u32 u64 f16 f32 f64"
+TYPED: dict[str, frozenset[str]] = {name: frozenset(codes.split()) for name, codes in {
+    "add": "b1 " + _WIDE, "subtract": _WIDE, "multiply": "b1 " + _WIDE, "true_divide": _FLOATS,
+    "floor_divide": _WIDE, "remainder": _WIDE, "power": _WIDE, "negative": _WIDE,
+    "positive": _ALL.removeprefix("b1 "), "absolute": _ALL, "sign": _WIDE,
+    "reciprocal": "i64 u64 f64", "square": _WIDE,
+    **{name: _FLOATS for name in (
+        "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos",
+        "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh",
+        "arccosh", "arctanh", "hypot", "rint", "copysign")},
+    **{name: _ALL for name in ("floor", "ceil", "trunc", "maximum", "minimum", "fmax", "fmin",
+                               "clip", "copy", "where")},
+    **{name: "f16 f32 f64" for name in ("isnan", "isinf", "isfinite", "signbit")},
+    **{name: _CMP for name in ("logical_and", "logical_or", "logical_xor", "logical_not",
+                               "equal", "not_equal", "less", "less_equal", "greater",
+                               "greater_equal")},
+    **{name: "b1 i64 u64" for name in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    **{name: "i64 u64" for name in ("invert", "left_shift", "right_shift")},
+}.items()}
+
+
+def keeps_type(name: str, loop: tuple[str, ...]) -> bool:
+    """Whether op ``name``'s template on the loop ``loop`` (dtype codes, in… out) already yields
+    the result's compute type, so that a cast to it would change nothing (see :data:`TYPED`)."""
+    inputs = loop[1:-1] if name == "where" else loop[:-1]
+    return (loop[-1] != "f16" and len(set(inputs)) == 1
+            and inputs[0] in TYPED.get(name, ()))
