@@ -20,7 +20,7 @@ from . import config, graph, keys, layout
 from .dtypes import CODES
 from .errors import ShapeError
 
-CODEGEN_VERSION = "3"
+CODEGEN_VERSION = "4"
 
 
 @dataclass(frozen=True)
