@@ -275,9 +275,51 @@ def _build_typers() -> dict[str, Callable]:
 TYPERS: dict[str, Callable] = _build_typers()
 
 
+try:  # numba-cuda's private names: where they have moved, intrinsics are numba's plain ones
+    from numba.cuda.extending import _Intrinsic
+    from numba.cuda.typing.templates import infer, infer_global, make_intrinsic_template
+except ImportError:  # pragma: no cover - another numba-cuda
+    _Intrinsic = None
+
+
+if _Intrinsic is not None:
+    class _CachedIntrinsic(_Intrinsic):
+        """An intrinsic whose typing answers a signature it has typed before from its cache.
+
+        numba-cuda's intrinsic template refreshes the CUDA target's registries (~0.15 ms) on
+        *every* call it types, before it looks in its own per-signature cache: the refresh finds
+        the registry in which to install the lowering of a *new* signature. Generated kernels
+        call intrinsics on most lines, so that is a few ms a kernel. This template looks in the
+        same cache first and leaves a miss to numba-cuda's typing, refresh included.
+        """
+
+        def _register(self):
+            base = make_intrinsic_template(self, self._defn, self._name)
+            if not hasattr(base, "_impl_cache"):  # pragma: no cover - another numba-cuda
+                super()._register()
+                return
+
+            def generic(template, args, kws):
+                # the key numba-cuda's _IntrinsicTemplate.generic files each signature under
+                hit = template._impl_cache.get((template.context, args, tuple(kws.items())))
+                return hit if hit is not None else base.generic(template, args, kws)
+
+            cached = type(base)(base.__name__, (base,), {"generic": generic})
+            infer(cached)
+            infer_global(self, types.Function(cached))
+
+
+def _cached_intrinsic(typer: Callable):
+    if _Intrinsic is None:  # pragma: no cover
+        return intrinsic(typer)
+    handle = _CachedIntrinsic(typer.__name__, typer, target="cuda")
+    handle._register()
+    return handle
+
+
 def _build_base() -> dict[str, object]:
     ns: dict[str, object] = {"cuda": cuda, "math": math}
-    ns.update((name, intrinsic(typer)) for name, typer in TYPERS.items())
+    ns.update((name, _cached_intrinsic(typer)) for name, typer in TYPERS.items())
     # libdevice stubs are typed device functions already: binding them under our names costs
     # nothing at run time (floorf/floor, …, fmodf/fmod).
     for name in MATH_FUNCTIONS:
