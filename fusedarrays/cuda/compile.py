@@ -135,6 +135,13 @@ def compile_kernel(source: str, fn_name: str, param_types: tuple[str, ...], arch
     return ptx, cubin, entry, times
 
 
+def compile_lock():
+    """numba's global compile lock (numba's and numba-cuda's), a re-entrant context manager."""
+    from numba.cuda.core.compiler_lock import global_compiler_lock
+
+    return global_compiler_lock
+
+
 def link_cubin(ptx: str, arch: str) -> bytes:
     """Link ``ptx`` into a cubin for ``arch`` with nvJitLink via ``cuda.core`` (no GPU needed)."""
     from cuda.core import Linker, LinkerOptions, ObjectCode
