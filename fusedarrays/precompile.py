@@ -266,6 +266,7 @@ class _Batch:
         from .cuda.compile import compile_kernel
 
         running: dict = {}
+        forked = pool is not None
         try:
             if pool is None:
                 pool = ProcessPoolExecutor(
@@ -285,7 +286,10 @@ class _Batch:
                     try:
                         self.finish(k, future.result())
                     except CompileError as e:
-                        self.finish(k, e)
+                        if forked:  # where the fork, not the kernel, is at fault: compile here
+                            self.give_back(k)
+                        else:
+                            self.finish(k, e)
                     except Exception:
                         self.give_back(k)  # a broken worker: the other thread compiles it
         except Exception:  # the pool broke: the other thread compiles what is left

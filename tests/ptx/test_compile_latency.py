@@ -79,3 +79,15 @@ def test_a_batch_in_a_warm_process_uses_forked_workers():
     assert workers == 2
     assert [r[2] for r in results] == [cc.entry_name(r[0]) for r in results]
     assert all(r[1][:4] == b"\x7fELF" for r in results)
+
+
+def test_a_kernel_that_fails_in_a_forked_worker_fails_the_batch_from_here():
+    """A forked worker's compile error is retried here (the fork, not the kernel, might be at
+    fault); a kernel that cannot compile then raises its CompileError from this process."""
+    from fusedarrays.errors import CompileError
+
+    good = jobs(plans(lambda x, y: fa.log1p(x) * y, lambda x, y: fa.expm1(x) - y))
+    bad = ("def fa_bad(n, p0):\n    st_f32(p0, 0, no_such_name)\n", "fa_bad", ("i64", "ptr"),
+           "sm_90")
+    with pytest.raises(CompileError, match="fa_bad"):
+        precompile.compile_batch([bad] + good, workers=1, progress=False)
