@@ -306,6 +306,8 @@ class _Entry:
                          layout.size_of(shape) * dt.itemsize) for dt, shape in program.outputs]
         self.consts = {s[1] for _, sources in program.launches for s in sources
                        if s[0] == "const"}
+        # the most common result, one new array, is made without going through _item
+        self.single = self.outputs[0][:2] if program.items == ("one", ("out", 0)) else None
         self.launches = []
         for plan, sources in program.launches:
             kernel = runtime.kernel_for(plan, backend)
@@ -322,12 +324,15 @@ class _Entry:
                 raise UnsupportedOperationError(
                     "fuse: an argument written in place is also an array the function captures; "
                     "pass that array as an argument instead of capturing it")
-        outs = [new_buffer(backend, nbytes) for _, _, nbytes in self.outputs]
-        temps = [new_buffer(backend, nbytes) for nbytes in self.program.temps]
+        outputs, temps = self.outputs, self.program.temps
+        outs = [new_buffer(backend, nbytes) for _, _, nbytes in outputs] if outputs else ()
+        temps = [new_buffer(backend, nbytes) for nbytes in temps] if temps else ()
         for kernel, size, geometry, pack in self.launches:
             if size:
                 backend.launch(kernel, size, pack(values, outs, temps), geometry)
                 runtime.count_launch()
+        if self.single is not None:
+            return ndarray(graph.fresh_leaf(outs[0], *self.single))
         items = self.program.items
         if items is None:
             return None
