@@ -15,6 +15,7 @@ cache must not pay for ``import numba`` (0.75–1 s).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 
@@ -102,15 +103,65 @@ def _numba_ptx(kernel, signature, cc: tuple[int, int], times: dict | None, start
 
     split = getattr(compiler, "_compile_pyfunc_with_fixup", None)
     if split is None:  # another numba-cuda: one step, reported as typing+lowering
-        ptx, _ = cuda.compile_ptx(kernel, signature, cc=cc, **_OPTIONS)
+        with _memoized_call_typing():
+            ptx, _ = cuda.compile_ptx(kernel, signature, cc=cc, **_OPTIONS)
         _note(times, "numba typing+lowering", time.perf_counter() - start)
         return ptx
-    library, _ = split(kernel, signature, device=False, cc=cc, abi="numba", **_OPTIONS)
+    with _memoized_call_typing():
+        library, _ = split(kernel, signature, device=False, cc=cc, abi="numba", **_OPTIONS)
     lowered = time.perf_counter()
     _note(times, "numba typing+lowering", lowered - start)
     (ptx,) = library.get_asm_strs(cc=cc)
     _note(times, "nvvm", time.perf_counter() - lowered)
     return ptx
+
+
+# (callee type, argument types, keyword types) → the signature numba's CUDA typing gave it
+_TYPED_CALLS: dict = {}
+_TYPED_CALLS_CAP = 1 << 14  # a few hundred are usual; cleared past this, never grown without end
+
+
+@contextlib.contextmanager
+def _memoized_call_typing():
+    """numba's CUDA typing of calls, memoized across this module's compiles while it lasts.
+
+    numba types every call (``a * b`` is a call of ``operator.mul``) by trying each template of
+    the callee in turn, ~0.3–0.5 ms even for ``float32 * float32``, and keeps no result from one
+    compile to the next; generated kernels repeat a small vocabulary of such calls. The answer
+    depends only on the callee, the argument types (literal values included) and the registered
+    templates, and our compiles all run with the same flags (:data:`_OPTIONS`), so it is kept
+    here, per process. Installed on the CUDA typing context only while this thread holds numba's
+    compile lock, so another compile (a user's own ``@cuda.jit``, other flags) never sees it. A
+    callee or argument that cannot be hashed, a failure, or no result is left to numba.
+    """
+    from numba.cuda.descriptor import cuda_target
+
+    context = cuda_target.typing_context
+    resolve = getattr(type(context), "resolve_function_type", None)
+    if resolve is None:  # pragma: no cover - another numba-cuda
+        yield
+        return
+
+    def memoized(func, args, kws):
+        try:
+            key = (func, tuple(args), tuple(sorted(dict(kws).items())))
+            found = _TYPED_CALLS.get(key)
+        except TypeError:  # unhashable: type it as numba does
+            return resolve(context, func, args, kws)
+        if found is None:
+            found = resolve(context, func, args, kws)
+            if found is not None:
+                if len(_TYPED_CALLS) >= _TYPED_CALLS_CAP:
+                    _TYPED_CALLS.clear()
+                _TYPED_CALLS[key] = found
+        return found
+
+    with compile_lock():
+        context.resolve_function_type = memoized
+        try:
+            yield
+        finally:
+            del context.resolve_function_type
 
 
 def _note(times: dict | None, stage: str, seconds: float) -> None:

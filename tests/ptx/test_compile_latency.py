@@ -19,10 +19,10 @@ from fusedarrays.cuda import intrinsics  # noqa: E402
 precompile = importlib.import_module("fusedarrays.precompile")
 
 
-def plans(*exprs):
+def plans(*exprs, n=1024):
     with config.override(BACKEND="cpu"):
-        x = fa.asarray(np.random.default_rng(0).random(1024, np.float32))
-        y = fa.asarray(np.random.default_rng(1).random(1024, np.float32))
+        x = fa.asarray(np.random.default_rng(0).random(n, np.float32))
+        y = fa.asarray(np.random.default_rng(1).random(n, np.float32))
         return [precompile.kernel_plans([make(x, y)])[0] for make in exprs]
 
 
@@ -31,7 +31,8 @@ def jobs(plan_list, arch="sm_90"):
 
 
 def normal(ptx: str) -> str:
-    return re.sub(r"_ZN\w+", "NAME", re.sub(r"//[^\n]*", "", ptx))
+    # mangled names and shared arrays are numbered per process
+    return re.sub(r"_ZN\w+|_cudapy_smem_\d+", "NAME", re.sub(r"//[^\n]*", "", ptx))
 
 
 def test_an_intrinsic_signature_typed_before_skips_numbas_registry_refresh(monkeypatch):
@@ -91,3 +92,32 @@ def test_a_kernel_that_fails_in_a_forked_worker_fails_the_batch_from_here():
            "sm_90")
     with pytest.raises(CompileError, match="fa_bad"):
         precompile.compile_batch([bad] + good, workers=1, progress=False)
+
+
+def test_memoized_call_typing_changes_no_kernel(monkeypatch):
+    """Kernels typed with the per-process memo of call typings compile to the PTX that numba's
+    own typing gives (but for mangled names): flat, rows and tiled walks, helpers inlined."""
+    import contextlib
+
+    def make_rows(x, y):
+        return fa.floor_divide(x.reshape(256, 256) + y[:256][None, :], 3.0)
+
+    def make_tiled(x, y):
+        return fa.maximum(x.reshape(256, 256).T, y.reshape(256, 256)) ** 2
+
+    plan_list = plans(lambda x, y: fa.remainder(x, y) * fa.sin(y), make_rows, make_tiled,
+                      lambda x, y: fa.where(x < y, fa.arctan2(x, y), fa.hypot(x, y)), n=1 << 16)
+    assert [p.schedule for p in plan_list] == ["flat", "rows", "tiled", "flat"]
+    todo = jobs(plan_list)
+    memoized = [normal(cc.compile_ptx(*job, devicelib.helpers())[0]) for job in todo]
+    assert cc._TYPED_CALLS  # the memo holds what those compiles typed
+    monkeypatch.setattr(cc, "_memoized_call_typing", contextlib.nullcontext)
+    plain = [normal(cc.compile_ptx(*job, devicelib.helpers())[0]) for job in todo]
+    assert memoized == plain
+
+
+def test_memoized_call_typing_is_gone_after_a_compile():
+    from numba.cuda.descriptor import cuda_target
+
+    cc.compile_ptx(*jobs(plans(lambda x, y: x - y))[0], devicelib.helpers())
+    assert "resolve_function_type" not in vars(cuda_target.typing_context)
