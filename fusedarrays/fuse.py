@@ -240,6 +240,8 @@ class _Repeat:
                 expect.append(value)
             else:   # static arguments and anything converted: only the full signature says
                 return None
+        if all(type(e) is type for e in expect):  # no array: the active backend is the key's
+            return None
         return cls(entry, tuple(expect), config.generation())
 
     def values_of(self, args: tuple) -> list | None:
