@@ -116,51 +116,67 @@ def _numba_ptx(kernel, signature, cc: tuple[int, int], times: dict | None, start
     return ptx
 
 
-# (callee type, argument types, keyword types) → the signature numba's CUDA typing gave it
+# (callee, argument types, keyword types) → the signature numba's CUDA typing gave that call; and
+# (function type, typing context, argument types, keyword types) → its get_call_type answer
 _TYPED_CALLS: dict = {}
 _TYPED_CALLS_CAP = 1 << 14  # a few hundred are usual; cleared past this, never grown without end
 
 
+def _memo(key, compute):
+    try:
+        found = _TYPED_CALLS.get(key)
+    except TypeError:  # unhashable: typed as numba types it, every time
+        return compute()
+    if found is None:
+        found = compute()
+        if found is not None:
+            if len(_TYPED_CALLS) >= _TYPED_CALLS_CAP:
+                _TYPED_CALLS.clear()
+            _TYPED_CALLS[key] = found
+    return found
+
+
 @contextlib.contextmanager
 def _memoized_call_typing():
-    """numba's CUDA typing of calls, memoized across this module's compiles while it lasts.
+    """numba's typing of calls, memoized across this module's compiles while it lasts.
 
     numba types every call (``a * b`` is a call of ``operator.mul``) by trying each template of
-    the callee in turn, ~0.3–0.5 ms even for ``float32 * float32``, and keeps no result from one
-    compile to the next; generated kernels repeat a small vocabulary of such calls. The answer
-    depends only on the callee, the argument types (literal values included) and the registered
-    templates, and our compiles all run with the same flags (:data:`_OPTIONS`), so it is kept
-    here, per process. Installed on the CUDA typing context only while this thread holds numba's
-    compile lock, so another compile (a user's own ``@cuda.jit``, other flags) never sees it. A
-    callee or argument that cannot be hashed, a failure, or no result is left to numba.
+    the callee in turn, ~0.3–0.5 ms even for ``float32 * float32``, keeps no result from one
+    compile to the next, and types each operator a second time while lowering it; generated
+    kernels repeat a small vocabulary of such calls. The answer depends only on the callee, the
+    argument types (literal values included) and the registered templates, and our compiles all
+    run with the same flags (:data:`_OPTIONS`), so it is kept here, per process. Installed (on
+    the CUDA typing context, and on numba's function type) only while this thread holds numba's
+    compile lock, which every numba compile takes, CPU ones included: no other compile (a
+    user's own ``@cuda.jit``, other flags) ever sees it. A callee or argument that cannot be
+    hashed, a failure, or no result is left to numba.
     """
+    from numba.cuda import types
     from numba.cuda.descriptor import cuda_target
 
     context = cuda_target.typing_context
     resolve = getattr(type(context), "resolve_function_type", None)
-    if resolve is None:  # pragma: no cover - another numba-cuda
+    owner = next((c for c in types.Function.__mro__ if "get_call_type" in vars(c)), None)
+    if resolve is None or owner is None:  # pragma: no cover - another numba-cuda
         yield
         return
+    get_call_type = vars(owner)["get_call_type"]
 
-    def memoized(func, args, kws):
-        try:
-            key = (func, tuple(args), tuple(sorted(dict(kws).items())))
-            found = _TYPED_CALLS.get(key)
-        except TypeError:  # unhashable: type it as numba does
-            return resolve(context, func, args, kws)
-        if found is None:
-            found = resolve(context, func, args, kws)
-            if found is not None:
-                if len(_TYPED_CALLS) >= _TYPED_CALLS_CAP:
-                    _TYPED_CALLS.clear()
-                _TYPED_CALLS[key] = found
-        return found
+    def resolve_memoized(func, args, kws):
+        return _memo((func, tuple(args), tuple(sorted(dict(kws).items()))),
+                     lambda: resolve(context, func, args, kws))
+
+    def get_call_type_memoized(self, typing_context, args, kws):
+        return _memo((self, typing_context, tuple(args), tuple(sorted(dict(kws).items()))),
+                     lambda: get_call_type(self, typing_context, args, kws))
 
     with compile_lock():
-        context.resolve_function_type = memoized
+        context.resolve_function_type = resolve_memoized
+        owner.get_call_type = get_call_type_memoized
         try:
             yield
         finally:
+            owner.get_call_type = get_call_type
             del context.resolve_function_type
 
 

@@ -117,7 +117,13 @@ def test_memoized_call_typing_changes_no_kernel(monkeypatch):
 
 
 def test_memoized_call_typing_is_gone_after_a_compile():
+    """Outside our compiles numba types as it always does (a user's own kernels, CPU ones)."""
+    from numba.cuda import types
     from numba.cuda.descriptor import cuda_target
 
+    owner = next(c for c in types.Function.__mro__ if "get_call_type" in vars(c))
+    before = vars(owner)["get_call_type"]
     cc.compile_ptx(*jobs(plans(lambda x, y: x - y))[0], devicelib.helpers())
     assert "resolve_function_type" not in vars(cuda_target.typing_context)
+    assert vars(owner)["get_call_type"] is before
+    assert not before.__module__.startswith("fusedarrays")
