@@ -1,10 +1,10 @@
 """Importing this module warms numba-cuda up: numba, the CUDA target, NVVM and nvJitLink loaded,
 one tiny kernel compiled and linked.
 
-Where it sits: only the batch compiler's fork server imports it (``precompile.py`` preloads it),
-so that every worker forked from that server compiles its first kernel as fast as its tenth
-instead of first spending ~1 s importing numba and ~0.5 s on numba's first compile. Nothing else
-imports it: its import is the work.
+Where it sits: only a batch compiler's *spawned* worker imports it (``precompile.py``'s pool
+initializer), while the batch's first jobs are done by the parent, so that the worker's first
+kernel then compiles as fast as its tenth; a worker *forked* from a process with numba imported
+is warm already. Nothing else imports it: its import is the work.
 """
 
 from __future__ import annotations
