@@ -1,9 +1,16 @@
 """fusedarrays' own host time per cached evaluation, without a GPU and without the backend's costs.
 
-Builds ``(x * y + 1.5).compute()`` on 1 K float32 and times it with the backend's launch,
-allocation, address and operand-argument calls replaced by the cheapest stand-ins (what is left
-is graph building, tracing, the plan or its cached recipe, argument assembly and bookkeeping).
-Prints µs per call (best of several rounds) and a profile's top entries with ``--profile``.
+Two statements, each timed with the backend's launch, allocation, address and operand-argument
+calls replaced by the cheapest stand-ins (what is left is graph building, views, tracing, the
+plan or its cached recipe, argument assembly and bookkeeping):
+
+- ``(x * y + 1.5).compute()`` on 1 K float32 (a new result each call);
+- ``out[...] = (x + b[None, :]) * s[:, None]`` and the same with ``x.T``, on 256² float32 (an
+  in-place write through three basic-indexing views; the launch is stubbed, so the size only
+  has to make the views real).
+
+Prints µs per call (best of several rounds) and, with ``--profile``, a profile's top entries for
+each statement.
 
 Usage: python benchmarks/host_overhead.py [--calls 5000] [--rounds 7] [--profile]
 """
@@ -30,6 +37,42 @@ def stub_backend():
     return backend
 
 
+def statements(rng):
+    """name → a function running one statement (each compiled for real once, unstubbed)."""
+    x = fa.asarray(rng.standard_normal(1024).astype(np.float32))
+    y = fa.asarray(rng.standard_normal(1024).astype(np.float32))
+    m = 256
+    xm = fa.asarray(rng.standard_normal((m, m)).astype(np.float32))
+    b = fa.asarray(rng.standard_normal(m).astype(np.float32))
+    s = fa.asarray(rng.standard_normal(m).astype(np.float32))
+    out = fa.empty((m, m), np.float32)
+
+    def expression():
+        (x * y + 1.5).compute()
+
+    def view_write():
+        out[...] = (xm + b[None, :]) * s[:, None]
+
+    def view_write_t():
+        out[...] = (xm.T + b[None, :]) * s[:, None]
+
+    return {"(x * y + 1.5).compute(), 1 K": expression,
+            "out[...] = (x + b[None, :]) * s[:, None], 256²": view_write,
+            "out[...] = (x.T + b[None, :]) * s[:, None], 256²": view_write_t}
+
+
+def best_of(call, calls: int, rounds: int) -> list[float]:
+    for _ in range(500):
+        call()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        times.append((time.perf_counter() - start) / calls * 1e6)
+    return times
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5000)
@@ -37,36 +80,26 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     with config.override(BACKEND="cpu", CPU_PARALLEL=False):
-        rng = np.random.default_rng(0)
-        x = fa.asarray(rng.standard_normal(1024).astype(np.float32))
-        y = fa.asarray(rng.standard_normal(1024).astype(np.float32))
-        (x * y + 1.5).compute()          # compile (for real) before the stand-ins go in
+        cases = statements(np.random.default_rng(0))
+        for call in cases.values():
+            call()                       # compile (for real) before the stand-ins go in
         stub_backend()
-
-        def call():
-            (x * y + 1.5).compute()
-
-        for _ in range(500):
-            call()
-        rounds = []
-        for _ in range(args.rounds):
-            start = time.perf_counter()
-            for _ in range(args.calls):
-                call()
-            rounds.append((time.perf_counter() - start) / args.calls * 1e6)
-        print(f"fusedarrays host overhead per cached (x * y + 1.5).compute(): "
-              f"{min(rounds):.1f} µs (best of {args.rounds}; median "
-              f"{sorted(rounds)[len(rounds) // 2]:.1f} µs)")
+        for name, call in cases.items():
+            rounds = best_of(call, args.calls, args.rounds)
+            print(f"fusedarrays host overhead per cached {name}: {min(rounds):.1f} µs "
+                  f"(best of {args.rounds}; median {sorted(rounds)[len(rounds) // 2]:.1f} µs)")
         if args.profile:
             import cProfile
             import pstats
 
-            profile = cProfile.Profile()
-            profile.enable()
-            for _ in range(args.calls):
-                call()
-            profile.disable()
-            pstats.Stats(profile).sort_stats("tottime").print_stats(15)
+            for name, call in cases.items():
+                print(f"\n--- profile: {name}")
+                profile = cProfile.Profile()
+                profile.enable()
+                for _ in range(args.calls):
+                    call()
+                profile.disable()
+                pstats.Stats(profile).sort_stats("tottime").print_stats(15)
     return 0
 
 
