@@ -28,7 +28,7 @@ class Buffer:
 
     ``readers`` holds the pending arrays whose graphs read this buffer, so that an in-place write
     can compute them first: writing into a buffer never changes a pending result; ``derived`` the
-    computed nodes read from it, whose remembered results a write makes stale.
+    computed nodes read from it or stored in it, whose remembered results a write makes stale.
     """
 
     __slots__ = ("uid", "storage", "nbytes", "backend", "readers", "derived", "align",
@@ -46,7 +46,8 @@ class Buffer:
         # grows; no callbacks, which would cost a microsecond per intermediate array), or None
         # until the first: most buffers (results) never get a reader.
         self.readers: list[weakref.ref] | None = None
-        # Weak references to computed nodes whose remembered result was read from this buffer:
+        # Weak references to computed nodes whose remembered result was read from this buffer
+        # or is held in it:
         # runtime.forget_results_reading drops those results before the buffer is written.
         self.derived: list[weakref.ref] | None = None
 

@@ -365,7 +365,7 @@ def compute_nodes(nodes: list[graph.Node], backend: Backend) -> list[graph.Node]
             node, (buffer, dtype, shape, strides, _) = next(done)
             leaf = graph.leaf(buffer, dtype, shape, strides, 0)
             node.realized = leaf
-            _remember_derived(node)
+            _remember_derived(node, buffer)
             results[k] = leaf
     return results
 
@@ -381,7 +381,7 @@ def _compute_one(node: graph.Node, backend: Backend) -> graph.Node:
     buffer = new_buffer(backend, layout.size_of(shape) * dtype.itemsize)
     run([(node, (buffer, dtype, shape, strides, 0))])
     leaf = node.realized = graph.leaf(buffer, dtype, shape, strides, 0)
-    _remember_derived(node)
+    _remember_derived(node, buffer)
     return leaf
 
 
@@ -389,11 +389,16 @@ _strides: dict[tuple, tuple] = {}  # shape → contiguous element strides
 
 
 def forget_results_reading(buffer: Buffer) -> None:
-    """Before ``buffer`` is written: results computed from it no longer stand for their nodes.
+    """Before ``buffer`` is written: results computed from it, and results stored in it, no
+    longer stand for their nodes.
 
     Nodes are hash-consed, so building ``a * b`` again returns the node computed before, and its
     remembered result; once ``a``'s memory changes, that result is stale and must be dropped
-    (arrays already holding it keep it, as NumPy arrays keep their values).
+    (arrays already holding it keep it, as NumPy arrays keep their values). Likewise once the
+    memory holding ``a * b``'s result is written (``p = a * b; p.compute(); p += 1``): a pending
+    graph built on ``a * b`` before it was computed reads the result through ``realized`` and
+    would see the write; dropped, it computes ``a * b`` again from ``a`` and ``b``. Afterwards no
+    graph reaches ``buffer`` except through its own leaves (in its node's ``buffers``).
     """
     if buffer.derived:
         for ref in buffer.derived:
@@ -403,10 +408,13 @@ def forget_results_reading(buffer: Buffer) -> None:
         buffer.derived = None
 
 
-def _remember_derived(node: graph.Node) -> None:
+def _remember_derived(node: graph.Node, held_in: Buffer) -> None:
+    """Note ``node``'s remembered result (held in ``held_in``) on the buffers that a write
+    makes it stale by: those it was read from and its own."""
     ref = weakref.ref(node)
     for source in node.buffers:
         source.derived = append_weak(source.derived, ref)
+    held_in.derived = append_weak(held_in.derived, ref)
 
 
 def reads_through_other_map(node: graph.Node, buffer: Buffer, target: tuple) -> bool:
