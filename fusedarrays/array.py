@@ -219,14 +219,20 @@ def runtime_write(target: tuple, node: graph.Node) -> None:
     if _tracer is not None and _tracer.records(target, node):
         return
     buffer = target[0]
-    readers = [a for a in (r() for r in buffer.readers or ()) if a is not None and a.pending]
-    if readers:
-        compute(*readers)
-    node = node.realized or node
-    if runtime.reads_through_other_map(node, buffer, target):
-        (node,) = runtime.compute_nodes([node], buffer.backend)
-    layout.broadcast_strides(node.shape, (0,) * node.ndim, target[2])
+    if buffer.readers:
+        readers = [a for a in (r() for r in buffer.readers) if a is not None and a.pending]
+        if readers:
+            compute(*readers)
+    # Before the aliasing check: once the results remembered from or in this buffer are
+    # dropped, a graph reaches it only through its own leaves, so one look at the graph's
+    # buffers replaces the walk for the usual write, whose value never reads its destination.
     runtime.forget_results_reading(buffer)
+    node = node.realized or node
+    if buffer in node.buffers and runtime.reads_through_other_map(node, buffer, target):
+        (node,) = runtime.compute_nodes([node], buffer.backend)
+        runtime.forget_results_reading(buffer)   # the staged copy was read from it
+    if node.shape != target[2]:
+        layout.broadcast_strides(node.shape, (0,) * node.ndim, target[2])  # raises if it can't
     runtime.run([(node, target)])
 
 

@@ -48,3 +48,37 @@ def test_write_through_another_map_into_a_computed_result_it_reads():
     p.T[...] = q
     np.testing.assert_allclose(p.get(), ((a * b + 1) * 2).T, rtol=1e-6)
     np.testing.assert_allclose(q.get(), (a * b + 1) * 2, rtol=1e-6)
+
+
+def test_writes_whose_value_never_reads_the_destination_match_numpy():
+    """The usual statement: no staging, no walk; repeated, so the launch recipe is reused."""
+    xh, bh, sh = rand(40, 40), rand(40), rand(40)
+    x, b, s = fa.asarray(xh), fa.asarray(bh), fa.asarray(sh)
+    out = fa.empty((40, 40), np.float32)
+    fa.reset_stats()
+    for k in range(3):
+        out[...] = (x + b[None, :]) * s[:, None]
+        np.testing.assert_allclose(out.get(), (xh + bh[None, :]) * sh[:, None], rtol=1e-6)
+        out[...] = (x.T + b[None, :]) * s[:, None] + k
+        np.testing.assert_allclose(out.get(), (xh.T + bh[None, :]) * sh[:, None] + k,
+                                   rtol=1e-6)
+    assert fa.stats()["launches"] == 6
+
+
+def test_writes_reading_the_destination_through_views_taken_earlier_are_staged():
+    """Views of an array holding memory are not registered with their base; the write still
+    finds the destination among the value's buffers and stages a read through another map."""
+    a = rand(12, 12)
+    x = fa.asarray(a)
+    t, shifted, row = x.T, x[1:], x[3]
+    want = a.copy()
+    x[...] = t * 2 + 1
+    want[...] = want.T * 2 + 1
+    x[:-1] += shifted
+    want[:-1] += want[1:].copy()
+    x[...] = x + row[None, :]
+    want[...] = want + want[3][None, :].copy()
+    np.testing.assert_allclose(x.get(), want, rtol=1e-6)
+    np.testing.assert_allclose(t.get(), want.T, rtol=1e-6)        # views see the writes
+    np.testing.assert_allclose(row.get(), want[3], rtol=1e-6)
+
