@@ -46,10 +46,19 @@ class ndarray:
         self._node = node
         self._view_of = view_of          # (base array, view function) while this is a view
         self._views: weakref.WeakSet | None = None
-        if not node.is_leaf:
+        if node.kind != "leaf":
             ref = weakref.ref(self)
             for buffer in node.buffers:
-                buffer.readers = append_weak(buffer.readers, ref)
+                readers = buffer.readers
+                if readers is None:
+                    buffer.readers = [ref]
+                else:
+                    append_weak(readers, ref)
+        elif _tracer is None:
+            # A view holding memory (of a base holding memory) is never pending, so its base
+            # never needs to settle it (_settle); only fuse's tracer moves such views to a new
+            # version of their buffer (trace._move_views), so only it needs them registered.
+            return
         if view_of is not None:
             base = view_of[0]
             if base._views is None:

@@ -218,6 +218,13 @@ def transform(node: Node, fn) -> Node:
     fusion. ``fn`` raises :class:`layout.NotAView` where a leaf can't take it (a reshape of
     broadcast data); the caller then computes the node first.
     """
+    root = node.realized or node
+    if root.kind == "leaf":     # a view of an array holding memory: the usual case, kept short
+        buffer, (shape, strides, offset) = root.attrs
+        if 1 in shape:          # as visit below: size-1 axes get stride 0
+            strides = layout.broadcast_strides(shape, strides, shape)
+        vshape, vstrides, voffset = fn((shape, strides, offset))
+        return leaf(buffer, root.dtype, vshape, vstrides, voffset)
     memo: dict[tuple[int, tuple], Node] = {}
 
     def visit(n: Node, shape: tuple) -> Node:

@@ -35,7 +35,25 @@ def size_of(shape: tuple) -> int:
     return math.prod(shape)
 
 
+# Memos of the view functions that every operator call or view of a broadcast or indexed
+# operand runs: their arguments are tuples of ints (hashable, immutable), so a result is the
+# same tuple every time; each memo starts over past _MEMO_MAX entries (a loop of new shapes).
+_MEMO_MAX = 4096
+_broadcast_memo: dict[tuple, tuple] = {}
+_getitem_memo: dict[tuple, tuple] = {}
+
+
 def broadcast_shapes(*shapes: tuple) -> tuple:
+    found = _broadcast_memo.get(shapes)
+    if found is None:
+        found = _broadcast_shapes(shapes)
+        if len(_broadcast_memo) >= _MEMO_MAX:
+            _broadcast_memo.clear()
+        _broadcast_memo[shapes] = found
+    return found
+
+
+def _broadcast_shapes(shapes: tuple) -> tuple:
     ndim = max((len(s) for s in shapes), default=0)
     result = []
     for axis in range(ndim):
@@ -50,6 +68,8 @@ def broadcast_shapes(*shapes: tuple) -> tuple:
 
 def broadcast_strides(shape: tuple, strides: tuple, target: tuple) -> tuple:
     """Strides of a ``shape`` view broadcast to ``target``: stride 0 on new and size-1 axes."""
+    if shape == target and 1 not in shape:
+        return tuple(strides)
     if len(shape) > len(target):
         raise ShapeError(f"cannot broadcast shape {shape} to {target}")
     pad = len(target) - len(shape)
@@ -71,7 +91,9 @@ def broadcast_to(view, target: tuple):
 
 def transpose(view, axes=None):
     shape, strides, offset = view
-    axes = tuple(reversed(range(len(shape)))) if axes is None else tuple(axes)
+    if axes is None:  # .T: reversed axes, always a permutation
+        return tuple(shape)[::-1], tuple(strides)[::-1], offset
+    axes = tuple(axes)
     if sorted(a % len(shape) if shape else a for a in axes) != list(range(len(shape))):
         raise ShapeError(f"axes {axes} are not a permutation of the {len(shape)} axes")
     axes = tuple(a % len(shape) for a in axes)
@@ -154,6 +176,42 @@ def _resolve_newshape(shape: tuple, newshape) -> tuple:
 
 def getitem(view, key):
     """Basic indexing: ints, slices (with steps), ``None`` and ``...``."""
+    memo = _index_memo_key(key)
+    if memo is None:
+        return _getitem(view, key)
+    memo = (view, memo)
+    found = _getitem_memo.get(memo)
+    if found is None:
+        found = _getitem(view, key)
+        if len(_getitem_memo) >= _MEMO_MAX:
+            _getitem_memo.clear()
+        _getitem_memo[memo] = found
+    return found
+
+
+def _index_memo_key(key):
+    """``key`` as a hashable value (slices are not hashable before Python 3.12) when every
+    part is ``None``, ``...``, a Python int or a slice of Python ints and ``None``: the parts
+    whose meaning is their value alone. None for any other key (it is not memoised)."""
+    if type(key) is not tuple:
+        key = (key,)
+    parts = []
+    for k in key:
+        kind = type(k)
+        if kind is slice:
+            start, stop, step = k.start, k.stop, k.step
+            if not ((start is None or type(start) is int) and (stop is None or type(stop) is int)
+                    and (step is None or type(step) is int)):
+                return None
+            parts.append((start, stop, step))   # a tuple: no other part is one
+        elif kind is int or k is None or k is Ellipsis:
+            parts.append(k)
+        else:
+            return None
+    return tuple(parts)
+
+
+def _getitem(view, key):
     shape, strides, offset = view
     key = key if isinstance(key, tuple) else (key,)
     if sum(k is Ellipsis for k in key) > 1:
