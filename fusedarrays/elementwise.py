@@ -14,7 +14,12 @@ from . import dtypes, graph, ops
 from .array import ScalarParam, _as_node, _wrap, asarray, ndarray, runtime_write
 from .errors import UnsupportedOperationError
 
+_CODES = dtypes.CODES
+
 _LOOPS: dict[tuple, tuple] = {}   # (op, operand dtype codes or weak Python types) → loop dtypes
+# The same keys → the op node's attributes ``(name, loop)`` as graph.op normalises them, for the
+# operator path: it builds the node with graph.op_of, converting nothing.
+_ATTRS: dict[tuple, tuple] = {}
 
 
 def _operand_types(args) -> list:
@@ -75,26 +80,28 @@ def build(row: ops.Op, args) -> graph.Node:
             inputs.append(graph.scalar(a, want))
         else:
             inputs.append(_as_node(a))
-    return graph.op(row.name, tuple(inputs), loop)
+    node = graph.op(row.name, tuple(inputs), loop)
+    _ATTRS[type_key] = node.attrs
+    return node
 
 
 def _build_cached(row: ops.Op, args) -> graph.Node | None:
-    """:func:`build` for the common case, on every operator call: arrays and Python floats or
-    ints whose loop dtypes were resolved before. None where the general path must run."""
+    """:func:`build` for the common case: arrays and Python floats or ints whose loop dtypes
+    were resolved before. None where the general path must run."""
     type_key = [row.name]
     for a in args:
         kind = type(a)
         if kind is ndarray:
-            type_key.append(dtypes.CODES[a._node.dtype])
+            type_key.append(_CODES[a._node.dtype])
         elif kind is float or kind is int:
             type_key.append(kind)                 # as the general path keys a weak scalar
         else:
             return None
-    loop = _LOOPS.get(tuple(type_key))
-    if loop is None:
+    attrs = _ATTRS.get(tuple(type_key))
+    if attrs is None:
         return None
     inputs = []
-    for a, want in zip(args, loop):
+    for a, want in zip(args, attrs[1]):
         kind = type(a)
         if kind is ndarray:
             inputs.append(a._resolved())
@@ -102,7 +109,32 @@ def _build_cached(row: ops.Op, args) -> graph.Node | None:
             if kind is int:
                 dtypes.check_scalar_fits(a, want, row.name)
             inputs.append(graph.scalar(a, want))
-    return graph.op(row.name, tuple(inputs), loop)
+    return graph.op_of(tuple(inputs), attrs)
+
+
+def _operand(a, want: np.dtype, name: str) -> graph.Node:
+    """An operand of :func:`binary`: an array's node or a weak Python scalar's parameter."""
+    if type(a) is ndarray:
+        return a._resolved()
+    if type(a) is int:
+        dtypes.check_scalar_fits(a, want, name)
+    return graph.scalar(a, want)
+
+
+def binary(row: ops.Op, a, b) -> ndarray:
+    """``a <op> b`` for an operator method: :func:`apply` without ``out``, with the common case
+    (arrays and Python scalars whose loop was resolved before) written out, as it runs on every
+    operator call."""
+    ka, kb = type(a), type(b)
+    if (ka is ndarray or ka is float or ka is int) and (kb is ndarray or kb is float
+                                                         or kb is int):
+        attrs = _ATTRS.get((row.name, _CODES[a._node.dtype] if ka is ndarray else ka,
+                            _CODES[b._node.dtype] if kb is ndarray else kb))
+        if attrs is not None:
+            loop = attrs[1]
+            return _wrap(graph.op_of((_operand(a, loop[0], row.name),
+                                      _operand(b, loop[1], row.name)), attrs))
+    return apply(row, a, b)
 
 
 def apply(row: ops.Op, *args, out=None):
@@ -151,9 +183,9 @@ def _install_operators() -> None:
         if row.nin == 1:
             setattr(ndarray, row.dunder, lambda self, _r=row: apply(_r, self))
             continue
-        setattr(ndarray, row.dunder, lambda self, other, _r=row: apply(_r, self, other))
+        setattr(ndarray, row.dunder, lambda self, other, _r=row: binary(_r, self, other))
         if row.reflected:
-            setattr(ndarray, f"__r{name}__", lambda self, other, _r=row: apply(_r, other, self))
+            setattr(ndarray, f"__r{name}__", lambda self, other, _r=row: binary(_r, other, self))
             setattr(ndarray, f"__i{name}__", lambda self, other, _r=row: inplace(_r, self, other))
 
 

@@ -81,7 +81,11 @@ def _make(kind: str, dtype: np.dtype, shape: tuple, inputs: tuple, attrs: tuple,
     # Interning is keyed by the inputs' serials, not their sha256 keys: an interned node holds its
     # inputs, so while an entry lives its inputs' serials name them uniquely. The sha256 key is
     # computed on first use (plan, display), off the hot path of building an expression.
-    ident = (kind, dtype, shape, key_attrs, tuple([i.serial for i in inputs]))
+    if len(inputs) == 2:  # most ops: no comprehension (a frame of its own before 3.12)
+        a, b = inputs
+        ident = (kind, dtype, shape, key_attrs, (a.serial, b.serial))
+    else:
+        ident = (kind, dtype, shape, key_attrs, tuple([i.serial for i in inputs]))
     ref = _interned.get(ident)
     if ref is not None:
         found = ref()
@@ -97,7 +101,12 @@ def _intern(ident: tuple, kind: str, dtype: np.dtype, shape: tuple, inputs: tupl
     node.kind, node.dtype, node.shape, node.inputs, node.attrs = kind, dtype, shape, inputs, attrs
     node.serial = next(_serials)
     node._key = None
-    if inputs:
+    if len(inputs) == 2:
+        a, b = inputs
+        node.count = 1 + a.count + b.count
+        buffers = a.buffers
+        node.buffers = buffers if b.buffers <= buffers else buffers | b.buffers
+    elif inputs:
         node.count = 1 + sum([i.count for i in inputs])
         buffers = inputs[0].buffers
         for i in inputs[1:]:
@@ -171,9 +180,11 @@ def fresh_leaf(buffer, dtype: np.dtype, view: tuple) -> Node:
 def scalar(value, dtype: np.dtype) -> Node:
     """A scalar kernel parameter of ``dtype``; each call makes a distinct parameter."""
     # Never merged with another scalar, so never interned.
+    if type(dtype) not in _DTYPE_TYPES:
+        dtype = np.dtype(dtype)
     node = Node()
-    node.kind, node.dtype, node.shape, node.inputs = "scalar", np.dtype(dtype), (), ()
-    node.attrs = (new_uid(), value)
+    node.kind, node.dtype, node.shape, node.inputs = "scalar", dtype, (), ()
+    node.attrs = (next(_uids), value)
     node.serial = next(_serials)
     node._key, node.count, node.buffers, node.realized = None, 1, frozenset(), None
     return node
@@ -188,19 +199,24 @@ def cast(node: Node, dtype: np.dtype) -> Node:
 
 def op(name: str, inputs: tuple[Node, ...], loop: tuple[np.dtype, ...]) -> Node:
     """Op ``name`` on ``inputs`` with NumPy loop dtypes ``loop`` = (in..., out)."""
+    for d in loop:
+        if type(d) not in _DTYPE_TYPES:
+            loop = tuple(np.dtype(d) for d in loop)
+            break
+    return op_of(inputs, (name, tuple(loop)))
+
+
+def op_of(inputs: tuple[Node, ...], attrs: tuple) -> Node:
+    """:func:`op` with ``attrs`` = ``(name, loop)`` as :func:`op` makes it: a tuple of NumPy
+    dtypes (the operator path keeps one per op and operand types, so nothing is converted)."""
     inputs = tuple(inputs)
     shape = ()
     for i in inputs:  # the common cases without broadcasting: equal shapes, or 0-d scalars
         if i.shape and i.shape != shape:
             if shape:
-                shape = layout.broadcast_shapes(*(i.shape for i in inputs))
+                shape = layout.broadcast_shapes(*[i.shape for i in inputs])
                 break
             shape = i.shape
-    for d in loop:
-        if type(d) not in _DTYPE_TYPES:
-            loop = tuple(np.dtype(d) for d in loop)
-            break
-    attrs = (name, tuple(loop))
     return _make("op", attrs[1][-1], shape, inputs, attrs, attrs)
 
 
