@@ -380,7 +380,9 @@ def _compute_one(node: graph.Node, backend: Backend) -> graph.Node:
         strides = _strides[shape] = layout.contiguous_strides(shape)
     buffer = new_buffer(backend, layout.size_of(shape) * dtype.itemsize)
     run([(node, (buffer, dtype, shape, strides, 0))])
-    leaf = node.realized = graph.leaf(buffer, dtype, shape, strides, 0)
+    # The buffer is new, so no node views it yet: no look-up (node's dtype and shape are what
+    # graph.leaf would make them).
+    leaf = node.realized = graph.fresh_leaf(buffer, dtype, (shape, strides, 0))
     _remember_derived(node, buffer)
     return leaf
 
