@@ -39,6 +39,7 @@ from .recipe import make_scalar_packer
 from .trace import span
 
 _NODE, _READERS = operator.attrgetter("_node"), operator.attrgetter("readers")
+_DERIVED = operator.attrgetter("derived")
 _ELEMENTWISE = ("foreach: {name} must be elementwise over its list arguments: one kernel, every "
                 "array it reads or writes one of them and read whole (no views, no broadcasting "
                 "between them, no captured arrays); call it per tensor instead")
@@ -94,6 +95,10 @@ class _Group:
             for buffer in self.written:
                 if buffer.readers:
                     settle_readers(buffer)
+        if any(map(_DERIVED, self.written)):   # results remembered from or in them go stale
+            for buffer in self.written:
+                if buffer.derived:
+                    runtime.forget_results_reading(buffer)
         backend = entry.backend
         outs = [[new_buffer(backend, layout.size_of(shape) * dt.itemsize)
                  for shape in self.shapes] for dt in entry.output_dtypes]

@@ -322,6 +322,8 @@ class _Entry:
             buffer = values[p].attrs[0]
             if buffer.readers:
                 settle_readers(buffer)
+            if buffer.derived:   # results remembered from or in it go stale
+                runtime.forget_results_reading(buffer)
             if buffer in self.consts:
                 raise UnsupportedOperationError(
                     "fuse: an argument written in place is also an array the function captures; "
