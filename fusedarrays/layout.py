@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import operator
 
+import numpy as np
+
 from .errors import ShapeError
 
 
@@ -214,6 +216,9 @@ def _index_memo_key(key):
 def _getitem(view, key):
     shape, strides, offset = view
     key = key if isinstance(key, tuple) else (key,)
+    if any(isinstance(k, (bool, np.bool_)) for k in key):  # not the ints 0 and 1: masks
+        raise IndexError("boolean indices select by mask (advanced indexing), which is not "
+                         "supported; index with integers, slices, None and ...")
     if sum(k is Ellipsis for k in key) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)

@@ -107,6 +107,16 @@ def test_memoised_basic_indexing_matches_numpy(shape):
             np.testing.assert_array_equal(base[key].get(), want, err_msg=repr(key))
 
 
+@pytest.mark.parametrize("key", [True, False, np.True_, (0, True), (slice(None), np.False_)])
+def test_boolean_indices_are_refused_not_read_as_0_or_1(key):
+    """NumPy reads a boolean index as a mask (a new axis of length 1 or 0), never as an int."""
+    h = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert h[key].shape != h[tuple(int(k) if isinstance(k, (bool, np.bool_)) else k for k in
+                                   (key if isinstance(key, tuple) else (key,)))].shape
+    with pytest.raises(IndexError, match="boolean"):
+        fa.asarray(h)[key]
+
+
 def test_views_taken_before_a_traced_write_see_the_written_values():
     """Inside fa.fuse a view of an argument is registered with it even though both hold memory:
     the tracer moves such views to the written version."""
