@@ -8,7 +8,8 @@
   bytes at the copy's bandwidth;
 - host µs per cached call on 1 K float32 elements: ``f(x, y, 1.5)`` returning a new array and
   an in-place variant, and the fusedarrays part alone (launch replaced by a no-op), against
-  CuPy's ``ElementwiseKernel`` and ``cupy.fuse`` where CuPy is installed.
+  CuPy's ``ElementwiseKernel`` and ``cupy.fuse`` where CuPy is installed: the median of 7 rounds
+  of 2000 calls, the contenders alternating within each round.
 
 Device times: median over 15 batches of 10 back-to-back calls between two CUDA events recorded on
 the legacy default stream, which waits for every blocking stream (fusedarrays, PyTorch and CuPy
@@ -183,7 +184,10 @@ def many_tensors(torch, rng, copy_gbs):
     return out
 
 
-def host_costs(cp, rng):
+def host_costs(cp, rng, rounds=7, calls=2000):
+    """Host µs per call of each contender: ``rounds`` rounds of ``calls`` back-to-back calls,
+    the contenders alternating within each round (so that a host's drift touches all alike);
+    the median round, and every round under ``<key>_rounds``."""
     x, y = (fa.asarray(rng.standard_normal(1024).astype(np.float32)) for _ in range(2))
     out_arr = fa.empty(1024, np.float32)
     f = fa.fuse(lambda x, y, s: x * y + s)
@@ -192,37 +196,55 @@ def host_costs(cp, rng):
     def g(o, x, y, s):
         o[...] = x * y + s
 
-    def per_call(fn, calls=5000):
-        fn()
-        fa._get_backend().synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        elapsed = time.perf_counter() - t0
-        fa._get_backend().synchronize()
-        return elapsed / calls * 1e6
-    out = {"host_us_fa_fuse_new_array": per_call(lambda: f(x, y, 1.5)),
-           "host_us_fa_fuse_in_place": per_call(lambda: g(out_arr, x, y, 1.5)),
-           "host_us_fa_lazy": per_call(lambda: (x * y + 1.5).compute())}
     backend = fa._get_backend()
     real = backend.launch
-    backend.launch = lambda *args: None
-    try:
-        out["host_us_fa_fuse_new_array_no_launch"] = per_call(lambda: f(x, y, 1.5))
-        out["host_us_fa_fuse_in_place_no_launch"] = per_call(lambda: g(out_arr, x, y, 1.5))
-    finally:
-        backend.launch = real
+
+    contenders = {"host_us_fa_fuse_new_array": lambda: f(x, y, 1.5),
+                  "host_us_fa_fuse_in_place": lambda: g(out_arr, x, y, 1.5),
+                  "host_us_fa_lazy": lambda: (x * y + 1.5).compute()}
     if cp is not None:
         ek = cp.ElementwiseKernel("float32 p, float32 q, float32 s", "float32 o", "o = p * q + s")
         p1, q1 = cp.asarray(x.get()), cp.asarray(y.get())
         o1 = cp.empty_like(p1)
         s = np.float32(1.5)
-        out["host_us_cupy_elementwise_kernel"] = per_call(lambda: ek(p1, q1, s))
-        out["host_us_cupy_elementwise_kernel_out"] = per_call(lambda: ek(p1, q1, s, o1))
+
         def axpb(p, q, s):  # cupy.fuse needs a named function (a lambda fails in NVRTC)
             return p * q + s
         cf = cp.fuse(axpb)
-        out["host_us_cupy_fuse"] = per_call(lambda: cf(p1, q1, s))
+        contenders.update({"host_us_cupy_elementwise_kernel": lambda: ek(p1, q1, s),
+                           "host_us_cupy_elementwise_kernel_out": lambda: ek(p1, q1, s, o1),
+                           "host_us_cupy_fuse": lambda: cf(p1, q1, s)})
+
+    def per_call(fn):
+        backend.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        elapsed = time.perf_counter() - t0
+        backend.synchronize()
+        return elapsed / calls * 1e6
+
+    def without_launch(fn):   # the fusedarrays part alone: the launch replaced by a no-op
+        backend.launch = lambda *args: None
+        try:
+            return per_call(fn)
+        finally:
+            backend.launch = real
+
+    measured = {key: [] for key in contenders}
+    measured["host_us_fa_fuse_new_array_no_launch"] = []
+    measured["host_us_fa_fuse_in_place_no_launch"] = []
+    for fn in contenders.values():
+        fn()
+    for _ in range(rounds):
+        for key, fn in contenders.items():
+            measured[key].append(per_call(fn))
+        measured["host_us_fa_fuse_new_array_no_launch"].append(without_launch(
+            contenders["host_us_fa_fuse_new_array"]))
+        measured["host_us_fa_fuse_in_place_no_launch"].append(without_launch(
+            contenders["host_us_fa_fuse_in_place"]))
+    out = {key: statistics.median(values) for key, values in measured.items()}
+    out.update({key + "_rounds": values for key, values in measured.items()})
     return out
 
 
