@@ -1,11 +1,12 @@
 """The measurements behind two tuned choices of ``fusedarrays/cuda/launch.py`` (GPU only).
 
-- ``launch``: host µs per launch of one cached 1 K-element kernel, three routes alternating in one
-  process: the ``Launcher`` (the driver's ``cuLaunchKernelEx`` through ``ctypes`` with a prebuilt
-  config struct and parameter block), ``cuda.core.launch`` with its arguments converted once, and
-  ``cuLaunchKernel`` through ``ctypes`` (eleven converted arguments); plus the cost of one trivial
-  ``ctypes`` driver call and of one ``struct.pack_into`` of the arguments. Each figure: wall time of
-  5000 launches, then a device synchronisation, per launch; the sorted figures of 6 rounds.
+- ``launch``: host µs per launch of one cached 1 K-element kernel, routes alternating in one
+  process: the library's ``Launcher`` (``cuda.core.launch`` behind its per-call checks), a bare
+  ``cuda.core.launch`` with its arguments converted once, and two routes to the driver written
+  here: ``cuLaunchKernelEx`` through ``ctypes`` (a prebuilt config struct, a parameter block filled
+  by one ``struct.pack_into``) and ``cuLaunchKernel`` through ``ctypes`` (eleven converted
+  arguments); plus one trivial ``ctypes`` driver call and one ``struct.pack_into``. Each figure:
+  wall time of 5000 launches, then a device synchronisation, per launch; 6 rounds, sorted.
 - ``tiles``: ``(x.T + b[None,:]) * s[:,None]`` over 4096² float32 as a fraction of a same-size
   device copy for several ``BLOCKS_PER_SM_TILES`` caps (two passes), each checked against NumPy.
 
@@ -16,6 +17,7 @@ import ctypes
 import functools
 import json
 import os
+import struct
 import sys
 import time
 
@@ -46,36 +48,63 @@ def captured_launch(backend):
     return seen[-1]
 
 
+_SLOTS = {"ptr": "Q", "u64": "Q", "i64": "q", "i32": "i4x", "u32": "I4x", "f32": "f4x",
+          "f16": "f4x", "f64": "d", "b1": "B7x"}
+
+
+class _ConfigStruct(ctypes.Structure):   # the driver's CUlaunchConfig, no attributes
+    _fields_ = [(name, ctypes.c_uint) for name in ("gx", "gy", "gz", "bx", "by", "bz", "shm")] \
+        + [("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("nattrs", ctypes.c_uint)]
+
+
 def launch_routes(backend) -> dict:
-    from cuda.core import LEGACY_DEFAULT_STREAM, LaunchConfig, launch
+    from cuda.core import LEGACY_DEFAULT_STREAM, launch
 
     launcher, n, args, geometry = captured_launch(backend)
     launcher(n, args, geometry)
-    grid = launcher._grids[(n, geometry)]
-    typed = [launch_module._CORE_TYPES[t](v) for t, v in zip(launcher.param_types, (n, *args))]
-    config = LaunchConfig(grid=grid.dims[:3], block=grid.dims[3:])
-    library = ctypes.CDLL("libcuda.so.1")
+    config = launcher._configs[(n, geometry)]
+    def three(extent):   # LaunchConfig may hold an int or a shorter tuple
+        extent = (extent,) if isinstance(extent, int) else tuple(extent)
+        return (extent + (1, 1))[:3]
+    dims = three(config.grid) + three(config.block)
+    types = {**launch_module._NUMPY_TYPES, "ptr": np.uint64, "i64": np.int64}
+    typed = [types[t](v) for t, v in zip(launcher.param_types, (n, *args))]
+    library = ctypes.PyDLL("libcuda.so.1")   # keeps the GIL: the one parameter block is safe
     u32, ptr = ctypes.c_uint, ctypes.c_void_p
+    launch_ex = library.cuLaunchKernelEx
+    launch_ex.argtypes, launch_ex.restype = [ptr] * 4, ctypes.c_int
     eleven = library.cuLaunchKernel
     eleven.argtypes = [ptr, u32, u32, u32, u32, u32, u32, u32, ptr, ptr, ptr]
     eleven.restype = ctypes.c_int
     version = library.cuDriverGetVersion
     version.argtypes, version.restype = [ptr], ctypes.c_int
-    block = launch_module.ParamBlock(launcher.param_types)
+    pack_into = struct.Struct("<" + "".join(_SLOTS[t] for t in launcher.param_types)).pack_into
+    slots = (ctypes.c_uint64 * len(launcher.param_types))()
+    pointers = (ctypes.c_void_p * len(slots))(*[ctypes.addressof(slots) + 8 * k
+                                                for k in range(len(slots))])
+    params = ctypes.addressof(pointers)
+    config_struct = _ConfigStruct(*dims, 0, 1, None, 0)   # stream 1: the legacy default stream
+    config_address = ctypes.addressof(config_struct)
     handle, out = int(launcher.kernel.handle), ctypes.c_int()
 
+    def cu_launch_kernel_ex():
+        pack_into(slots, 0, n, *args)
+        if launch_ex(config_address, handle, params, None):
+            raise RuntimeError("cuLaunchKernelEx failed")
+
     def cu_launch_kernel():
-        block.pack_into(block.slots, 0, n, *args)
-        if eleven(handle, *grid.dims, 0, 1, block.address, None):
+        pack_into(slots, 0, n, *args)
+        if eleven(handle, *dims, 0, 1, params, None):
             raise RuntimeError("cuLaunchKernel failed")
 
     routes = {
-        "launcher (cuLaunchKernelEx, ctypes)": lambda: launcher(n, args, geometry),
-        "cuda.core.launch, converted arguments": lambda: launch(LEGACY_DEFAULT_STREAM, config,
-                                                                launcher.kernel, *typed),
+        "Launcher (cuda.core.launch)": lambda: launcher(n, args, geometry),
+        "cuda.core.launch, bare": lambda: launch(LEGACY_DEFAULT_STREAM, config, launcher.kernel,
+                                                 *typed),
+        "cuLaunchKernelEx, ctypes, bare": cu_launch_kernel_ex,
         "cuLaunchKernel, ctypes, 11 arguments": cu_launch_kernel,
         "one trivial ctypes driver call": lambda: version(ctypes.addressof(out)),
-        "struct.pack_into of the arguments": lambda: block.pack_into(block.slots, 0, n, *args),
+        "struct.pack_into of the arguments": lambda: pack_into(slots, 0, n, *args),
     }
 
     def per_call(fn, calls=5000):
@@ -112,7 +141,7 @@ def tile_caps(backend) -> dict:
             for cap in (4, 8, 16, 32, 64):
                 launch_module.BLOCKS_PER_SM_TILES = cap
                 launch, plan, written = bandwidth.kernel_only((x.T + b[None, :]) * s[:, None])
-                runtime.kernel_for(plan, backend)._grids.clear()   # the new cap applies
+                runtime.kernel_for(plan, backend)._configs.clear()   # the new cap applies
                 copy_ms = bandwidth.median_ms(functools.partial(cp.copyto, same_out, same), sync)
                 kernel_ms = bandwidth.median_ms(launch, sync)
                 assert np.array_equal(written(), want)
