@@ -7,10 +7,8 @@ Figures (issue 3; DESIGN.md "Figures to reach"):
   whether numba was imported. Beside it, in the same run: CuPy's ``ElementwiseKernel`` from its
   own disk cache and a numba ``@cuda.jit(cache=True)`` kernel from numba's cache (GPU only);
 - batch compile: ``fa.precompile`` of 1 and of 16 new kernels for ``--arch``, in a fresh process
-  (numba's import and first compile included) and in a warm one (a process that has imported
-  numba and compiled one other kernel, ``workers=0``, before the clock starts), with worker
-  processes (spawned in a fresh process, forked from the warm one) and serially (works without
-  a GPU);
+  (numba's import and first compile included) and in a warm one (a kernel compiled before), with
+  worker processes and serially (works without a GPU);
 - host time per call of the cached ``(x * y + 1.5).compute()`` on 1 K float32 (GPU only; the cpu
   backend's figures come from a numba call, not fusedarrays).
 

@@ -7,14 +7,9 @@ compiles the rest to PTX and cubin (``cuda/compile.py``) into the disk cache, so
 numba. No GPU is needed when ``arch`` is given.
 
 Many kernels compile as a batch: numba holds one global compile lock, so parallel compiles need
-processes. Worker processes take jobs from the front of the list while this process takes them
-from the back; a job neither has started is cancelled in the pool and done here. Where this
-process has numba imported already, the workers are forks of it, warm at once (a spawned worker
-spends ~2 s importing numba and compiling a first kernel): forked while this thread holds numba's
-compile lock, so that no thread is inside a numba compile then, before this process compiles
-anything of the batch; a worker only types, lowers, runs NVVM and links — it never touches the
-CUDA driver, whose state a fork does not carry. Elsewhere (no numba yet, or no ``fork``) they are
-``spawn``ed and warmed by :mod:`.cuda.warm`.
+processes. Worker processes (``spawn``: no fork of a process that may hold CUDA or numba state)
+take jobs from the front of the list while this process, which has numba warm more often than
+not, takes them from the back; a job neither has started is cancelled in the pool and done here.
 """
 
 from __future__ import annotations
@@ -34,7 +29,7 @@ from .errors import CompileError, DeviceUnavailableError
 from .plan import KernelPlan, plan_kernel
 
 _POOL_ALIGN = 256  # a stream-ordered pool allocation is aligned to at least this
-_WARM_BATCH = 12   # kernels a warm process compiles in the time a spawned worker warms up
+_WARM_BATCH = 12   # kernels a warm process compiles in the time a worker takes to warm up
 
 
 class _Slot:
@@ -192,24 +187,21 @@ def compile_batch(jobs: list[tuple], workers: int | None = None, progress: bool 
     Returns the results in job order and the number of worker processes asked for (0: all
     here). Workers start only for three jobs or more. This thread compiles from the back of the
     list from the start (workers: default one fewer than the CPUs, for a batch worth starting
-    them); a dispatcher thread feeds the workers from the front, one job per idle worker, so no
-    job waits in a queue that this thread could have done. Workers are forks of this process
-    where it has numba imported (warm at once), else spawned (each imports numba and compiles a
-    first kernel, a second or two, while this thread works). The first failure is raised.
+    them); a dispatcher thread starts the workers (each imports numba and compiles
+    a first kernel, a second or two, while this thread works) and then feeds them from the front,
+    one job per idle worker, so no job waits in a queue that this thread could have done. The
+    first failure is raised.
     """
     from .cuda.compile import compile_kernel
 
-    forking = _can_fork_warm()
     if workers is None:
-        # A spawned worker's first ~2 s go to importing numba and a first compile: where this
-        # process has paid that already and cannot fork it, workers only pay off for a batch
-        # longer than that.
-        enough = 3 if forking or "numba.cuda" not in sys.modules else _WARM_BATCH
+        # A worker's first ~2 s go to importing numba and a first compile: where this process
+        # has paid that already, workers only pay off for a batch longer than that.
+        enough = 3 if "numba.cuda" not in sys.modules else _WARM_BATCH
         cpus = os.cpu_count() or 1
         workers = min(len(jobs) - 1, max(cpus - 1, 1)) if len(jobs) >= enough else 0
     batch = _Batch(jobs, _progress_bar(len(jobs), progress))
-    pool = _forked_pool(workers) if forking and workers > 0 else None
-    dispatcher = threading.Thread(target=batch.dispatch, args=(workers, pool), daemon=True)
+    dispatcher = threading.Thread(target=batch.dispatch, args=(workers,), daemon=True)
     try:
         if workers > 0:
             dispatcher.start()
@@ -261,20 +253,17 @@ class _Batch:
             self.pending.append(k)
             self.cond.notify_all()
 
-    def dispatch(self, workers: int, pool: ProcessPoolExecutor | None = None) -> None:
-        """Feed ``workers`` processes: ``pool``'s (forked, warm), else spawned ones."""
+    def dispatch(self, workers: int) -> None:
         from .cuda.compile import compile_kernel
 
         running: dict = {}
-        forked = pool is not None
+        # spawn: never a fork of this process, which may hold a CUDA context and numba's locks
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_warm_worker)
         try:
-            if pool is None:
-                pool = ProcessPoolExecutor(
-                    workers, mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_warm_worker)
-                warming = {pool.submit(int) for _ in range(workers)}
-                while warming and self.pending and not self.stop:
-                    _, warming = wait(warming, timeout=0.05)
+            warming = {pool.submit(int) for _ in range(workers)}
+            while warming and self.pending and not self.stop:
+                _, warming = wait(warming, timeout=0.05)
             while not self.stop:
                 while len(running) < workers and (k := self.take(from_back=False)) is not None:
                     running[pool.submit(compile_kernel, *self.jobs[k])] = k
@@ -286,10 +275,7 @@ class _Batch:
                     try:
                         self.finish(k, future.result())
                     except CompileError as e:
-                        if forked:  # where the fork, not the kernel, is at fault: compile here
-                            self.give_back(k)
-                        else:
-                            self.finish(k, e)
+                        self.finish(k, e)
                     except Exception:
                         self.give_back(k)  # a broken worker: the other thread compiles it
         except Exception:  # the pool broke: the other thread compiles what is left
@@ -297,50 +283,11 @@ class _Batch:
                 self.give_back(k)
         finally:
             # Workers still warming up finish that and exit on their own; nothing waits for them.
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _warm_worker() -> None:
     import fusedarrays.cuda.warm  # noqa: F401 - importing it is the warm-up
-
-
-def _can_fork_warm() -> bool:
-    """Whether batch workers can be forks of this process: numba is imported here (so forks
-    start warm) and the platform forks."""
-    return "numba.cuda" in sys.modules and "fork" in multiprocessing.get_all_start_methods()
-
-
-def _forked_pool(workers: int) -> ProcessPoolExecutor | None:
-    """``workers`` processes forked from this one now, or None where that failed.
-
-    This thread holds numba's compile lock across the forks, so no thread of this process is
-    inside a numba compile (and its locks) when they happen: each child's one thread is a copy
-    of this one, so the child releases the lock it inherits (:func:`_forked_worker`). The forks
-    happen in the first ``submit`` (ProcessPoolExecutor starts every worker there for ``fork``);
-    a worker forked at any other time finds the lock not its own, fails to start, and the pool
-    breaks, which leaves its jobs to this thread.
-    """
-    from .cuda.compile import compile_lock
-
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_forked_worker)
-    try:
-        with compile_lock(), warnings.catch_warnings():
-            # Python 3.12+ warns on any fork of a threaded process; these children run only
-            # numba, NVVM and nvJitLink (never the CUDA driver) and start with the lock above.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pool.submit(int)
-    except Exception:
-        pool.shutdown(wait=False, cancel_futures=True)
-        return None
-    return pool
-
-
-def _forked_worker() -> None:
-    from .cuda.compile import compile_lock
-
-    compile_lock().release()  # held by the forking thread, of which this thread is the copy
 
 
 class _NoBar:

@@ -1,10 +1,9 @@
 """Importing this module warms numba-cuda up: numba, the CUDA target, NVVM and nvJitLink loaded,
 one tiny kernel compiled and linked.
 
-Where it sits: only a batch compiler's *spawned* worker imports it (``precompile.py``'s pool
+Where it sits: only a batch compiler's spawned worker imports it (``precompile.py``'s pool
 initializer), while the batch's first jobs are done by the parent, so that the worker's first
-kernel then compiles as fast as its tenth; a worker *forked* from a process with numba imported
-is warm already. Nothing else imports it: its import is the work.
+kernel then compiles as fast as its tenth. Nothing else imports it: its import is the work.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What makes a new kernel cheaper to compile in a warm process, checked without a GPU: intrinsic
-signatures typed once per process, and batch workers forked warm from this process."""
+signatures typed once per process, call typing memoised across compiles (and the same PTX)."""
 
 from __future__ import annotations
 
@@ -53,45 +53,6 @@ def test_an_intrinsic_signature_typed_before_skips_numbas_registry_refresh(monke
     monkeypatch.setattr(templates._TemplateTargetHelperMixin, "_get_target_registry", refuse)
     ptx_second, _ = cc.compile_ptx(*second, devicelib.helpers())
     assert normal(ptx_second) == normal(ptx_first)
-
-
-def test_forked_workers_compile_what_this_process_compiles(tmp_path):
-    """In a process with numba warm, batch workers are forks of it; their kernels equal the ones
-    this process compiles itself, and the compile lock they inherit is theirs to take."""
-    assert precompile._can_fork_warm()
-    todo = jobs(plans(lambda x, y: fa.sin(x) * y, lambda x, y: fa.exp(x) - y,
-                      lambda x, y: fa.sqrt(x) + y, lambda x, y: fa.tanh(x) * 3.0))
-    pool = precompile._forked_pool(2)
-    assert pool is not None
-    try:
-        forked = [pool.submit(cc.compile_kernel, *job).result(timeout=120) for job in todo]
-    finally:
-        pool.shutdown()
-    here = [cc.compile_kernel(*job) for job in todo]
-    for (ptx_f, cubin_f, entry_f, _), (ptx_h, _, _, _) in zip(forked, here, strict=True):
-        assert normal(ptx_f) == normal(ptx_h)  # mangled names count kernels per process
-        assert entry_f == cc.entry_name(ptx_f) and cubin_f[:4] == b"\x7fELF"
-
-
-def test_a_batch_in_a_warm_process_uses_forked_workers():
-    todo = jobs(plans(lambda x, y: fa.cos(x) * y, lambda x, y: fa.exp2(x) - y,
-                      lambda x, y: fa.cbrt(x) + y, lambda x, y: fa.arctan(x) * 3.0))
-    results, workers = precompile.compile_batch(todo, workers=2, progress=False)
-    assert workers == 2
-    assert [r[2] for r in results] == [cc.entry_name(r[0]) for r in results]
-    assert all(r[1][:4] == b"\x7fELF" for r in results)
-
-
-def test_a_kernel_that_fails_in_a_forked_worker_fails_the_batch_from_here():
-    """A forked worker's compile error is retried here (the fork, not the kernel, might be at
-    fault); a kernel that cannot compile then raises its CompileError from this process."""
-    from fusedarrays.errors import CompileError
-
-    good = jobs(plans(lambda x, y: fa.log1p(x) * y, lambda x, y: fa.expm1(x) - y))
-    bad = ("def fa_bad(n, p0):\n    st_f32(p0, 0, no_such_name)\n", "fa_bad", ("i64", "ptr"),
-           "sm_90")
-    with pytest.raises(CompileError, match="fa_bad"):
-        precompile.compile_batch([bad] + good, workers=1, progress=False)
 
 
 def test_memoized_call_typing_changes_no_kernel(monkeypatch):
