@@ -29,7 +29,10 @@ from .errors import CompileError, DeviceUnavailableError
 from .plan import KernelPlan, plan_kernel
 
 _POOL_ALIGN = 256  # a stream-ordered pool allocation is aligned to at least this
-_WARM_BATCH = 12   # kernels a warm process compiles in the time a worker takes to warm up
+# Kernels a warm process compiles in the time a spawned worker takes to warm up (~2.5 s at
+# ~0.12 s a kernel). On the H100 host a warm process compiled 16 kernels alone in 1.87 s, and
+# in 3.47 s with 15 workers spawned beside it (2026-11-22, benchmarks/warm_start.py).
+_WARM_BATCH = 24
 
 
 class _Slot:
