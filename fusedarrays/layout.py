@@ -225,8 +225,9 @@ def _getitem(view, key):
     if consumed > len(shape):
         raise IndexError(f"too many indices: array is {len(shape)}-dimensional, "
                          f"but {consumed} were indexed")
-    if Ellipsis in key:
-        at = key.index(Ellipsis)
+    # identity, never ==: an array in the key would compare element-wise
+    at = next((j for j, k in enumerate(key) if k is Ellipsis), None)
+    if at is not None:
         key = key[:at] + (slice(None),) * (len(shape) - consumed) + key[at + 1:]
     else:
         key = key + (slice(None),) * (len(shape) - consumed)
@@ -245,6 +246,8 @@ def _getitem(view, key):
             offset += start * stride if out_shape[-1] else 0
             continue
         try:
+            if getattr(k, "ndim", 0):  # an array, even of one element, indexes by position
+                raise TypeError
             index = operator.index(k)
         except TypeError:
             raise IndexError(f"only integers, slices, None and ... are valid indices; got "
