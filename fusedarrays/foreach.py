@@ -31,7 +31,7 @@ from .errors import ShapeError, UnsupportedOperationError
 from .fuse import (
     codegen_settings,
     describe_change,
-    settle_readers,
+    prepare_write,
     traced_call,
 )
 from .plan import foreach_meta, plan_foreach
@@ -91,14 +91,9 @@ class _Group:
     def run(self, values) -> list[list[ndarray]]:
         """Launch over every tensor; return per output a list of new arrays (one per tuple)."""
         entry = self.entry
-        if any(map(_READERS, self.written)):
+        if any(map(_READERS, self.written)) or any(map(_DERIVED, self.written)):
             for buffer in self.written:
-                if buffer.readers:
-                    settle_readers(buffer)
-        if any(map(_DERIVED, self.written)):   # results remembered from or in them go stale
-            for buffer in self.written:
-                if buffer.derived:
-                    runtime.forget_results_reading(buffer)
+                prepare_write(buffer)
         backend = entry.backend
         outs = [[new_buffer(backend, layout.size_of(shape) * dt.itemsize)
                  for shape in self.shapes] for dt in entry.output_dtypes]

@@ -320,10 +320,8 @@ class _Entry:
         backend = self.backend
         for p in self.written:
             buffer = values[p].attrs[0]
-            if buffer.readers:
-                settle_readers(buffer)
-            if buffer.derived:   # results remembered from or in it go stale
-                runtime.forget_results_reading(buffer)
+            if buffer.readers or buffer.derived:
+                prepare_write(buffer)
             if buffer in self.consts:
                 raise UnsupportedOperationError(
                     "fuse: an argument written in place is also an array the function captures; "
@@ -352,11 +350,14 @@ class _Entry:
         return ndarray(graph.fresh_leaf(outs[k], dt, view))
 
 
-def settle_readers(buffer) -> None:
-    """Compute the pending arrays that read ``buffer`` before a fused call overwrites it."""
-    pending = [a for a in (r() for r in buffer.readers) if a is not None and a.pending]
-    if pending:
-        compute(*pending)
+def prepare_write(buffer) -> None:
+    """Before a fused call overwrites ``buffer``: compute the pending arrays that read it, then
+    drop the results remembered from or in it (as ``array.runtime_write`` does)."""
+    if buffer.readers:
+        pending = [a for a in (r() for r in buffer.readers) if a is not None and a.pending]
+        if pending:
+            compute(*pending)
+    runtime.forget_results_reading(buffer)
 
 
 # -- explaining -----------------------------------------------------------------------------------
