@@ -21,7 +21,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 
 from . import codegen, graph, layout, runtime
 from .backend import get_backend
@@ -33,6 +33,10 @@ _POOL_ALIGN = 256  # a stream-ordered pool allocation is aligned to at least thi
 # ~0.12 s a kernel). On the H100 host a warm process compiled 16 kernels alone in 1.87 s, and
 # in 3.47 s with 15 workers spawned beside it (2026-11-22, benchmarks/warm_start.py).
 _WARM_BATCH = 24
+# Threads running NVVM and nvJitLink for the kernels this thread lowers: per kernel the two take
+# about as long as numba's typing and lowering (24 + 36 ms against 51 ms on the H100 host), so
+# two keep up; a third covers a kernel whose link is slow.
+_FINISHERS = 3
 
 
 class _Slot:
@@ -188,15 +192,15 @@ def compile_batch(jobs: list[tuple], workers: int | None = None, progress: bool 
     """Run :func:`~.cuda.compile.compile_kernel` on each ``(source, name, param types, arch)``.
 
     Returns the results in job order and the number of worker processes asked for (0: all
-    here). Workers start only for three jobs or more. This thread compiles from the back of the
-    list from the start (workers: default one fewer than the CPUs, for a batch worth starting
-    them); a dispatcher thread starts the workers (each imports numba and compiles
-    a first kernel, a second or two, while this thread works) and then feeds them from the front,
-    one job per idle worker, so no job waits in a queue that this thread could have done. The
-    first failure is raised.
+    here). This thread compiles from the back of the list, as a pipeline: it types and lowers
+    one kernel after another (numba's part, which holds numba's lock and the GIL) and hands each
+    lowered kernel to a few threads for NVVM and nvJitLink, which release both, so a batch costs
+    about its lowering time. Worker processes (default: one fewer than the CPUs, for a batch
+    worth starting them) are started by a dispatcher thread (each imports numba and compiles a
+    first kernel, a second or two, while this thread works), which then feeds them from the
+    front, one job per idle worker, so no job waits in a queue that this thread could have
+    done. The first failure is raised.
     """
-    from .cuda.compile import compile_kernel
-
     if workers is None:
         # A worker's first ~2 s go to importing numba and a first compile: where this process
         # has paid that already, workers only pay off for a batch longer than that.
@@ -208,11 +212,7 @@ def compile_batch(jobs: list[tuple], workers: int | None = None, progress: bool 
     try:
         if workers > 0:
             dispatcher.start()
-        while (k := batch.take(from_back=True)) is not None:
-            try:
-                batch.finish(k, compile_kernel(*jobs[k]))
-            except Exception as e:
-                batch.finish(k, e)
+        _pipeline(batch)
     finally:
         batch.stop = True
         if dispatcher.is_alive():
@@ -222,6 +222,31 @@ def compile_batch(jobs: list[tuple], workers: int | None = None, progress: bool 
     if failed:
         raise failed[0]
     return batch.results, max(workers, 0)
+
+
+def _pipeline(batch: _Batch) -> None:
+    """This thread's share of a batch: lower here, NVVM and link on :data:`_FINISHERS` threads.
+    Returns once every job of the batch (the workers' too) has a result."""
+    from . import devicelib
+    from .cuda.compile import finish_kernel, lower_kernel
+
+    helpers = devicelib.helpers()
+
+    def finish(k: int, lowered) -> None:
+        try:
+            batch.finish(k, finish_kernel(lowered))
+        except Exception as e:
+            batch.finish(k, e)
+
+    threads = min(_FINISHERS, os.cpu_count() or 1)
+    with ThreadPoolExecutor(threads, thread_name_prefix="fusedarrays-nvvm") as finishers:
+        while (k := batch.take(from_back=True)) is not None:
+            try:
+                lowered = lower_kernel(*batch.jobs[k], helpers)
+            except Exception as e:
+                batch.finish(k, e)
+                continue
+            finishers.submit(finish, k, lowered)
 
 
 class _Batch:

@@ -16,6 +16,7 @@ cache must not pay for ``import numba`` (0.75–1 s).
 from __future__ import annotations
 
 import contextlib
+import gc
 import re
 import time
 
@@ -56,38 +57,88 @@ def entry_name(ptx: str) -> str:
     return names[0]
 
 
+class Lowered:
+    """A kernel after numba's typing and lowering (its NVVM IR), before NVVM and the link.
+
+    The first stage holds numba's compile lock and the GIL; the other two release both, so a
+    batch lowers kernels one after another in one thread while others run NVVM and nvJitLink
+    on those already lowered (:func:`finish_kernel`). ``times`` gathers each stage's seconds.
+    """
+
+    __slots__ = ("source", "fn_name", "param_types", "arch", "library", "ptx", "times")
+
+    def __init__(self, source: str, fn_name: str, param_types: tuple, arch: str):
+        self.source, self.fn_name, self.param_types, self.arch = source, fn_name, param_types, arch
+        self.library = self.ptx = None
+        self.times: dict = {}
+
+    def failure(self, e: Exception) -> CompileError:
+        return CompileError(
+            f"numba-cuda could not compile kernel {self.fn_name!r} for {self.arch} with "
+            f"param_types={self.param_types}: {type(e).__name__}: {e}",
+            source=self.source,
+        )
+
+
+def lower_kernel(source: str, fn_name: str, param_types: tuple[str, ...], arch: str,
+                 helpers: dict) -> Lowered:
+    """numba's typing and lowering of kernel ``fn_name`` defined in ``source``, for ``arch``.
+
+    ``param_types`` lists every kernel parameter in order: ``"ptr"`` (a device address, uint64)
+    or a dtype code (``f16`` travels as float32, ``b1`` as uint8). The source is exec'd in a fresh
+    copy of :func:`~.intrinsics.device_namespace`. Any failure raises
+    :class:`~fusedarrays.errors.CompileError` carrying the source.
+    """
+    lowered = Lowered(source, fn_name, param_types, arch)
+    try:
+        with compile_lock(), _collector_paused():
+            _lower(lowered, helpers)
+    except Exception as e:
+        raise lowered.failure(e) from e
+    return lowered
+
+
+def _lower(lowered: Lowered, helpers: dict) -> None:
+    from numba import types
+
+    from .intrinsics import device_namespace
+
+    start = time.perf_counter()
+    fn_name = lowered.fn_name
+    signature = types.void(*(_param_numba_type(t) for t in lowered.param_types))
+    namespace = dict(device_namespace(helpers))
+    exec(compile(lowered.source, f"<fusedarrays kernel {fn_name}>", "exec"), namespace)
+    kernel = namespace.get(fn_name)
+    if kernel is None:
+        raise NameError(f"the source defines no function {fn_name!r}")
+    _numba_lower(lowered, kernel, signature, arch_cc(lowered.arch))
+    _note(lowered.times, "numba typing+lowering", time.perf_counter() - start)
+
+
+def lowered_ptx(lowered: Lowered) -> tuple[str, str]:
+    """``(ptx, entry)`` of a lowered kernel: NVVM (GIL released; libNVVM is thread-safe)."""
+    if lowered.ptx is None:
+        try:
+            start = time.perf_counter()
+            (lowered.ptx,) = lowered.library.get_asm_strs(cc=arch_cc(lowered.arch))
+            _note(lowered.times, "nvvm", time.perf_counter() - start)
+        except Exception as e:
+            raise lowered.failure(e) from e
+    return lowered.ptx, entry_name(lowered.ptx)
+
+
 def compile_ptx(
     source: str, fn_name: str, param_types: tuple[str, ...], arch: str, helpers: dict,
     times: dict | None = None,
 ) -> tuple[str, str]:
-    """Compile kernel ``fn_name`` defined in ``source`` to PTX for ``arch``.
-
-    ``param_types`` lists every kernel parameter in order: ``"ptr"`` (a device address, uint64)
-    or a dtype code (``f16`` travels as float32, ``b1`` as uint8). The source is exec'd in a fresh
-    copy of :func:`~.intrinsics.device_namespace`. Returns ``(ptx, entry)``; any failure raises
-    :class:`~fusedarrays.errors.CompileError` carrying the source. A ``times`` dict receives the
-    seconds spent in ``numba typing+lowering`` and in ``nvvm``.
-    """
-    try:
-        from numba import types
-
-        from .intrinsics import device_namespace
-
-        start = time.perf_counter()
-        signature = types.void(*(_param_numba_type(t) for t in param_types))
-        namespace = dict(device_namespace(helpers))
-        exec(compile(source, f"<fusedarrays kernel {fn_name}>", "exec"), namespace)
-        kernel = namespace.get(fn_name)
-        if kernel is None:
-            raise NameError(f"the source defines no function {fn_name!r}")
-        ptx = _numba_ptx(kernel, signature, arch_cc(arch), times, start)
-    except Exception as e:
-        raise CompileError(
-            f"numba-cuda could not compile kernel {fn_name!r} for {arch} with "
-            f"{param_types=}: {type(e).__name__}: {e}",
-            source=source,
-        ) from e
-    return ptx, entry_name(ptx)
+    """Compile kernel ``fn_name`` defined in ``source`` to PTX for ``arch``
+    (:func:`lower_kernel`, then NVVM). Returns ``(ptx, entry)``; a ``times`` dict receives the
+    seconds spent in ``numba typing+lowering`` and in ``nvvm``."""
+    lowered = lower_kernel(source, fn_name, param_types, arch, helpers)
+    found = lowered_ptx(lowered)
+    for stage, seconds in lowered.times.items():
+        _note(times, stage, seconds)
+    return found
 
 
 # Every option pinned: left to their defaults, NUMBA_OPT=0 or NUMBA_CUDA_DEBUGINFO in the
@@ -95,25 +146,20 @@ def compile_ptx(
 _OPTIONS = {"debug": False, "lineinfo": False, "fastmath": False, "opt": True}
 
 
-def _numba_ptx(kernel, signature, cc: tuple[int, int], times: dict | None, start: float) -> str:
-    """``numba.cuda.compile_ptx``, in its two steps where numba-cuda still names them (0.30):
-    typing and lowering to NVVM IR, then NVVM, timed apart for ``fa.timings()``."""
+def _numba_lower(lowered: Lowered, kernel, signature, cc: tuple[int, int]) -> None:
+    """The first of ``numba.cuda.compile_ptx``'s two steps where numba-cuda still names them
+    (0.30): typing and lowering to NVVM IR; NVVM is left to :func:`lowered_ptx`. Another
+    numba-cuda: both steps here, reported as typing+lowering."""
     from numba import cuda
     from numba.cuda import compiler
 
     split = getattr(compiler, "_compile_pyfunc_with_fixup", None)
-    if split is None:  # another numba-cuda: one step, reported as typing+lowering
-        with _memoized_call_typing():
-            ptx, _ = cuda.compile_ptx(kernel, signature, cc=cc, **_OPTIONS)
-        _note(times, "numba typing+lowering", time.perf_counter() - start)
-        return ptx
     with _memoized_call_typing():
-        library, _ = split(kernel, signature, device=False, cc=cc, abi="numba", **_OPTIONS)
-    lowered = time.perf_counter()
-    _note(times, "numba typing+lowering", lowered - start)
-    (ptx,) = library.get_asm_strs(cc=cc)
-    _note(times, "nvvm", time.perf_counter() - lowered)
-    return ptx
+        if split is None:
+            lowered.ptx, _ = cuda.compile_ptx(kernel, signature, cc=cc, **_OPTIONS)
+        else:
+            lowered.library, _ = split(kernel, signature, device=False, cc=cc, abi="numba",
+                                       **_OPTIONS)
 
 
 # (callee, argument types, keyword types) → the signature numba's CUDA typing gave that call; and
@@ -180,6 +226,27 @@ def _memoized_call_typing():
             del context.resolve_function_type
 
 
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off while numba types and lowers a kernel.
+
+    That stage allocates several hundred thousand objects (IR, types, LLVM IR builders), most of
+    them alive until it ends, so the collector, triggered every 700 allocations, walks them again
+    and again, and now and then a full collection walks numba's whole heap (~90 ms measured in
+    one of 16 kernels). Paused here, the stage's garbage is collected once afterwards. Entered
+    with numba's compile lock held, so only one thread at a time pauses and resumes it; a
+    collector the user turned off stays off.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _note(times: dict | None, stage: str, seconds: float) -> None:
     if times is not None:
         times[stage] = times.get(stage, 0.0) + seconds
@@ -194,12 +261,17 @@ def compile_kernel(source: str, fn_name: str, param_types: tuple[str, ...], arch
         from .. import devicelib
 
         helpers = devicelib.helpers()
-    times: dict = {}
-    ptx, entry = compile_ptx(source, fn_name, param_types, arch, helpers, times)
+    return finish_kernel(lower_kernel(source, fn_name, param_types, arch, helpers))
+
+
+def finish_kernel(lowered: Lowered) -> tuple[str, bytes, str, dict]:
+    """NVVM and nvJitLink for a lowered kernel: ``(ptx, cubin, entry, stage seconds)``. Neither
+    holds the GIL nor numba's lock, so this may run in another thread than the lowering."""
+    ptx, entry = lowered_ptx(lowered)
     start = time.perf_counter()
-    cubin = link_cubin(ptx, arch)
-    times["link"] = time.perf_counter() - start
-    return ptx, cubin, entry, times
+    cubin = link_cubin(ptx, lowered.arch)
+    lowered.times["link"] = time.perf_counter() - start
+    return ptx, cubin, entry, lowered.times
 
 
 def compile_lock():

@@ -88,3 +88,77 @@ def test_memoized_call_typing_is_gone_after_a_compile():
     assert "resolve_function_type" not in vars(cuda_target.typing_context)
     assert vars(owner)["get_call_type"] is before
     assert not before.__module__.startswith("fusedarrays")
+
+
+def test_a_pipelined_batch_gives_each_kernel_what_a_compile_alone_gives(tmp_path):
+    """A batch lowers kernels in this thread while other threads run NVVM and nvJitLink on
+    those lowered before: every kernel's PTX and cubin are the ones compiled alone."""
+    import threading
+
+    todo = jobs(plans(lambda x, y: fa.sin(x) * y + 1.5, lambda x, y: fa.exp(x) - y,
+                      lambda x, y: fa.sqrt(x) / y, lambda x, y: fa.tanh(x * y),
+                      lambda x, y: fa.arctan2(x, y), lambda x, y: fa.cbrt(x) + fa.floor(y)))
+    alone = [cc.compile_kernel(*job) for job in todo]
+    finished_in = set()
+    finish_kernel = cc.finish_kernel
+
+    def recording(lowered):
+        finished_in.add(threading.current_thread().name)
+        return finish_kernel(lowered)
+
+    original, cc.finish_kernel = cc.finish_kernel, recording
+    try:
+        batch, workers = precompile.compile_batch(todo, workers=0, progress=False)
+    finally:
+        cc.finish_kernel = original
+    assert workers == 0 and len(batch) == len(todo)
+    assert finished_in and all(n.startswith("fusedarrays-nvvm") for n in finished_in), finished_in
+    for (ptx, cubin, entry, times), (ptx1, cubin1, entry1, _) in zip(batch, alone):
+        assert normal(ptx) == normal(ptx1) and normal(entry) == normal(entry1)
+        assert len(cubin) == len(cubin1)
+        assert {"numba typing+lowering", "nvvm", "link"} <= set(times)
+
+
+def test_a_kernel_that_fails_fails_the_pipelined_batch_with_its_source():
+    good = jobs(plans(lambda x, y: x * y, lambda x, y: x - y))
+    bad = ("def fa_bad(n, p0):\n    st_f32(p0, 0, undefined_name)\n", "fa_bad", ("i64", "ptr"),
+           "sm_90")
+    with pytest.raises(fa.CompileError) as failed:
+        precompile.compile_batch([good[0], bad, good[1]], workers=0, progress=False)
+    assert "fa_bad" in str(failed.value) and "undefined_name" in failed.value.source
+
+
+def test_the_collector_is_paused_while_numba_lowers_and_resumed_after(monkeypatch):
+    """numba's lowering allocates a large, mostly live heap: no cyclic collection runs during
+    it; the collector is back on afterwards, and one the user turned off stays off."""
+    import gc
+
+    collections, during = [], []
+    numba_lower = cc._numba_lower
+
+    def count(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    def watched(*args):
+        before = len(collections)
+        numba_lower(*args)
+        during.append(len(collections) - before)   # an int: no allocation the collector counts
+
+    monkeypatch.setattr(cc, "_numba_lower", watched)
+    todo = jobs(plans(lambda x, y: fa.cosh(x) * y, lambda x, y: fa.log1p(x) + y))
+    gc.callbacks.append(count)
+    try:
+        cc.lower_kernel(*todo[0], devicelib.helpers())
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            cc.lower_kernel(*todo[1], devicelib.helpers())
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        gc.callbacks.remove(count)
+    assert during == [0, 0]
+    gc.collect()
+    assert collections   # the callback sees collections: the zeros above can fail
