@@ -8,11 +8,12 @@ Figures (issue 3; DESIGN.md "Figures to reach"):
   own disk cache and a numba ``@cuda.jit(cache=True)`` kernel from numba's cache (GPU only);
 - batch compile: ``fa.precompile`` of 1 and of 16 new kernels for ``--arch``, in a fresh process
   (numba's import and first compile included) and in a warm one (a kernel compiled before), with
-  worker processes and serially (works without a GPU);
+  worker processes as ``precompile`` chooses them and with none (this process's pipeline only);
+  ``--large N`` adds a warm batch of N kernels both ways (works without a GPU);
 - host time per call of the cached ``(x * y + 1.5).compute()`` on 1 K float32 (GPU only; the cpu
   backend's figures come from a numba call, not fusedarrays).
 
-Usage: python benchmarks/warm_start.py OUT.json [--arch sm_90] [--repeat 3]
+Usage: python benchmarks/warm_start.py OUT.json [--arch sm_90] [--repeat 3] [--large 48]
 """
 
 from __future__ import annotations
@@ -115,7 +116,9 @@ x = fa.asarray(np.arange(1024, dtype=np.float32))
 y = fa.asarray(np.ones(1024, dtype=np.float32))
 if warm:  # numba imported and one kernel compiled: a warm process
     fa.precompile(x * y - 3.0, arch=arch, workers=0, progress=False)
-arrays = [getattr(fa, op)(x) * y + 1.5 for op in ops[:count]]
+forms = [lambda f: f(x) * y + 1.5, lambda f: f(x) + y * 1.5, lambda f: f(x * y) - 1.5,
+         lambda f: f(x - y) * 2.5]   # past len(ops) kernels, the next form of each op
+arrays = [forms[k // len(ops)](getattr(fa, ops[k % len(ops)])) for k in range(count)]
 t = time.perf_counter()
 report = fa.precompile(arrays, arch=arch, workers=workers, progress=False)
 seconds = time.perf_counter() - t
@@ -200,12 +203,16 @@ def warm_start(repeat: int) -> dict:
     return out
 
 
-def batch_compile(arch: str, backend: str) -> dict:
-    """Seconds to precompile 1 and 16 new kernels. On the cpu backend (no GPU) numba itself is
-    imported with the first array, before the clock starts: "fresh" then excludes it."""
+def batch_compile(arch: str, backend: str, large: int = 0) -> dict:
+    """Seconds to precompile 1 and 16 new kernels (and ``large`` in a warm process). On the cpu
+    backend (no GPU) numba itself is imported with the first array, before the clock starts:
+    "fresh" then excludes it. Keys ending ``_serial`` are batches with no worker process."""
     out = {"backend": backend}
     for state in ("cold", "warm"):
-        for count, workers in ((1, "0"), (16, "auto"), (16, "0")):
+        cases = [(1, "0"), (16, "auto"), (16, "0")]
+        if large and state == "warm":
+            cases += [(large, "auto"), (large, "0")]
+        for count, workers in cases:
             with tempfile.TemporaryDirectory() as cache:
                 r = child(BATCH, arch, state, str(count), workers, ",".join(UNARY),
                           env={"FUSEDARRAYS_CACHE_DIR": cache, "FUSEDARRAYS_BACKEND": backend})
@@ -241,12 +248,17 @@ def table(result: dict) -> str:
         (f"batch compile, fresh process: 1 / 16 kernels ({b['cold_16_workers']} workers)",
          f"{b['cold_1_s']:.2f} s / {b['cold_16_s']:.2f} s = {b['cold_16_over_1']:.1f}x",
          "16 <= 8x one"),
-        ("  16 serial in a fresh process", f"{b['cold_16_serial_s']:.2f} s", ""),
+        ("  16 with no worker process, fresh", f"{b['cold_16_serial_s']:.2f} s", ""),
         (f"batch compile, warm process: 1 / 16 kernels ({b['warm_16_workers']} workers)",
          f"{b['warm_1_s'] * 1e3:.0f} ms / {b['warm_16_s']:.2f} s = {b['warm_16_over_1']:.1f}x",
          "1 <= 100 ms"),
-        ("  16 serial in a warm process", f"{b['warm_16_serial_s']:.2f} s", ""),
+        ("  16 with no worker process, warm", f"{b['warm_16_serial_s']:.2f} s", ""),
     ]
+    large = next((int(k[5:-8]) for k in b if k.startswith("warm_") and k.endswith("_workers")
+                  and k != "warm_16_workers"), None)
+    if large:
+        rows.append((f"  {large} kernels, warm: {b[f'warm_{large}_workers']} workers / none",
+                     f"{b[f'warm_{large}_s']:.2f} s / {b[f'warm_{large}_serial_s']:.2f} s", ""))
     if "host" in result:
         rows.append(("host time per cached (x*y+1.5).compute(), 1K f32",
                      f"{result['host']['host_us_per_call']:.1f} us", "<= 12 us"))
@@ -261,6 +273,8 @@ def main() -> int:
     parser.add_argument("--arch", default=None, help="arch for the batch compile (default: the "
                         "GPU's, else sm_90)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--large", type=int, default=0, help="also a warm batch of this many "
+                        "kernels, with and without worker processes (at most 64)")
     args = parser.parse_args()
     gpu = have_gpu()
     result: dict = {"gpu": gpu, "time": time.strftime("%Y-%m-%d %H:%M:%S"), "cpus": os.cpu_count()}
@@ -272,7 +286,7 @@ def main() -> int:
             from fusedarrays.cuda.backend import CudaBackend
             arch = CudaBackend(0).arch
     result["arch"] = arch = arch or "sm_90"
-    result["batch_compile"] = batch_compile(arch, "cuda" if gpu else "cpu")
+    result["batch_compile"] = batch_compile(arch, "cuda" if gpu else "cpu", args.large)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1, default=str)
     print(json.dumps(result, indent=1, default=str))
