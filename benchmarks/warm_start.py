@@ -8,8 +8,9 @@ Figures (issue 3; DESIGN.md "Figures to reach"):
   own disk cache and a numba ``@cuda.jit(cache=True)`` kernel from numba's cache (GPU only);
 - batch compile: ``fa.precompile`` of 1 and of 16 new kernels for ``--arch``, in a fresh process
   (numba's import and first compile included) and in a warm one (a kernel compiled before), with
-  worker processes as ``precompile`` chooses them and with none (this process's pipeline only);
-  ``--large N`` adds a warm batch of N kernels both ways (works without a GPU);
+  worker processes as ``precompile`` chooses them; ``--large N`` adds a batch of N kernels with
+  workers and with none (this process's pipeline only); medians of ``--repeat`` runs (works
+  without a GPU);
 - host time per call of the cached ``(x * y + 1.5).compute()`` on 1 K float32 (GPU only; the cpu
   backend's figures come from a numba call, not fusedarrays).
 
@@ -203,24 +204,26 @@ def warm_start(repeat: int) -> dict:
     return out
 
 
-def batch_compile(arch: str, backend: str, large: int = 0) -> dict:
-    """Seconds to precompile 1 and 16 new kernels (and ``large`` in a warm process). On the cpu
-    backend (no GPU) numba itself is imported with the first array, before the clock starts:
-    "fresh" then excludes it. Keys ending ``_serial`` are batches with no worker process."""
-    out = {"backend": backend}
+def batch_compile(arch: str, backend: str, large: int = 0, repeat: int = 3) -> dict:
+    """Seconds to precompile 1 and 16 new kernels (and ``large``, with workers as ``precompile``
+    chooses them and with none), in a fresh and in a warm process: the median of ``repeat``
+    runs of each. On the cpu backend (no GPU) numba itself is imported with the first array,
+    before the clock starts: "fresh" then excludes it."""
+    out = {"backend": backend, "repeat": repeat}
     for state in ("cold", "warm"):
-        cases = [(1, "0"), (16, "auto"), (16, "0")]
-        if large and state == "warm":
-            cases += [(large, "auto"), (large, "0")]
+        cases = [(1, "auto"), (16, "auto")] + ([(large, "auto"), (large, "0")] if large else [])
         for count, workers in cases:
-            with tempfile.TemporaryDirectory() as cache:
-                r = child(BATCH, arch, state, str(count), workers, ",".join(UNARY),
-                          env={"FUSEDARRAYS_CACHE_DIR": cache, "FUSEDARRAYS_BACKEND": backend})
-            name = f"{state}_{count}" + ("_serial" if count > 1 and workers == "0" else "")
-            out[name + "_s"] = r["seconds"]
-            if count > 1 and workers == "auto":
-                out[name + "_workers"] = r["workers"]
-            out["cpus"] = r["cpus"]
+            runs = []
+            for _ in range(repeat):
+                with tempfile.TemporaryDirectory() as cache:
+                    runs.append(child(BATCH, arch, state, str(count), workers, ",".join(UNARY),
+                                      env={"FUSEDARRAYS_CACHE_DIR": cache,
+                                           "FUSEDARRAYS_BACKEND": backend}))
+            name = f"{state}_{count}" + ("_no_workers" if workers == "0" else "")
+            out[name + "_runs_s"] = [r["seconds"] for r in runs]
+            out[name + "_s"] = median_of(runs, "seconds")
+            out[name + "_workers"] = max(r["workers"] for r in runs)
+            out["cpus"] = runs[0]["cpus"]
         out[f"{state}_16_over_1"] = out[f"{state}_16_s"] / out[f"{state}_1_s"]
     return out
 
@@ -244,21 +247,17 @@ def table(result: dict) -> str:
             rows.append(("  numba cache=True, warm cache",
                          f"{w['numba_cache_warm_first_eval_ms']:.1f} ms "
                          f"(+ import {w['numba_cache_warm_import_ms']:.0f} ms)", "525 ms (DESIGN)"))
-    rows += [
-        (f"batch compile, fresh process: 1 / 16 kernels ({b['cold_16_workers']} workers)",
-         f"{b['cold_1_s']:.2f} s / {b['cold_16_s']:.2f} s = {b['cold_16_over_1']:.1f}x",
-         "16 <= 8x one"),
-        ("  16 with no worker process, fresh", f"{b['cold_16_serial_s']:.2f} s", ""),
-        (f"batch compile, warm process: 1 / 16 kernels ({b['warm_16_workers']} workers)",
-         f"{b['warm_1_s'] * 1e3:.0f} ms / {b['warm_16_s']:.2f} s = {b['warm_16_over_1']:.1f}x",
-         "1 <= 100 ms"),
-        ("  16 with no worker process, warm", f"{b['warm_16_serial_s']:.2f} s", ""),
-    ]
-    large = next((int(k[5:-8]) for k in b if k.startswith("warm_") and k.endswith("_workers")
-                  and k != "warm_16_workers"), None)
-    if large:
-        rows.append((f"  {large} kernels, warm: {b[f'warm_{large}_workers']} workers / none",
-                     f"{b[f'warm_{large}_s']:.2f} s / {b[f'warm_{large}_serial_s']:.2f} s", ""))
+    for state, label in (("cold", "fresh"), ("warm", "warm")):
+        rows.append((f"batch compile, {label} process: 1 / 16 kernels "
+                     f"({b[f'{state}_16_workers']} workers, median of {b['repeat']})",
+                     f"{b[f'{state}_1_s'] * 1e3:.0f} ms / {b[f'{state}_16_s']:.2f} s = "
+                     f"{b[f'{state}_16_over_1']:.1f}x", "16 <= 8x one"))
+        large = next((int(k.split("_")[1]) for k in b
+                      if k.startswith(state) and k.endswith("_no_workers_s")), None)
+        if large:
+            rows.append((f"  {large} kernels: {b[f'{state}_{large}_workers']} workers / none",
+                         f"{b[f'{state}_{large}_s']:.2f} s / "
+                         f"{b[f'{state}_{large}_no_workers_s']:.2f} s", ""))
     if "host" in result:
         rows.append(("host time per cached (x*y+1.5).compute(), 1K f32",
                      f"{result['host']['host_us_per_call']:.1f} us", "<= 12 us"))
@@ -286,7 +285,8 @@ def main() -> int:
             from fusedarrays.cuda.backend import CudaBackend
             arch = CudaBackend(0).arch
     result["arch"] = arch = arch or "sm_90"
-    result["batch_compile"] = batch_compile(arch, "cuda" if gpu else "cpu", args.large)
+    result["batch_compile"] = batch_compile(arch, "cuda" if gpu else "cpu", args.large,
+                                            args.repeat)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1, default=str)
     print(json.dumps(result, indent=1, default=str))

@@ -6,17 +6,19 @@ compiles the rest to PTX and cubin (``cuda/compile.py``) into the disk cache, so
 — on this machine or one sharing the cache folder — loads them without compiling or importing
 numba. No GPU is needed when ``arch`` is given.
 
-Many kernels compile as a batch: numba holds one global compile lock, so parallel compiles need
-processes. Worker processes (``spawn``: no fork of a process that may hold CUDA or numba state)
-take jobs from the front of the list while this process, which has numba warm more often than
-not, takes them from the back; a job neither has started is cancelled in the pool and done here.
+Many kernels compile as a batch. This process compiles them as a pipeline: numba's typing and
+lowering (under numba's global compile lock, holding the GIL) here, one kernel after another,
+while threads run NVVM and nvJitLink (which release both) on the kernels lowered before. A batch
+long enough to repay their start also gets worker processes (``spawn``: no fork of a process
+that may hold CUDA or numba state), which take jobs from the front of the list while this
+process takes them from the back; a job neither has started is cancelled in the pool and done
+here.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 import threading
 import time
 import warnings
@@ -29,10 +31,12 @@ from .errors import CompileError, DeviceUnavailableError
 from .plan import KernelPlan, plan_kernel
 
 _POOL_ALIGN = 256  # a stream-ordered pool allocation is aligned to at least this
-# Kernels a warm process compiles in the time a spawned worker takes to warm up (~2.5 s at
-# ~0.12 s a kernel). On the H100 host a warm process compiled 16 kernels alone in 1.87 s, and
-# in 3.47 s with 15 workers spawned beside it (2026-11-22, benchmarks/warm_start.py).
-_WARM_BATCH = 24
+# Batches from this many kernels start worker processes. A spawned worker takes ~2.5 s to
+# import numba and compile its first kernel, while this process's pipeline (below) compiles a
+# kernel every ~75 ms once warm. On the H100 host (16 CPUs, 2026-11-22, benchmarks/warm_start.py)
+# a fresh process compiled 16 kernels in 2.56 s alone and in 3.41 s with 15 workers; a warm one
+# 48 kernels in 3.68 s alone and in 3.75 s with 15 workers: workers pay off only past that.
+_WORKER_BATCH = 48
 # Threads running NVVM and nvJitLink for the kernels this thread lowers: per kernel the two take
 # about as long as numba's typing and lowering (24 + 36 ms against 51 ms on the H100 host), so
 # two keep up; a third covers a kernel whose link is slow.
@@ -57,8 +61,9 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
     Nothing runs and the arrays stay pending. ``arch`` (``"sm_90"``) defaults to the current
     CUDA device's; given, no GPU is needed. Where the arrays are not on a CUDA device of that
     arch, the kernels are planned as if their buffers were fresh device allocations (aligned as
-    the pool aligns them). ``workers``: processes for a batch (default: one fewer than the CPUs,
-    with this process compiling too; 0 compiles here only). A progress bar shows when the batch
+    the pool aligns them). ``workers``: processes for a batch (default: one fewer than the CPUs
+    for a batch of 48 kernels or more, else none; this process compiles too; 0 compiles here
+    only). A progress bar shows when the batch
     takes over a second (``progress=False`` hides it).
 
     Returns ``{"arch", "kernels", "compiled", "cached", "seconds", "workers"}``.
@@ -202,11 +207,8 @@ def compile_batch(jobs: list[tuple], workers: int | None = None, progress: bool 
     done. The first failure is raised.
     """
     if workers is None:
-        # A worker's first ~2 s go to importing numba and a first compile: where this process
-        # has paid that already, workers only pay off for a batch longer than that.
-        enough = 3 if "numba.cuda" not in sys.modules else _WARM_BATCH
         cpus = os.cpu_count() or 1
-        workers = min(len(jobs) - 1, max(cpus - 1, 1)) if len(jobs) >= enough else 0
+        workers = min(len(jobs) - 1, max(cpus - 1, 1)) if len(jobs) >= _WORKER_BATCH else 0
     batch = _Batch(jobs, _progress_bar(len(jobs), progress))
     dispatcher = threading.Thread(target=batch.dispatch, args=(workers,), daemon=True)
     try:
