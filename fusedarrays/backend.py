@@ -34,14 +34,17 @@ class Buffer:
     __slots__ = ("uid", "storage", "nbytes", "backend", "readers", "derived", "align",
                  "__weakref__")
 
-    def __init__(self, storage: Any, nbytes: int, backend: Backend):
+    def __init__(self, storage: Any, nbytes: int, backend: Backend, align: int | None = None):
         self.uid = next(_uids)
         self.storage = storage
         self.nbytes = nbytes
         self.backend = backend
-        # The address's alignment (up to 256 bytes) decides whether 128-bit accesses are allowed.
-        address = backend.address(storage)
-        self.align = min(_MAX_ALIGN, address & -address) if address else _MAX_ALIGN
+        # The address's alignment (up to 256 bytes) decides whether 128-bit accesses are allowed;
+        # ``align`` where the allocator guarantees it (a fresh pool block: no address look-up).
+        if align is None:
+            address = backend.address(storage)
+            align = min(_MAX_ALIGN, address & -address) if address else _MAX_ALIGN
+        self.align = align
         # Weak references to the pending arrays reading this buffer (dead ones pruned as it
         # grows; no callbacks, which would cost a microsecond per intermediate array), or None
         # until the first: most buffers (results) never get a reader.
@@ -84,6 +87,8 @@ class HostMemory:
     def address(self, storage) -> int:
         return storage.ctypes.data
 
+    alloc_align = None   # NumPy promises less than the 256 bytes a Buffer's alignment counts
+
     def synchronize(self) -> None:
         pass  # host work is done when the call returns
 
@@ -92,6 +97,7 @@ class Backend(Protocol):
     name: str
     device_key: str            # what the memory cache is keyed by, e.g. "cuda:0:sm_90"
     arch: str | None           # what the disk cache is keyed by; None: no disk level
+    alloc_align: int | None    # every alloc(n > 0) address is a multiple of it (≤ 256), or None
 
     def compile(self, source: str, fn_name: str, param_types: tuple[str, ...],
                 helpers: dict) -> Any: ...
@@ -140,7 +146,7 @@ def get_backend(name: str | None = None) -> Backend:
 
 
 def new_buffer(backend: Backend, nbytes: int) -> Buffer:
-    return Buffer(backend.alloc(nbytes), nbytes, backend)
+    return Buffer(backend.alloc(nbytes), nbytes, backend, backend.alloc_align)
 
 
 def buffer_from_host(backend: Backend, array: np.ndarray) -> Buffer:

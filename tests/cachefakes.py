@@ -75,6 +75,7 @@ class FakeCudaBackend:
 
     name = "cuda"
     arch = "sm_90"
+    alloc_align = None  # address() says
 
     def __init__(self, device_key: str = "fake:0:sm_90"):
         self.device_key = device_key

@@ -28,6 +28,7 @@ class CudaBackend:
     """
 
     name = "cuda"
+    alloc_align = memory.POOL_ALIGN   # the pool's blocks (and zero bytes, address 0)
 
     @staticmethod
     def available() -> bool:

@@ -70,13 +70,24 @@ class DeviceStorage:
         cached = self.cached
         if cached is not None:
             try:
-                _BLOCKS.release(cached, self.owner)
+                _BLOCKS.release(cached, self.ptr, self.owner)
             except Exception:  # interpreter shutdown: the module may be half torn down
                 pass
 
     def __repr__(self) -> str:
         owner = type(self.owner).__name__
         return f"<DeviceStorage {self.nbytes} bytes at {self.ptr:#x} owner={owner}>"
+
+
+class _FreeList(list):
+    """The freed blocks of one pool and size class, as ``(address, block)`` pairs."""
+
+    __slots__ = ("size",)
+
+
+# Every block the pool hands out starts at a multiple of this (checked as each block comes from
+# the pool), so a buffer over a fresh block needs no address look-up to know its alignment.
+POOL_ALIGN = 256
 
 
 class _BlockCache:
@@ -89,7 +100,8 @@ class _BlockCache:
     MAX_BYTES = 1 << 30   # blocks kept at most; past that a freed block goes back to the pool
 
     def __init__(self):
-        self.free: dict[tuple[int, int], list] = {}
+        self.free: dict[tuple[int, int], _FreeList] = {}   # (id(pool), size class) → blocks
+        self.lists: dict[tuple[int, int], _FreeList] = {}  # (id(pool), nbytes) → its class's
         self.bytes = 0
 
     @staticmethod
@@ -98,25 +110,39 @@ class _BlockCache:
         return -(-nbytes // step) * step
 
     def take(self, pool: DeviceMemoryResource, nbytes: int) -> DeviceStorage:
+        free = self.lists.get((id(pool), nbytes))
+        if free is None:
+            free = self._list(pool, nbytes)
+        if free:
+            ptr, block = free.pop()
+            self.bytes -= free.size
+            return DeviceStorage(ptr, nbytes, block, free)
+        try:
+            block = pool.allocate(free.size, stream=LEGACY_DEFAULT_STREAM)
+        except Exception:  # out of memory: give the cached blocks back and try once more
+            self.flush()
+            block = pool.allocate(free.size, stream=LEGACY_DEFAULT_STREAM)
+        ptr = int(block.handle)
+        if ptr % POOL_ALIGN:
+            raise FusedArraysError(f"the memory pool returned a block at {ptr:#x}, which is not "
+                                   f"{POOL_ALIGN}-byte aligned as CUDA allocations are")
+        return DeviceStorage(ptr, nbytes, block, free)
+
+    def _list(self, pool: DeviceMemoryResource, nbytes: int) -> _FreeList:
         size = self.size_class(nbytes)
         free = self.free.get((id(pool), size))
         if free is None:
-            free = self.free[(id(pool), size)] = []
-        if free:
-            buffer = free.pop()
-            self.bytes -= size
-        else:
-            try:
-                buffer = pool.allocate(size, stream=LEGACY_DEFAULT_STREAM)
-            except Exception:  # out of memory: give the cached blocks back and try once more
-                self.flush()
-                buffer = pool.allocate(size, stream=LEGACY_DEFAULT_STREAM)
-        return DeviceStorage(int(buffer.handle), nbytes, buffer, free)
+            free = self.free[(id(pool), size)] = _FreeList()
+            free.size = size
+        if len(self.lists) >= 4096:   # many distinct sizes: start the memo over
+            self.lists.clear()
+        self.lists[(id(pool), nbytes)] = free
+        return free
 
-    def release(self, free: list, buffer) -> None:
-        size = buffer.size
+    def release(self, free: _FreeList, ptr: int, block) -> None:
+        size = free.size
         if self.bytes + size <= self.MAX_BYTES:
-            free.append(buffer)
+            free.append((ptr, block))
             self.bytes += size
         # else: dropping the last reference frees the block to the pool, stream-ordered
 
@@ -130,10 +156,11 @@ _BLOCKS = _BlockCache()
 
 
 def alloc(pool: DeviceMemoryResource, nbytes: int) -> DeviceStorage:
-    """``nbytes`` from ``pool``, ordered on the legacy stream (uninitialised)."""
-    if nbytes < 0:
-        raise ValueError(f"cannot allocate {nbytes=}")
-    if nbytes == 0:
+    """``nbytes`` from ``pool``, ordered on the legacy stream (uninitialised), at an address that
+    is a multiple of :data:`POOL_ALIGN`."""
+    if nbytes <= 0:
+        if nbytes < 0:
+            raise ValueError(f"cannot allocate {nbytes=}")
         return DeviceStorage(0, 0, None)
     return _BLOCKS.take(pool, nbytes)
 

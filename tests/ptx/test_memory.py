@@ -101,3 +101,40 @@ def test_the_cache_keeps_at_most_its_cap(monkeypatch):
     del blocks                                                    # the third goes to the pool
     assert cache.bytes == 8192
     assert len(cache.free[(id(pool), 4096)]) == 2
+
+
+def test_a_new_buffer_takes_the_pool_alignment_and_frees_its_block_when_it_dies(monkeypatch):
+    from fusedarrays.backend import new_buffer
+    from fusedarrays.cuda import memory
+    from fusedarrays.cuda.backend import CudaBackend
+
+    cache = memory._BlockCache()
+    monkeypatch.setattr(memory, "_BLOCKS", cache)
+    cuda = CudaBackend.__new__(CudaBackend)        # its memory methods over a made-up pool
+    cuda._pool = pool = FakePool()
+    first = new_buffer(cuda, 4096)
+    assert first.align == 256 and first.storage.ptr % 256 == 0   # as address() would say
+    second = new_buffer(cuda, 4000)                 # same class, while the first lives: another
+    assert second.storage.ptr != first.storage.ptr and cache.bytes == 0
+    address = first.storage.ptr
+    del first                                       # its block waits in the cache ...
+    assert cache.bytes == 4096 and len(pool.allocated) == 2
+    third = new_buffer(cuda, 3600)                  # ... for the next take of its class
+    assert third.storage.ptr == address and third.storage.nbytes == 3600
+    assert len(pool.allocated) == 2 and cache.bytes == 0
+    assert new_buffer(cuda, 0).align == 256
+
+
+def test_a_misaligned_pool_block_is_refused(monkeypatch):
+    from fusedarrays.cuda import memory
+    from fusedarrays.errors import FusedArraysError
+
+    class SkewedPool(FakePool):
+        def allocate(self, size, stream=None):
+            from cuda.core import Buffer
+
+            return Buffer.from_handle(0x7F00_0000_0010, size)
+
+    monkeypatch.setattr(memory, "_BLOCKS", memory._BlockCache())
+    with pytest.raises(FusedArraysError, match="not 256-byte aligned"):
+        memory.alloc(SkewedPool(), 64)
