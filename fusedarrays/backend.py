@@ -31,7 +31,7 @@ class Buffer:
     computed nodes read from it or stored in it, whose remembered results a write makes stale.
     """
 
-    __slots__ = ("uid", "storage", "nbytes", "backend", "readers", "derived", "align",
+    __slots__ = ("uid", "storage", "nbytes", "backend", "readers", "derived", "align", "fresh",
                  "__weakref__")
 
     def __init__(self, storage: Any, nbytes: int, backend: Backend, align: int | None = None):
@@ -53,6 +53,9 @@ class Buffer:
         # or is held in it:
         # runtime.forget_results_reading drops those results before the buffer is written.
         self.derived: list[weakref.ref] | None = None
+        # A weak reference to the leaf graph.fresh_leaf made over this buffer (not interned
+        # until graph.leaf asks for its view), or None.
+        self.fresh: weakref.ref | None = None
 
     def __repr__(self) -> str:
         return f"<Buffer {self.uid} {self.nbytes} bytes on {self.backend.name}>"

@@ -161,19 +161,43 @@ def _sha256_key(node: Node) -> str:
 def leaf(buffer, dtype: np.dtype, shape: tuple, strides: tuple, offset: int) -> Node:
     """A view of ``buffer`` (an object with a ``uid``): element strides and element offset."""
     view = (tuple(shape), tuple(strides), int(offset))
-    node = _make("leaf", np.dtype(dtype), tuple(shape), (), (buffer, view), (buffer.uid, view))
-    if not node.buffers:
-        node.buffers = frozenset((buffer,))
+    dtype = np.dtype(dtype)
+    ident = ("leaf", dtype, view[0], (buffer.uid, view), ())
+    ref = _interned.get(ident)
+    node = ref() if ref is not None else None
+    if node is None:
+        ref = getattr(buffer, "fresh", None)
+        node = ref() if ref is not None else None
+        if node is not None and node.dtype == dtype and node.attrs[1] == view:
+            _interned[ident] = ref          # the fresh leaf's view: from now on found here
+        else:
+            node = _intern(ident, "leaf", dtype, view[0], (), (buffer, view))
+            node.buffers = frozenset((buffer,))
     return node
 
 
 def fresh_leaf(buffer, dtype: np.dtype, view: tuple) -> Node:
-    """:func:`leaf` of a buffer just allocated, which no node can view yet: ``dtype`` a NumPy
+    """:func:`leaf` of a ``Buffer`` just allocated, which no node can view yet: ``dtype`` a NumPy
     dtype and ``view`` the ``(shape, strides, offset)`` tuple of Python ints that ``leaf`` makes
-    (a fused call's new outputs: no conversions and no look-up on that hot path)."""
-    node = _intern(("leaf", dtype, view[0], (buffer.uid, view), ()), "leaf", dtype, view[0], (),
-                   (buffer, view))
+    (a fused call's new outputs, an evaluation's result: the hot path of every new array).
+
+    The node is not interned: most results are never viewed again, and interning (a key of
+    nested tuples, hashed, and an entry to sweep once dead) cost more than the node. The buffer
+    keeps a weak reference to it instead, where :func:`leaf` finds it, so a view of the whole
+    result (``r[...]``) is still this very node. Call it at most once per buffer.
+    """
+    node = Node()
+    node.kind = "leaf"
+    node.dtype = dtype
+    node.shape = view[0]
+    node.inputs = ()
+    node.attrs = (buffer, view)
+    node.serial = next(_serials)
+    node._key = None
+    node.count = 1
     node.buffers = frozenset((buffer,))
+    node.realized = None
+    buffer.fresh = weakref.ref(node)
     return node
 
 

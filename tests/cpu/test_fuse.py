@@ -375,3 +375,28 @@ def test_a_foreach_write_drops_remembered_results():
     for q, p, h, o in zip(pending, products, hosts, others):
         np.testing.assert_array_equal(q.get(), h * o + 1)
         np.testing.assert_array_equal(p.get(), h * o + 10)
+
+
+@fa.fuse
+def scaled(x, y):
+    return x * y + 1.5
+
+
+def test_new_outputs_are_distinct_leaves_that_views_find_again():
+    rng = np.random.default_rng()
+    a, b = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
+    x, y = fa.asarray(a), fa.asarray(b)
+    first, second = scaled(x, y), scaled(x, y)           # cached calls: two new arrays
+    assert first._node is not second._node
+    assert first._node.attrs[0] is not second._node.attrs[0]
+    assert first[...]._node is first._node               # a whole view is the result's node,
+    assert (first[...] * y)._node is (first * y)._node   # so expressions over it are shared
+    lazy = (x - y).compute()                             # the lazy path's results, likewise
+    assert lazy[...]._node is lazy._node
+    product = (first * y).compute()
+    bump(first)                                          # first's memory changes in place:
+    ref = a * b + np.float32(1.5)
+    np.testing.assert_array_equal((first[...] * y).get(), (ref + np.float32(10)) * b)
+    np.testing.assert_array_equal(product.get(), ref * b)
+    np.testing.assert_array_equal(second.get(), ref)
+    np.testing.assert_array_equal(lazy.get(), a - b)

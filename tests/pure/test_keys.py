@@ -178,3 +178,25 @@ def test_generation_changes_with_every_override():
 def test_docstring_examples():
     for module in (keys, records, runtime):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_a_fresh_leaf_is_what_leaf_returns_for_its_view_and_never_shared():
+    class Buf:
+        def __init__(self):
+            self.uid, self.align, self.fresh = graph.new_uid(), 256, None
+
+    f32 = np.dtype("float32")
+    view = ((4, 8), (8, 1), 0)
+    first, second = Buf(), Buf()
+    made = graph.fresh_leaf(first, f32, view)
+    other = graph.fresh_leaf(second, f32, view)
+    assert made is not other and made.serial != other.serial and made.key != other.key
+    assert graph.leaf(first, f32, (4, 8), (8, 1), 0) is made        # found through the buffer
+    assert graph.leaf(first, f32, (4, 8), (8, 1), 0) is made        # then by look-up
+    assert graph.leaf(first, np.dtype("int32"), (4, 8), (8, 1), 0) is not made
+    row = graph.leaf(first, f32, (8,), (1,), 8)
+    assert row is not made and graph.leaf(first, f32, (8,), (1,), 8) is row
+    key, serial = made.key, made.serial
+    del made                                                        # dead: a new node,
+    again = graph.leaf(first, f32, (4, 8), (8, 1), 0)               # with the same key
+    assert again.serial != serial and again.key == key
