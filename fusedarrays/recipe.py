@@ -48,9 +48,11 @@ class _Packer:
     """Straight-line source of a generated ``pack`` function.
 
     Generated code rather than a loop over a recipe: a cached call's host time is the point.
-    Each converted value is memoised on the identity of what it came from (``M[slot]`` holds the
-    pair, replaced in one store, so concurrent calls never see a torn pair): an optimizer loop
-    passes the same arrays and mostly the same scalar objects at every step.
+    Each converted argument is memoised on the identity of what it came from (``M[slot]`` holds
+    the pair, replaced in one store, so concurrent calls never see a torn pair): an optimizer loop
+    passes the same arrays and mostly the same scalar objects at every step. Constants are
+    converted once; new outputs and temporaries are new memory at every call, so their pointers
+    are not memoised (a memo would only keep the last call's memory alive).
     """
 
     def __init__(self):
@@ -67,10 +69,13 @@ class _Packer:
 
     def scalars(self, plan) -> None:
         for value, dtype in plan.scalars:
+            if not isinstance(value, TracedScalar):   # a constant: converted once, here
+                self.parts.append(_named(self.names, _converter(dtype)(value)))
+                continue
             convert = render_scalar(_converter(dtype), self.names)
-            if isinstance(value, TracedScalar) and value.expr[0] == "arg":
+            if value.expr[0] == "arg":
                 self.memo(f"A[{value.expr[1]}]", f"{convert}(s)")
-            else:   # host arithmetic on the arguments, or a constant
+            else:   # host arithmetic on the arguments
                 self.parts.append(f"{convert}({render_scalar(value, self.names)})")
 
     def function(self, params: str, what: str):
@@ -88,13 +93,17 @@ def make_packer(plan, sources: tuple, roots: dict, backend):
     names = packer.names
     names["oparg"] = backend.operand_arg
     for o, (kind, k) in zip(plan.operands, sources):
+        dtype = render_scalar(o.dtype, names)
+        offset = o.offset if o.folded else 0
+        if kind in ("out", "tmp"):   # new memory at every call: nothing to memoise, nor to keep
+            packer.parts.append(f"oparg({'O' if kind == 'out' else 'T'}[{k}].storage, {dtype}, "
+                                f"{offset})")
+            continue
         if kind == "const":
             storage = render_scalar(k.storage, names)   # a captured array
         else:
-            storage = {"arg": f"A[{roots.get(k)}].attrs[0]", "out": f"O[{k}]",
-                       "tmp": f"T[{k}]"}[kind] + ".storage"
-        dtype = render_scalar(o.dtype, names)
-        packer.memo(storage, f"oparg(s, {dtype}, {o.offset if o.folded else 0})")
+            storage = f"A[{roots.get(k)}].attrs[0].storage"
+        packer.memo(storage, f"oparg(s, {dtype}, {offset})")
     ints = plan.int_args()
     if ints:
         packer.parts.append("*" + render_scalar(tuple(ints), names))

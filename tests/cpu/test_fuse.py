@@ -5,6 +5,7 @@ Each new kernel costs seconds to compile on CI, so the tests share functions and
 
 import importlib
 import math
+import weakref
 
 import fuse_examples as ex
 import numpy as np
@@ -400,3 +401,15 @@ def test_new_outputs_are_distinct_leaves_that_views_find_again():
     np.testing.assert_array_equal(product.get(), ref * b)
     np.testing.assert_array_equal(second.get(), ref)
     np.testing.assert_array_equal(lazy.get(), a - b)
+
+
+def test_a_new_outputs_memory_goes_when_its_array_dies():
+    rng = np.random.default_rng()
+    a, b = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
+    x, y = fa.asarray(a), fa.asarray(b)
+    scaled(x, y)
+    result = scaled(x, y)                               # a cached call
+    storage = weakref.ref(result._node.attrs[0].storage)
+    np.testing.assert_array_equal(result.get(), a * b + np.float32(1.5))
+    del result                                          # nothing else holds its memory
+    assert storage() is None
