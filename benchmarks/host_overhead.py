@@ -47,7 +47,7 @@ def stub_backend(pool: bool = False):
 
         cuda = CudaBackend.__new__(CudaBackend)   # its memory methods, over a made-up pool
         cuda._pool = MadeUpPool()
-        backend.alloc = cuda.alloc
+        backend.alloc, backend.alloc_align = cuda.alloc, cuda.alloc_align
         backend.operand_arg = lambda storage, dtype, offset: (
             storage.ptr if type(storage) is DeviceStorage else 0x7F00_0000_0000) + offset * 4
     return backend

@@ -309,7 +309,7 @@ class _Entry:
         self.consts = {s[1] for _, sources in program.launches for s in sources
                        if s[0] == "const"}
         # the most common result, one new array, is made without going through _item
-        self.single = self.outputs[0][:2] if program.items == ("one", ("out", 0)) else None
+        self.single = self.outputs[0] if program.items == ("one", ("out", 0)) else None
         self.launches = []
         for plan, sources in program.launches:
             kernel = runtime.kernel_for(plan, backend)
@@ -326,15 +326,20 @@ class _Entry:
                 raise UnsupportedOperationError(
                     "fuse: an argument written in place is also an array the function captures; "
                     "pass that array as an argument instead of capturing it")
-        outputs, temps = self.outputs, self.program.temps
-        outs = [new_buffer(backend, nbytes) for _, _, nbytes in outputs] if outputs else ()
+        single, temps = self.single, self.program.temps
+        if single is not None:
+            outs = (new_buffer(backend, single[2]),)
+        elif self.outputs:
+            outs = [new_buffer(backend, nbytes) for _, _, nbytes in self.outputs]
+        else:
+            outs = ()
         temps = [new_buffer(backend, nbytes) for nbytes in temps] if temps else ()
         for kernel, size, geometry, pack in self.launches:
             if size:
                 backend.launch(kernel, size, pack(values, outs, temps), geometry)
                 runtime.count_launch()
-        if self.single is not None:
-            return ndarray(graph.fresh_leaf(outs[0], *self.single))
+        if single is not None:
+            return ndarray(graph.fresh_leaf(outs[0], single[0], single[1]))
         items = self.program.items
         if items is None:
             return None
