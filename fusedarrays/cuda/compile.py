@@ -166,6 +166,8 @@ def _numba_lower(lowered: Lowered, kernel, signature, cc: tuple[int, int]) -> No
 # (function type, typing context, argument types, keyword types) → its get_call_type answer
 _TYPED_CALLS: dict = {}
 _TYPED_CALLS_CAP = 1 << 14  # a few hundred are usual; cleared past this, never grown without end
+# id(value) → (value, its numba type as a global of a kernel)
+_TYPED_VALUES: dict = {}
 
 
 def _memo(key, compute):
@@ -184,7 +186,8 @@ def _memo(key, compute):
 
 @contextlib.contextmanager
 def _memoized_call_typing():
-    """numba's typing of calls, memoized across this module's compiles while it lasts.
+    """numba's typing of calls and of a kernel's globals, memoized across this module's compiles
+    while it lasts.
 
     numba types every call (``a * b`` is a call of ``operator.mul``) by trying each template of
     the callee in turn, ~0.3–0.5 ms even for ``float32 * float32``, keeps no result from one
@@ -195,7 +198,10 @@ def _memoized_call_typing():
     the CUDA typing context, and on numba's function type) only while this thread holds numba's
     compile lock, which every numba compile takes, CPU ones included: no other compile (a
     user's own ``@cuda.jit``, other flags) ever sees it. A callee or argument that cannot be
-    hashed, a failure, or no result is left to numba.
+    hashed, a failure, or no result is left to numba. Likewise the type of each global a kernel
+    names (intrinsics, helpers, modules: the same objects in every kernel), which numba finds
+    only after a failed ``typeof`` and its marked-up error message (4 of ~43 ms of a kernel's
+    typing and lowering, 2-core machine).
     """
     from numba.cuda import types
     from numba.cuda.descriptor import cuda_target
@@ -216,14 +222,32 @@ def _memoized_call_typing():
         return _memo((self, typing_context, tuple(args), tuple(sorted(dict(kws).items()))),
                      lambda: get_call_type(self, typing_context, args, kws))
 
+    resolve_value = type(context).resolve_value_type
+
+    def resolve_value_memoized(val):
+        # A global of the kernel (an intrinsic, a helper, a module): numba first tries typeof,
+        # which fails for most of them with an error message marked up for the terminal
+        # (~30 µs each, a hundred per kernel), then looks the value up. Keyed by identity, the
+        # value held so its id is not reused.
+        found = _TYPED_VALUES.get(id(val))
+        if found is not None and found[0] is val:
+            return found[1]
+        typ = resolve_value(context, val)
+        if len(_TYPED_VALUES) >= _TYPED_CALLS_CAP:
+            _TYPED_VALUES.clear()
+        _TYPED_VALUES[id(val)] = (val, typ)
+        return typ
+
     with compile_lock():
         context.resolve_function_type = resolve_memoized
+        context.resolve_value_type = resolve_value_memoized
         owner.get_call_type = get_call_type_memoized
         try:
             yield
         finally:
             owner.get_call_type = get_call_type
             del context.resolve_function_type
+            del context.resolve_value_type
 
 
 @contextlib.contextmanager

@@ -86,6 +86,8 @@ def test_memoized_call_typing_is_gone_after_a_compile():
     before = vars(owner)["get_call_type"]
     cc.compile_ptx(*jobs(plans(lambda x, y: x - y))[0], devicelib.helpers())
     assert "resolve_function_type" not in vars(cuda_target.typing_context)
+    assert "resolve_value_type" not in vars(cuda_target.typing_context)
+    assert cc._TYPED_VALUES   # the kernel's globals were typed through the memo
     assert vars(owner)["get_call_type"] is before
     assert not before.__module__.startswith("fusedarrays")
 
