@@ -91,7 +91,7 @@ def lower_kernel(source: str, fn_name: str, param_types: tuple[str, ...], arch: 
     """
     lowered = Lowered(source, fn_name, param_types, arch)
     try:
-        with compile_lock(), _collector_paused():
+        with compile_lock(), _collector_paused(), _plain_error_text():
             _lower(lowered, helpers)
     except Exception as e:
         raise lowered.failure(e) from e
@@ -269,6 +269,41 @@ def _collector_paused():
         yield
     finally:
         gc.enable()
+
+
+@contextlib.contextmanager
+def _plain_error_text():
+    """numba's error messages unmarked while numba-cuda types and lowers one of our kernels.
+
+    numba raises and catches errors as it works (each binary operator is first tried with
+    literal operand types, which fails for a variable), and every error marks its message up for
+    a terminal through colorama as it is made (~25 µs each, some eighty per kernel); a message
+    that reaches the user inside a :class:`CompileError` is better plain. numba's modules keep
+    their colour scheme instance from import, so the scheme's class gives up its mark-up
+    (``_markup``), for as long as this thread holds numba's compile lock, under which numba
+    makes its other messages too.
+    """
+    import importlib
+
+    patched = []
+    for name in ("numba.core.errors", "numba.cuda.core.errors"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:   # numba-cuda without numba itself: its own module only
+            continue
+        scheme = type(module.termcolor())
+        if "_markup" in vars(scheme):   # colorama's scheme (without colorama: plain already)
+            patched.append((scheme, vars(scheme)["_markup"]))
+            scheme._markup = _unmarked
+    try:
+        yield
+    finally:
+        for scheme, markup in patched:
+            scheme._markup = markup
+
+
+def _unmarked(self, msg, color=None, style=None):
+    return msg
 
 
 def _note(times: dict | None, stage: str, seconds: float) -> None:

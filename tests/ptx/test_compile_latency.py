@@ -164,3 +164,19 @@ def test_the_collector_is_paused_while_numba_lowers_and_resumed_after(monkeypatc
     assert during == [0, 0]
     gc.collect()
     assert collections   # the callback sees collections: the zeros above can fail
+
+
+def test_a_compile_error_reads_as_plain_text_and_numbas_colours_come_back():
+    """numba marks its messages up for a terminal; made during our compile, they are plain (and
+    cheaper to make), and numba's own scheme is back afterwards."""
+    import importlib
+
+    errors = importlib.import_module("numba.core.errors")
+    marked_up = "\x1b[" in str(errors.NumbaError("made outside our compiles"))
+    bad = "def fa_bad(n, p0):\n    st_f32(p0, 0, undefined_name)\n"
+    with pytest.raises(fa.CompileError) as failed:
+        cc.compile_ptx(bad, "fa_bad", ("i64", "ptr"), "sm_90", {})
+    assert "undefined_name" in str(failed.value)
+    assert "\x1b[" not in str(failed.value), repr(str(failed.value)[:200])
+    assert ("\x1b[" in str(errors.NumbaError("made outside our compiles"))) == marked_up
+    assert vars(type(errors.termcolor())).get("_markup") is not cc._unmarked
