@@ -120,11 +120,14 @@ if warm:  # numba imported and one kernel compiled: a warm process
 forms = [lambda f: f(x) * y + 1.5, lambda f: f(x) + y * 1.5, lambda f: f(x * y) - 1.5,
          lambda f: f(x - y) * 2.5]   # past len(ops) kernels, the next form of each op
 arrays = [forms[k // len(ops)](getattr(fa, ops[k % len(ops)])) for k in range(count)]
+fa.reset_stats()
 t = time.perf_counter()
 report = fa.precompile(arrays, arch=arch, workers=workers, progress=False)
 seconds = time.perf_counter() - t
 assert report["compiled"] == count, report
-print(json.dumps({"seconds": seconds, "workers": report["workers"], "cpus": os.cpu_count()}))
+stages = {stage: total for stage, (_, total) in fa.timings().items()}  # summed over kernels
+print(json.dumps({"seconds": seconds, "workers": report["workers"], "cpus": os.cpu_count(),
+                  "stage_seconds": stages}))
 """
 
 HOST_TIME = """
@@ -223,6 +226,7 @@ def batch_compile(arch: str, backend: str, large: int = 0, repeat: int = 3) -> d
             out[name + "_runs_s"] = [r["seconds"] for r in runs]
             out[name + "_s"] = median_of(runs, "seconds")
             out[name + "_workers"] = max(r["workers"] for r in runs)
+            out[name + "_stage_seconds"] = runs[0]["stage_seconds"]   # the first run's
             out["cpus"] = runs[0]["cpus"]
         out[f"{state}_16_over_1"] = out[f"{state}_16_s"] / out[f"{state}_1_s"]
     return out
@@ -252,6 +256,11 @@ def table(result: dict) -> str:
                      f"({b[f'{state}_16_workers']} workers, median of {b['repeat']})",
                      f"{b[f'{state}_1_s'] * 1e3:.0f} ms / {b[f'{state}_16_s']:.2f} s = "
                      f"{b[f'{state}_16_over_1']:.1f}x", "16 <= 8x one"))
+        stages = b.get(f"{state}_16_stage_seconds", {})
+        if stages:
+            rows.append(("  16: typing+lowering / NVVM / link, summed over kernels",
+                         " / ".join(f"{stages.get(k, 0.0):.2f} s" for k in
+                                    ("numba typing+lowering", "nvvm", "link")), ""))
         large = next((int(k.split("_")[1]) for k in b
                       if k.startswith(state) and k.endswith("_no_workers_s")), None)
         if large:
