@@ -101,11 +101,15 @@ def test_a_pipelined_batch_gives_each_kernel_what_a_compile_alone_gives(tmp_path
                       lambda x, y: fa.sqrt(x) / y, lambda x, y: fa.tanh(x * y),
                       lambda x, y: fa.arctan2(x, y), lambda x, y: fa.cbrt(x) + fa.floor(y)))
     alone = [cc.compile_kernel(*job) for job in todo]
-    finished_in = set()
+    import sys
+
+    finished_in, switch = set(), []
     finish_kernel = cc.finish_kernel
+    before = sys.getswitchinterval()
 
     def recording(lowered):
         finished_in.add(threading.current_thread().name)
+        switch.append(sys.getswitchinterval())
         return finish_kernel(lowered)
 
     original, cc.finish_kernel = cc.finish_kernel, recording
@@ -114,6 +118,8 @@ def test_a_pipelined_batch_gives_each_kernel_what_a_compile_alone_gives(tmp_path
     finally:
         cc.finish_kernel = original
     assert workers == 0 and len(batch) == len(todo)
+    # the GIL changes hands often while a batch compiles (finishers wait on it), then as before
+    assert max(switch) <= precompile._SWITCH_INTERVAL and sys.getswitchinterval() == before
     assert finished_in and all(n.startswith("fusedarrays-nvvm") for n in finished_in), finished_in
     for (ptx, cubin, entry, times), (ptx1, cubin1, entry1, _) in zip(batch, alone):
         assert normal(ptx) == normal(ptx1) and normal(entry) == normal(entry1)
