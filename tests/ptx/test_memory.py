@@ -138,3 +138,32 @@ def test_a_misaligned_pool_block_is_refused(monkeypatch):
     monkeypatch.setattr(memory, "_BLOCKS", memory._BlockCache())
     with pytest.raises(FusedArraysError, match="not 256-byte aligned"):
         memory.alloc(SkewedPool(), 64)
+
+
+def test_a_full_cache_gives_big_blocks_back_to_keep_small_ones(monkeypatch):
+    """Freed big arrays fill the cap; a small block freed after them still goes to the cache (the
+    biggest cached blocks go back to the pool to make room), and a big block freed into a cache
+    full of small ones goes to the pool."""
+    from fusedarrays.cuda import memory
+
+    cache = memory._BlockCache()
+    cache.MAX_BYTES = 3 << 20
+    monkeypatch.setattr(memory, "_BLOCKS", cache)
+    pool = FakePool()
+    big = [memory.alloc(pool, 3 << 20), memory.alloc(pool, 1 << 20)]
+    small = [memory.alloc(pool, 4096) for _ in range(3)]
+    del big[0]                                    # 3 MiB cached: the cap is reached
+    assert cache.bytes == 3 << 20
+    del small[0]                                  # room made: the 3 MiB block goes
+    assert cache.bytes == 4096 and not cache.free[(id(pool), 3 << 20)]
+    assert len(cache.free[(id(pool), 4096)]) == 1
+    del big[0]                                    # 1 MiB fits beside it
+    assert cache.bytes == (1 << 20) + 4096
+    again = memory.alloc(pool, 4096)              # a small allocation is served from the cache
+    assert len(pool.allocated) == 5
+    del small, again
+    assert cache.bytes == (1 << 20) + 3 * 4096
+    cache.MAX_BYTES = cache.bytes
+    late = memory.alloc(pool, 2 << 20)
+    del late                                      # bigger than every cached block: not kept
+    assert cache.bytes == (1 << 20) + 3 * 4096 and not cache.free[(id(pool), 2 << 20)]
