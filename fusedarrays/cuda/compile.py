@@ -91,7 +91,8 @@ def lower_kernel(source: str, fn_name: str, param_types: tuple[str, ...], arch: 
     """
     lowered = Lowered(source, fn_name, param_types, arch)
     try:
-        with compile_lock(), _collector_paused(), _plain_error_text():
+        # numba's lock first: what the others change is for our compile alone
+        with compile_lock(), _collector_paused(), _plain_error_text(), _memoized_call_typing():
             _lower(lowered, helpers)
     except Exception as e:
         raise lowered.failure(e) from e
@@ -154,12 +155,11 @@ def _numba_lower(lowered: Lowered, kernel, signature, cc: tuple[int, int]) -> No
     from numba.cuda import compiler
 
     split = getattr(compiler, "_compile_pyfunc_with_fixup", None)
-    with _memoized_call_typing():
-        if split is None:
-            lowered.ptx, _ = cuda.compile_ptx(kernel, signature, cc=cc, **_OPTIONS)
-        else:
-            lowered.library, _ = split(kernel, signature, device=False, cc=cc, abi="numba",
-                                       **_OPTIONS)
+    if split is None:
+        lowered.ptx, _ = cuda.compile_ptx(kernel, signature, cc=cc, **_OPTIONS)
+    else:
+        lowered.library, _ = split(kernel, signature, device=False, cc=cc, abi="numba",
+                                   **_OPTIONS)
 
 
 # (callee, argument types, keyword types) → the signature numba's CUDA typing gave that call; and
