@@ -65,8 +65,8 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
     arch, the kernels are planned as if their buffers were fresh device allocations (aligned as
     the pool aligns them). ``workers``: processes for a batch (default: one fewer than the CPUs
     for a batch of 48 kernels or more, else none; this process compiles too; 0 compiles here
-    only). A progress bar shows when the batch
-    takes over a second (``progress=False`` hides it).
+    only). A progress bar shows when the batch takes over a second (``progress=False`` hides
+    it).
 
     Returns ``{"arch", "kernels", "compiled", "cached", "seconds", "workers"}``.
 
