@@ -186,3 +186,56 @@ def test_a_compile_error_reads_as_plain_text_and_numbas_colours_come_back():
     assert "\x1b[" not in str(failed.value), repr(str(failed.value)[:200])
     assert ("\x1b[" in str(errors.NumbaError("made outside our compiles"))) == marked_up
     assert vars(type(errors.termcolor())).get("_markup") is not cc._unmarked
+
+
+def every_op_plans():
+    """Flat kernels that together use every op of the table for each dtype it takes (twelve ops
+    to a kernel, each its own output), plus a row walk, a tile and float16 lanes."""
+    from fusedarrays import dtypes, ops
+    from fusedarrays.errors import FusedArraysError
+
+    rng = np.random.default_rng(2)
+    found = []
+    with config.override(BACKEND="cpu"):
+        for dt in dtypes.SUPPORTED:
+            a, b = (fa.asarray((rng.random(1 << 12) * 8).astype(dt)) for _ in range(2))
+            cond = a < b
+            outs = []
+            for row in ops.OPS.values():
+                args = {"where": (cond, a, b), "clip": (a, b, b)}.get(row.rule, (a, b)[:row.nin])
+                try:
+                    outs.append(getattr(fa, row.name)(*args))
+                except (FusedArraysError, TypeError):   # an op that does not take this dtype
+                    continue
+            for k in range(0, len(outs), 12):
+                found += precompile.kernel_plans(outs[k:k + 12], real_buffers=False)
+        x = fa.asarray(rng.random((256, 256), np.float32))
+        h = fa.asarray(rng.random(1 << 12).astype(np.float16))
+        found += precompile.kernel_plans([fa.exp(x + x[0][None, :]) * x], real_buffers=False)
+        found += precompile.kernel_plans([fa.tanh(x.T) - x / 3.0], real_buffers=False)
+        found += precompile.kernel_plans([h * h + fa.sqrt(h)], real_buffers=False)
+    return found
+
+
+def test_the_trimmed_pipeline_changes_no_kernel(monkeypatch):
+    """numba's passes left out of our compiles (``_IDLE_PASSES``) change the PTX of no kernel of
+    any op, dtype or schedule; compiled with them the kernels are the same but for names."""
+    import contextlib
+
+    plan_list = every_op_plans()
+    assert {"flat", "rows", "tiled"} <= {p.schedule for p in plan_list} and len(plan_list) > 40
+    todo = jobs(plan_list)
+    trimmed = [normal(cc.compile_ptx(*job, devicelib.helpers())[0]) for job in todo]
+    monkeypatch.setattr(cc, "_trimmed_pipeline", contextlib.nullcontext)
+    full = [normal(cc.compile_ptx(*job, devicelib.helpers())[0]) for job in todo]
+    differ = [p.name for p, t, f in zip(plan_list, trimmed, full) if t != f]
+    assert not differ, differ
+
+
+def test_the_trimmed_pipeline_is_gone_after_a_compile():
+    from numba.cuda import compiler
+
+    before = vars(compiler.CUDACompiler)["define_pipelines"]
+    cc.compile_ptx(*jobs(plans(lambda x, y: x * y))[0], devicelib.helpers())
+    assert vars(compiler.CUDACompiler)["define_pipelines"] is before
+    assert not before.__module__.startswith("fusedarrays")
