@@ -9,8 +9,8 @@ Figures (issue 3; DESIGN.md "Figures to reach"):
 - batch compile: ``fa.precompile`` of 1 and of 16 new kernels for ``--arch``, in a fresh process
   (numba's import and first compile included) and in a warm one (a kernel compiled before), with
   worker processes as ``precompile`` chooses them; ``--large N`` adds a batch of N kernels with
-  workers and with none (this process's pipeline only); medians of ``--repeat`` runs (works
-  without a GPU);
+  workers and with none (this process's pipeline only); medians of ``--repeat`` runs, each with
+  the CUDA JIT cache off (works without a GPU);
 - host time per call of the cached ``(x * y + 1.5).compute()`` on 1 K float32 (GPU only; the cpu
   backend's figures come from a numba call, not fusedarrays).
 
@@ -30,6 +30,10 @@ import textwrap
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# On a machine with a CUDA driver nvJitLink keeps what it linked in the CUDA JIT cache
+# (~/.nv/ComputeCache): a kernel linked there before, by any process, links in ~1 ms. Each batch
+# compiles the same kernels as the last, so compile figures are taken with that cache off.
+NO_JIT_CACHE = {"CUDA_CACHE_DISABLE": "1"}
 UNARY = ["sin", "cos", "tan", "exp", "exp2", "expm1", "log1p", "sqrt", "cbrt", "tanh",
          "arctan", "sinh", "cosh", "arcsinh", "floor", "rint"]
 
@@ -221,7 +225,7 @@ def batch_compile(arch: str, backend: str, large: int = 0, repeat: int = 3) -> d
                 with tempfile.TemporaryDirectory() as cache:
                     runs.append(child(BATCH, arch, state, str(count), workers, ",".join(UNARY),
                                       env={"FUSEDARRAYS_CACHE_DIR": cache,
-                                           "FUSEDARRAYS_BACKEND": backend}))
+                                           "FUSEDARRAYS_BACKEND": backend, **NO_JIT_CACHE}))
             name = f"{state}_{count}" + ("_no_workers" if workers == "0" else "")
             out[name + "_runs_s"] = [r["seconds"] for r in runs]
             out[name + "_s"] = median_of(runs, "seconds")
