@@ -10,7 +10,8 @@ Figures (issue 3; DESIGN.md "Figures to reach"):
   (numba's import and first compile included) and in a warm one (a kernel compiled before), with
   worker processes as ``precompile`` chooses them; ``--large N`` adds a batch of N kernels with
   workers and with none (this process's pipeline only); medians of ``--repeat`` runs, each with
-  the CUDA JIT cache off (works without a GPU);
+  the CUDA JIT cache off; "one kernel" is the first op's, and beside it the median of the 16
+  compiled one call at a time in a warm process (works without a GPU);
 - host time per call of the cached ``(x * y + 1.5).compute()`` on 1 K float32 (GPU only; the cpu
   backend's figures come from a numba call, not fusedarrays).
 
@@ -115,7 +116,8 @@ import json, os, sys, time
 import numpy as np
 import fusedarrays as fa
 arch, warm, count, workers = sys.argv[1], sys.argv[2] == "warm", int(sys.argv[3]), sys.argv[4]
-workers = None if workers == "auto" else int(workers)
+workers = {"auto": None, "singles": "singles"}.get(workers, workers)
+workers = workers if workers in (None, "singles") else int(workers)
 ops = sys.argv[5].split(",")
 x = fa.asarray(np.arange(1024, dtype=np.float32))
 y = fa.asarray(np.ones(1024, dtype=np.float32))
@@ -125,13 +127,21 @@ forms = [lambda f: f(x) * y + 1.5, lambda f: f(x) + y * 1.5, lambda f: f(x * y) 
          lambda f: f(x - y) * 2.5]   # past len(ops) kernels, the next form of each op
 arrays = [forms[k // len(ops)](getattr(fa, ops[k % len(ops)])) for k in range(count)]
 fa.reset_stats()
-t = time.perf_counter()
-report = fa.precompile(arrays, arch=arch, workers=workers, progress=False)
-seconds = time.perf_counter() - t
-assert report["compiled"] == count, report
+singles = []
+if workers == "singles":  # the same kernels one precompile call at a time, in this order
+    for a in arrays:
+        t = time.perf_counter()
+        assert fa.precompile(a, arch=arch, workers=0, progress=False)["compiled"] == 1
+        singles.append(time.perf_counter() - t)
+    report = {"workers": 0}
+else:
+    t = time.perf_counter()
+    report = fa.precompile(arrays, arch=arch, workers=workers, progress=False)
+    assert report["compiled"] == count, report
+seconds = sum(singles) if singles else time.perf_counter() - t
 stages = {stage: total for stage, (_, total) in fa.timings().items()}  # summed over kernels
 print(json.dumps({"seconds": seconds, "workers": report["workers"], "cpus": os.cpu_count(),
-                  "stage_seconds": stages}))
+                  "stage_seconds": stages, "singles": singles}))
 """
 
 HOST_TIME = """
@@ -233,6 +243,17 @@ def batch_compile(arch: str, backend: str, large: int = 0, repeat: int = 3) -> d
             out[name + "_stage_seconds"] = runs[0]["stage_seconds"]   # the first run's
             out["cpus"] = runs[0]["cpus"]
         out[f"{state}_16_over_1"] = out[f"{state}_16_s"] / out[f"{state}_1_s"]
+    # "one kernel" above is the first op's (sin, among the slower to compile); beside it, the
+    # median of the same 16 kernels precompiled one call at a time in a warm process
+    runs = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as cache:
+            runs.append(child(BATCH, arch, "warm", "16", "singles", ",".join(UNARY),
+                              env={"FUSEDARRAYS_CACHE_DIR": cache,
+                                   "FUSEDARRAYS_BACKEND": backend, **NO_JIT_CACHE}))
+    out["warm_16_singles_s"] = runs[0]["singles"]
+    out["warm_single_median_s"] = statistics.median(statistics.median(r["singles"]) for r in runs)
+    out["warm_16_over_single_median"] = out["warm_16_s"] / out["warm_single_median_s"]
     return out
 
 
@@ -260,6 +281,10 @@ def table(result: dict) -> str:
                      f"({b[f'{state}_16_workers']} workers, median of {b['repeat']})",
                      f"{b[f'{state}_1_s'] * 1e3:.0f} ms / {b[f'{state}_16_s']:.2f} s = "
                      f"{b[f'{state}_16_over_1']:.1f}x", "16 <= 8x one"))
+        if state == "warm" and "warm_single_median_s" in b:
+            rows.append(("  16 / the median of the 16 compiled one call at a time",
+                         f"{b['warm_16_s']:.2f} s / {b['warm_single_median_s'] * 1e3:.0f} ms = "
+                         f"{b['warm_16_over_single_median']:.1f}x", "16 <= 8x one"))
         stages = b.get(f"{state}_16_stage_seconds", {})
         if stages:
             rows.append(("  16: typing+lowering / NVVM / link, summed over kernels",
