@@ -21,10 +21,7 @@ ADAM = fa.fuse(ex.adam)
 SGD = fa.fuse(ex.sgd)
 
 
-@pytest.fixture(autouse=True)
-def cpu_backend():
-    with config.override(BACKEND="cpu", CPU_PARALLEL=False):
-        yield
+pytestmark = pytest.mark.usefixtures("cpu_backend")
 
 
 def run_adam(n=1000, steps=ex.ADAM_STEPS, seed=0):

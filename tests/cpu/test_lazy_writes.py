@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 
 import fusedarrays as fa
-from fusedarrays import config
 
-
-@pytest.fixture(autouse=True)
-def cpu_backend():
-    with config.override(BACKEND="cpu", CPU_PARALLEL=False):
-        yield
+pytestmark = pytest.mark.usefixtures("cpu_backend")
 
 
 def rand(*shape, dtype=np.float32):

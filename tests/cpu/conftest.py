@@ -1,0 +1,12 @@
+"""Set-up shared by the cpu-backend test modules."""
+
+import pytest
+
+from fusedarrays import config
+
+
+@pytest.fixture
+def cpu_backend():
+    """The cpu backend, serial (a module opts in with ``pytestmark``)."""
+    with config.override(BACKEND="cpu", CPU_PARALLEL=False):
+        yield
