@@ -41,6 +41,15 @@ def _parse_positive_int(text: str) -> int:
     return value
 
 
+def _parse_workers(text: str) -> int | None:
+    if text.strip().lower() == "auto":
+        return None
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"expected auto or a count of 0 or more, got {text!r}")
+    return value
+
+
 def _default_cache_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "fusedarrays")
@@ -70,6 +79,10 @@ SETTINGS: dict[str, Setting] = {
                 "Size cap of the disk cache in bytes; least recently used entries go first."),
         Setting("LOG_COMPILES", _parse_bool, lambda: False,
                 "1 logs every compile and why it happened."),
+        Setting("COMPILE_WORKERS", _parse_workers, lambda: None,
+                "Worker processes for a batch compile (fa.precompile of many kernels), forked "
+                "by a compile server the first batch starts; 0: none and no server; auto: one "
+                "fewer than the CPUs from 4 CPUs on."),
         Setting("CPU_PARALLEL", _parse_bool, lambda: True,
                 "cpu backend: compile kernels with numba's parallel=True.",
                 affects_codegen=True),

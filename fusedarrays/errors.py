@@ -36,7 +36,11 @@ class CompileError(FusedArraysError, RuntimeError):
     """Compiling a generated kernel failed. ``.source`` holds the generated source."""
 
     def __init__(self, message: str, source: str = ""):
-        self.source = source
+        self.message, self.source = message, source
         numbered = "\n".join(f"{n:4d}  {line}" for n, line in enumerate(source.splitlines(), 1))
         text = f"{message}\n--- generated source ---\n{numbered}" if source else message
         super().__init__(text)
+
+    def __reduce__(self):
+        # from a compile worker process: rebuilt with its source, not only the joined text
+        return type(self), (self.message, self.source)

@@ -8,36 +8,33 @@ numba. No GPU is needed when ``arch`` is given.
 
 Many kernels compile as a batch. This process compiles them as a pipeline: numba's typing and
 lowering (under numba's global compile lock, holding the GIL) here, one kernel after another,
-while threads run NVVM and nvJitLink (which release both) on the kernels lowered before. A batch
-long enough to repay their start also gets worker processes (``spawn``: no fork of a process
-that may hold CUDA or numba state), which take jobs from the front of the list while this
-process takes them from the back; a job neither has started is cancelled in the pool and done
-here.
+while threads run NVVM and nvJitLink (which release both) on the kernels lowered before. Beside
+it, workers forked by the process's compile server (``cuda/compile_server.py``: numba imported
+once, in the background, from the first batch on) take jobs from the front of the list while
+this process takes them from the back.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
+import itertools
 import os
 import sys
 import threading
 import time
 import warnings
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 
-from . import codegen, graph, layout, runtime
+from . import codegen, config, graph, layout, runtime
 from .backend import get_backend
-from .errors import CompileError, DeviceUnavailableError
+from .errors import DeviceUnavailableError
 from .plan import KernelPlan, plan_kernel
 
 _POOL_ALIGN = 256  # a stream-ordered pool allocation is aligned to at least this
-# Batches from this many kernels start worker processes. A spawned worker takes ~2.5 s to
-# import numba and compile its first kernel, while this process's pipeline (below) compiles a
-# kernel every ~75 ms once warm. On the H100 host (16 CPUs, 2026-11-22, benchmarks/warm_start.py)
-# a fresh process compiled 16 kernels in 2.56 s alone and in 3.41 s with 15 workers; a warm one
-# 48 kernels in 3.68 s alone and in 3.75 s with 15 workers: workers pay off only past that.
-_WORKER_BATCH = 48
+# From this many CPUs a batch gets workers by default. The compile server's warm-up costs a CPU
+# ~2.5 s while the batch that started it compiles; a warm server forks a worker in ~3 ms.
+_SERVER_CPUS = 4
 # Threads running NVVM and nvJitLink for the kernels this thread lowers: per kernel the two take
 # about as long as numba's typing and lowering (24 + 36 ms against 51 ms on the H100 host), so
 # two keep up; a third covers a kernel whose link is slow.
@@ -63,12 +60,14 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
     Nothing runs and the arrays stay pending. ``arch`` (``"sm_90"``) defaults to the current
     CUDA device's; given, no GPU is needed. Where the arrays are not on a CUDA device of that
     arch, the kernels are planned as if their buffers were fresh device allocations (aligned as
-    the pool aligns them). ``workers``: processes for a batch (default: one fewer than the CPUs
-    for a batch of 48 kernels or more, else none; this process compiles too; 0 compiles here
-    only). A progress bar shows when the batch takes over a second (``progress=False`` hides
+    the pool aligns them). ``workers``: worker processes for a batch, forked by a compile server
+    that the first batch starts (default ``FUSEDARRAYS_COMPILE_WORKERS``, else one fewer than
+    the CPUs from 4 CPUs on; this process compiles too; 0 compiles here only and starts no
+    server). A progress bar shows when the batch takes over a second (``progress=False`` hides
     it).
 
-    Returns ``{"arch", "kernels", "compiled", "cached", "seconds", "workers"}``.
+    Returns ``{"arch", "kernels", "compiled", "cached", "seconds", "workers",
+    "worker_kernels"}`` (``worker_kernels``: how many the workers compiled).
 
     >>> import fusedarrays as fa, numpy as np  # doctest: +SKIP
     >>> x = fa.asarray(np.ones(8, np.float32))  # doctest: +SKIP
@@ -80,9 +79,7 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
 
     start = time.perf_counter()
     report = {"arch": arch, "kernels": 0, "compiled": 0, "cached": 0, "seconds": 0.0,
-              "workers": 0}
-    if getattr(multiprocessing.current_process(), "_inheriting", False):
-        return report  # a worker re-importing an unguarded __main__: the parent does the work
+              "workers": 0, "worker_kernels": 0}
     device_arch = _device_arch()
     arch = arch or device_arch
     if arch is None:
@@ -96,7 +93,8 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
     todo, report["cached"] = _misses(plans, arch, toolchain_versions())
     jobs = [(codegen.render_kernel(p, "cuda"), p.name, p.param_types(), arch)
             for p in todo.values()]
-    results, report["workers"] = compile_batch(jobs, workers, progress)
+    results, done_by = compile_batch(jobs, workers, progress)
+    report.update(done_by)
     in_memory = 0
     for (dkey, plan), job, (ptx, cubin, entry, times) in zip(todo.items(), jobs, results):
         artifact = {"ptx": ptx, "cubin": cubin, "entry": entry}
@@ -195,24 +193,29 @@ def _with_stand_in_buffers(nodes: list[graph.Node]) -> list[graph.Node]:
 
 
 def compile_batch(jobs: list[tuple], workers: int | None = None, progress: bool | None = None
-                  ) -> tuple[list[tuple], int]:
+                  ) -> tuple[list[tuple], dict]:
     """Run :func:`~.cuda.compile.compile_kernel` on each ``(source, name, param types, arch)``.
 
-    Returns the results in job order and the number of worker processes asked for (0: all
-    here). This thread compiles from the back of the list, as a pipeline: it types and lowers
-    one kernel after another (numba's part, which holds numba's lock and the GIL) and hands each
-    lowered kernel to a few threads for NVVM and nvJitLink, which release both, so a batch costs
-    about its lowering time. Worker processes (default: one fewer than the CPUs, for a batch
-    worth starting them) are started by a dispatcher thread (each imports numba and compiles a
-    first kernel, a second or two, while this thread works), which then feeds them from the
-    front, one job per idle worker, so no job waits in a queue that this thread could have
-    done. The first failure is raised.
+    Returns the results in job order and ``{"workers", "worker_kernels"}``: the workers asked
+    for (0: all here) and how many kernels they compiled. This thread compiles from the back of
+    the list, as a pipeline: it types and lowers one kernel after another (numba's part, which
+    holds numba's lock and the GIL) and hands each lowered kernel to a few threads for NVVM and
+    nvJitLink, which release both, so a batch costs about its lowering time. Workers (default:
+    :func:`default_workers`) are forks of this process's compile server
+    (:mod:`.cuda.compile_server`, started by the first batch and warm a few seconds later): a
+    dispatcher thread keeps up to ``workers`` jobs from the front of the list at the server.
+    Once no job is left to start, this thread also compiles the one sent to a worker last, and
+    the first result of a job counts, so the batch never waits on a slow worker. The first
+    failure is raised.
     """
     if workers is None:
-        cpus = os.cpu_count() or 1
-        workers = min(len(jobs) - 1, max(cpus - 1, 1)) if len(jobs) >= _WORKER_BATCH else 0
+        workers = default_workers()
+    if not hasattr(os, "fork"):   # the server forks its workers
+        workers = 0
+    workers = max(min(workers, len(jobs) - 1), 0)
     batch = _Batch(jobs, _progress_bar(len(jobs), progress))
-    dispatcher = threading.Thread(target=batch.dispatch, args=(workers,), daemon=True)
+    dispatcher = threading.Thread(target=batch.dispatch, args=(workers,), daemon=True,
+                                  name="fusedarrays-dispatch")
     try:
         if workers > 0:
             dispatcher.start()
@@ -225,7 +228,18 @@ def compile_batch(jobs: list[tuple], workers: int | None = None, progress: bool 
     failed = [r for r in batch.results if isinstance(r, BaseException)]
     if failed:
         raise failed[0]
-    return batch.results, max(workers, 0)
+    return batch.results, {"workers": workers, "worker_kernels": batch.worker_kernels}
+
+
+def default_workers() -> int:
+    """``FUSEDARRAYS_COMPILE_WORKERS``, else one fewer than the CPUs from :data:`_SERVER_CPUS`
+    CPUs on (on fewer, the server's warm-up, ~2.5 s of a CPU, would slow this process's first
+    batch more than its workers speed later ones)."""
+    chosen = config.get("COMPILE_WORKERS")
+    if chosen is not None:
+        return chosen
+    cpus = os.cpu_count() or 1
+    return cpus - 1 if cpus >= _SERVER_CPUS else 0
 
 
 def _pipeline(batch: _Batch) -> None:
@@ -262,73 +276,103 @@ def _pipeline(batch: _Batch) -> None:
         sys.setswitchinterval(switch)
 
 
+_BATCH_IDS = itertools.count()
+
+
 class _Batch:
-    """Jobs shared by this thread and the pool's dispatcher; results in job order."""
+    """Jobs shared by this thread and the dispatcher; results in job order, the first result
+    of each job counting."""
 
     def __init__(self, jobs: list[tuple], bar):
         self.jobs, self.bar = jobs, bar
         self.pending = deque(range(len(jobs)))
+        self.here: list[int] = []   # given back by a worker: this thread's alone
         self.results: list = [None] * len(jobs)
+        self.done = [False] * len(jobs)
         self.remaining = len(jobs)
+        self.at_workers: dict[int, bool] = {}   # sent to a worker, in order → taken here too
+        self.worker_kernels = 0
         self.stop = False
         self.cond = threading.Condition()
 
     def take(self, from_back: bool) -> int | None:
-        """The next job, or None once none is left (this thread waits for the workers' last)."""
+        """The next job, or None once none is left. This thread (``from_back``) then takes the
+        job last sent to a worker that it has not taken yet, else waits for the workers."""
         with self.cond:
-            while from_back and not self.pending and self.remaining:
+            while True:
+                if from_back and self.here:
+                    return self.here.pop()
+                if self.pending:
+                    k = self.pending.pop() if from_back else self.pending.popleft()
+                    if not from_back:
+                        self.at_workers[k] = False
+                    return k
+                if not from_back or not self.remaining:
+                    return None
+                spare = [k for k, taken in self.at_workers.items() if not taken]
+                if spare:
+                    self.at_workers[spare[-1]] = True
+                    return spare[-1]
                 self.cond.wait()
-            if not self.pending:
-                return None
-            return self.pending.pop() if from_back else self.pending.popleft()
 
-    def finish(self, k: int, result) -> None:
+    def finish(self, k: int, result, by_worker: bool = False) -> None:
         with self.cond:
-            self.results[k] = result
+            if by_worker:
+                self.at_workers.pop(k, None)
+            if self.done[k]:
+                return
+            self.results[k], self.done[k] = result, True
             self.remaining -= 1
+            self.worker_kernels += by_worker
             self.cond.notify_all()
         self.bar.update()
 
     def give_back(self, k: int) -> None:
+        """A worker will not compile job ``k`` (it died, or the server went): this thread
+        will, unless it has taken or finished it already. Never sent to a worker again: a job
+        that kills its worker would kill the next."""
         with self.cond:
-            self.pending.append(k)
+            taken_here = self.at_workers.pop(k, False)
+            if not self.done[k] and not taken_here:
+                self.here.append(k)
             self.cond.notify_all()
 
     def dispatch(self, workers: int) -> None:
-        from .cuda.compile import compile_kernel
+        """The dispatcher thread: jobs to the compile server, up to ``workers`` at a time."""
+        from .cuda.compile_server import shared_server
 
-        running: dict = {}
-        # spawn: never a fork of this process, which may hold a CUDA context and numba's locks
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_warm_worker)
+        server = shared_server()
+        if not server.lock.acquire(blocking=False):
+            return   # another thread's batch has the server: this one compiles alone
+        batch, running = next(_BATCH_IDS), set()
         try:
-            warming = {pool.submit(int) for _ in range(workers)}
-            while warming and self.pending and not self.stop:
-                _, warming = wait(warming, timeout=0.05)
-            while not self.stop:
+            while not server.ready(timeout=0.05):
+                if self.stop or not self.pending or not server.alive():
+                    return
+            while not self.stop and self.remaining:
                 while len(running) < workers and (k := self.take(from_back=False)) is not None:
-                    running[pool.submit(compile_kernel, *self.jobs[k])] = k
+                    server.send("job", batch, k, self.jobs[k])
+                    running.add(k)
                 if not running:
                     return
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    k = running.pop(future)
-                    try:
-                        self.finish(k, future.result())
-                    except CompileError as e:
-                        self.finish(k, e)
-                    except Exception:
-                        self.give_back(k)  # a broken worker: the other thread compiles it
-        except Exception:  # the pool broke: the other thread compiles what is left
-            for k in running.values():
-                self.give_back(k)
+                answer = server.receive(timeout=0.05)
+                if answer is None or answer[1] != batch:
+                    continue   # none yet, or one for a cancelled batch
+                kind, _, k, payload = answer
+                running.discard(k)
+                if kind == "lost":
+                    self.give_back(k)
+                else:   # "done", or "failed" with a CompileError
+                    self.finish(k, payload, by_worker=True)
+        except (EOFError, OSError):
+            pass   # the server is gone: this process compiles what is left
         finally:
-            # Workers still warming up finish that and exit on their own; nothing waits for them.
-            pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _warm_worker() -> None:
-    import fusedarrays.cuda.warm  # noqa: F401 - importing it is the warm-up
+            for k in running:
+                self.give_back(k)
+            if running:
+                with contextlib.suppress(OSError):
+                    server.send("cancel", batch)
+            server.lock.release()
 
 
 class _NoBar:

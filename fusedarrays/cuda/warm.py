@@ -1,16 +1,21 @@
-"""Importing this module warms numba-cuda up: numba, the CUDA target, NVVM and nvJitLink loaded,
-one tiny kernel compiled and linked.
+"""Importing this module warms numba-cuda up: numba, the CUDA target and NVVM loaded, one tiny
+kernel typed, lowered and compiled to PTX.
 
-Where it sits: only a batch compiler's spawned worker imports it (``precompile.py``'s pool
-initializer), while the batch's first jobs are done by the parent, so that the worker's first
-kernel then compiles as fast as its tenth. Nothing else imports it: its import is the work.
+Where it sits: only the compile server (``compile_server.py``) imports it, once, in the
+background, so that each worker it forks starts with numba warm. Nothing else imports it: its
+import is the work.
+
+Not linked: nvJitLink initializes the CUDA driver (``cuInit``, a driver thread, ~180 ms on the
+H100 host) on its first use, and a process that has touched the driver must not fork workers
+that use it again. Each worker links its own kernel.
 """
 
 from __future__ import annotations
 
-from .compile import compile_kernel
+from .. import devicelib
+from .compile import compile_ptx
 
 _SOURCE = "def fa_warm(n, p0):\n    i = cv_i64(cuda.grid(1))\n    if i < n:\n" \
           "        st_f32(p0, i, cv_f32(1.0))\n"
 
-compile_kernel(_SOURCE, "fa_warm", ("i64", "ptr"), "sm_80")
+compile_ptx(_SOURCE, "fa_warm", ("i64", "ptr"), "sm_80", devicelib.helpers())

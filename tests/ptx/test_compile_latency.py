@@ -4,35 +4,20 @@ signatures typed once per process, call typing memoised across compiles (and the
 from __future__ import annotations
 
 import importlib
-import re
 
 import numpy as np
 import pytest
 
 pytest.importorskip("numba.cuda")
 
+from kernel_jobs import jobs, normal, plans  # noqa: E402
+
 import fusedarrays as fa  # noqa: E402
-from fusedarrays import codegen, config, devicelib  # noqa: E402
+from fusedarrays import config, devicelib  # noqa: E402
 from fusedarrays.cuda import compile as cc  # noqa: E402
 from fusedarrays.cuda import intrinsics  # noqa: E402
 
 precompile = importlib.import_module("fusedarrays.precompile")
-
-
-def plans(*exprs, n=1024):
-    with config.override(BACKEND="cpu"):
-        x = fa.asarray(np.random.default_rng(0).random(n, np.float32))
-        y = fa.asarray(np.random.default_rng(1).random(n, np.float32))
-        return [precompile.kernel_plans([make(x, y)])[0] for make in exprs]
-
-
-def jobs(plan_list, arch="sm_90"):
-    return [(codegen.render_kernel(p, "cuda"), p.name, p.param_types(), arch) for p in plan_list]
-
-
-def normal(ptx: str) -> str:
-    # mangled names and shared arrays are numbered per process
-    return re.sub(r"_ZN\w+|_cudapy_smem_\d+", "NAME", re.sub(r"//[^\n]*", "", ptx))
 
 
 def test_an_intrinsic_signature_typed_before_skips_numbas_registry_refresh(monkeypatch):
@@ -114,10 +99,10 @@ def test_a_pipelined_batch_gives_each_kernel_what_a_compile_alone_gives(tmp_path
 
     original, cc.finish_kernel = cc.finish_kernel, recording
     try:
-        batch, workers = precompile.compile_batch(todo, workers=0, progress=False)
+        batch, done_by = precompile.compile_batch(todo, workers=0, progress=False)
     finally:
         cc.finish_kernel = original
-    assert workers == 0 and len(batch) == len(todo)
+    assert done_by == {"workers": 0, "worker_kernels": 0} and len(batch) == len(todo)
     # the GIL changes hands often while a batch compiles (finishers wait on it), then as before
     assert max(switch) <= precompile._SWITCH_INTERVAL and sys.getswitchinterval() == before
     assert finished_in and all(n.startswith("fusedarrays-nvvm") for n in finished_in), finished_in

@@ -1,0 +1,33 @@
+"""Compile jobs for the tests of the CUDA compile path without a GPU: kernels planned on the cpu
+backend as pool-aligned device buffers would be, rendered for cuda, and PTX compared without the
+names that differ from process to process."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+import numpy as np
+
+import fusedarrays as fa
+from fusedarrays import codegen, config
+
+precompile = importlib.import_module("fusedarrays.precompile")
+
+
+def plans(*exprs, n=1024):
+    """One kernel plan per ``expr(x, y)`` over two random float32 vectors of ``n``."""
+    with config.override(BACKEND="cpu"):
+        x = fa.asarray(np.random.default_rng(0).random(n, np.float32))
+        y = fa.asarray(np.random.default_rng(1).random(n, np.float32))
+        return [precompile.kernel_plans([make(x, y)])[0] for make in exprs]
+
+
+def jobs(plan_list, arch="sm_90"):
+    """``(source, name, param types, arch)`` per plan, as a batch compile takes them."""
+    return [(codegen.render_kernel(p, "cuda"), p.name, p.param_types(), arch) for p in plan_list]
+
+
+def normal(ptx: str) -> str:
+    # mangled names and shared arrays are numbered per process
+    return re.sub(r"_ZN\w+|_cudapy_smem_\d+", "NAME", re.sub(r"//[^\n]*", "", ptx))

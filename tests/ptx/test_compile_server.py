@@ -1,0 +1,149 @@
+"""The compile server (cuda/compile_server.py) and a batch's dispatcher, without a GPU: forked
+workers compile the PTX this process compiles, failures keep their source, a worker or server
+that dies loses no job, an idle server ends and the next batch starts another."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba.cuda")
+if not hasattr(os, "fork"):
+    pytest.skip("the compile server forks its workers", allow_module_level=True)
+
+from kernel_jobs import jobs, normal, plans  # noqa: E402
+
+import fusedarrays as fa  # noqa: E402
+from fusedarrays.cuda import compile as cc  # noqa: E402
+from fusedarrays.cuda import compile_server  # noqa: E402
+
+precompile = importlib.import_module("fusedarrays.precompile")
+
+BAD = ("def fa_bad(n, p0):\n    st_f32(p0, 0, undefined_name)\n", "fa_bad", ("i64", "ptr"),
+       "sm_90")
+
+
+def kills_its_worker(seconds: float = 0.0) -> tuple:
+    """A job whose source, exec'd by the worker, ends the worker (after ``seconds``)."""
+    source = (f"import os, time\ntime.sleep({seconds})\nos._exit(3)\n"
+              "def fa_gone(n, p0):\n    pass\n")
+    return source, "fa_gone", ("i64", "ptr"), "sm_90"
+
+
+@pytest.fixture(scope="module")
+def server():
+    found = compile_server.shared_server()
+    assert found.ready(timeout=120), found.broken
+    return found
+
+
+def dispatched(todo: list[tuple], workers: int) -> precompile._Batch:
+    """The dispatcher alone (no pipeline in this thread): every job goes to a worker."""
+    batch = precompile._Batch(todo, precompile._NoBar())
+    batch.dispatch(workers)
+    return batch
+
+
+def test_forked_workers_compile_what_this_process_compiles(server):
+    todo = jobs(plans(lambda x, y: fa.sin(x) * y + 1.5, lambda x, y: fa.where(x > y, x, y),
+                      lambda x, y: (x * 3).astype(np.float16) + y.astype(np.float16)))
+    batch = dispatched(todo, workers=2)
+    assert batch.remaining == 0 and batch.worker_kernels == len(todo) and not batch.here
+    for (ptx, cubin, entry, times), job in zip(batch.results, todo):
+        ptx1, _, entry1, _ = cc.compile_kernel(*job)
+        # the cubins differ in the mangled names, numbered per process
+        assert normal(ptx) == normal(ptx1) and cubin[:4] == b"\x7fELF"
+        assert normal(entry) == normal(entry1)
+        assert {"numba typing+lowering", "nvvm", "link"} <= set(times)
+    assert compile_server.shared_server() is server   # one server, kept between batches
+
+
+def test_a_worker_failure_comes_back_as_the_compile_error_with_its_source(server):
+    batch = dispatched([BAD], workers=1)
+    (error,) = batch.results
+    assert isinstance(error, fa.CompileError) and batch.worker_kernels == 1
+    assert "undefined_name" in error.source and "fa_bad" in str(error)
+
+
+def test_a_job_whose_worker_dies_is_left_to_this_process_only(server):
+    (good,) = jobs(plans(lambda x, y: x - y * 2.0))
+    batch = dispatched([kills_its_worker(), good], workers=2)
+    assert batch.here == [0] and batch.remaining == 1 and batch.done == [False, True]
+    assert server.alive()
+
+
+def test_a_job_given_back_is_never_sent_to_a_worker_again():
+    batch = precompile._Batch([BAD, BAD, BAD], precompile._NoBar())
+    assert batch.take(from_back=False) == 0
+    batch.give_back(0)   # its worker died
+    assert [batch.take(from_back=False) for _ in range(2)] == [1, 2]
+    assert batch.take(from_back=False) is None and batch.take(from_back=True) == 0
+    # nothing left to start: this thread also takes the job sent to a worker last, once
+    assert batch.take(from_back=True) == 2 and batch.take(from_back=True) == 1
+    batch.finish(2, "here")
+    batch.finish(2, "worker", by_worker=True)   # the second result of a job is dropped
+    assert batch.results[2] == "here" and batch.worker_kernels == 0 and batch.remaining == 2
+
+
+def test_a_server_that_dies_mid_batch_loses_no_job():
+    doomed = compile_server.CompileServer()
+    assert doomed.ready(timeout=120), doomed.broken
+    (good,) = jobs(plans(lambda x, y: x * y - 7.0))
+    batch = precompile._Batch([kills_its_worker(10.0), good], precompile._NoBar())
+    killer = threading.Timer(2.0, os.kill, (doomed.process.pid, signal.SIGKILL))
+    saved, compile_server._shared = compile_server._shared, doomed
+    try:
+        killer.start()
+        batch.dispatch(1)   # job 0 sent, its worker asleep; then the server is killed
+    finally:
+        killer.cancel()
+        compile_server._shared = saved
+    assert not doomed.alive() and batch.here == [0] and list(batch.pending) == [1]
+
+
+def test_an_idle_server_ends_and_the_next_batch_starts_another():
+    idle = compile_server.CompileServer(idle_seconds=0.5)
+    assert idle.ready(timeout=120), idle.broken
+    deadline = time.monotonic() + 30
+    while idle.process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert idle.process.poll() == 0 and not idle.alive()
+    saved, compile_server._shared = compile_server._shared, idle
+    try:
+        fresh = compile_server.shared_server()
+    finally:
+        compile_server._shared = saved
+    assert fresh is not idle and fresh.ready(timeout=120), fresh.broken
+    fresh.close()
+    assert fresh.process.returncode == 0   # it ended on its own once its connection closed
+
+
+def test_a_batch_with_a_warm_server_sends_it_jobs_and_keeps_job_order(server, monkeypatch):
+    ops = [fa.exp, fa.log1p, fa.cos, fa.tanh, fa.sqrt, fa.floor]
+    todo = jobs(plans(*[lambda x, y, f=f: f(x) * y - 0.5 for f in ops]))
+    sent = []
+    send = compile_server.CompileServer.send
+    monkeypatch.setattr(compile_server.CompileServer, "send",
+                        lambda self, *message: sent.append(message[0]) or send(self, *message))
+    results, done_by = precompile.compile_batch(todo, workers=3, progress=False)
+    # Which side finishes a job first varies (this thread also takes jobs sent to workers once
+    # none is left to start), so the results are checked, not who made them.
+    assert done_by["workers"] == 3 and "job" in sent
+    for (ptx, _, entry, _), job in zip(results, todo):
+        assert job[1] in entry   # each result is its own job's
+        assert normal(ptx) == normal(cc.compile_kernel(*job)[0])
+
+
+def test_compile_errors_pickle_with_their_source():
+    import pickle
+
+    error = fa.CompileError("numba-cuda could not compile kernel 'k'", source="def k():\n  x\n")
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is fa.CompileError and again.source == error.source
+    assert str(again) == str(error)
