@@ -61,12 +61,14 @@ class CompileServer:
             env={**os.environ, **_SERVER_ENV, "PYTHONPATH": path})
         theirs.close()
         self.conn = Connection(ours.detach())
+        self.owner = os.getpid()   # a fork of this process has its copy of the socket, not use
         self.lock = threading.Lock()
         self.warm = False
         self.broken: str | None = None
 
     def alive(self) -> bool:
-        return self.broken is None and self.process.poll() is None
+        return (self.broken is None and self.owner == os.getpid()
+                and self.process.poll() is None)
 
     def ready(self, timeout: float = 0.0) -> bool:
         """Whether the server has warmed up (waits up to ``timeout`` seconds for it)."""
@@ -109,16 +111,16 @@ def shared_server() -> CompileServer:
     global _shared
     with _shared_lock:
         if _shared is None or not _shared.alive():
-            if _shared is not None:
-                _shared.close()
-            else:
+            if _shared is None:
                 atexit.register(_close_shared)
+            else:
+                _close_shared()
             _shared = CompileServer()
         return _shared
 
 
 def _close_shared() -> None:
-    if _shared is not None:
+    if _shared is not None and _shared.owner == os.getpid():   # not a fork's inherited one
         _shared.close()
 
 

@@ -140,6 +140,20 @@ def test_a_batch_with_a_warm_server_sends_it_jobs_and_keeps_job_order(server, mo
         assert normal(ptx) == normal(cc.compile_kernel(*job)[0])
 
 
+def test_a_fork_of_this_process_starts_its_own_server(server):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the fork: a new server, never the parent's connection
+        try:
+            own = compile_server.shared_server()
+            os.write(write, b"1" if own is not server and own.owner == os.getpid() else b"0")
+            own.close()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1" and server.alive() and server.ready()
+
+
 def test_compile_errors_pickle_with_their_source():
     import pickle
 
