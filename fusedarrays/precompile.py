@@ -341,7 +341,10 @@ class _Batch:
         """The dispatcher thread: jobs to the compile server, up to ``workers`` at a time."""
         from .cuda.compile_server import shared_server
 
-        server = shared_server()
+        try:
+            server = shared_server()
+        except OSError:   # no process could be started: this batch compiles here
+            return
         if not server.lock.acquire(blocking=False):
             return   # another thread's batch has the server: this one compiles alone
         batch, running = next(_BATCH_IDS), set()

@@ -26,6 +26,7 @@ process on: a later batch gets workers at once.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import signal
 import socket
@@ -34,6 +35,7 @@ import sys
 import threading
 from multiprocessing.connection import Connection, wait
 
+log = logging.getLogger("fusedarrays.compile")
 # An idle server (~250 MB, numba imported) ends after this long; the next batch starts another.
 IDLE_SECONDS = 600.0
 # The server's environment: BLAS without a thread pool (numpy's would start threads, and the
@@ -72,16 +74,21 @@ class CompileServer:
 
     def ready(self, timeout: float = 0.0) -> bool:
         """Whether the server has warmed up (waits up to ``timeout`` seconds for it)."""
-        if not self.warm and self.alive():
+        if not self.warm and self.broken is None and self.owner == os.getpid():
             try:
                 if self.conn.poll(timeout):
                     answer = self.conn.recv()
                     self.warm = answer[0] == "warm"
                     if not self.warm:
-                        self.broken = str(answer[1:])
+                        self._give_up(str(answer[1]))
             except (EOFError, OSError) as e:
-                self.broken = f"{type(e).__name__}: {e}"
+                self._give_up(f"it ended while warming up ({type(e).__name__}: {e})")
         return self.warm and self.alive()
+
+    def _give_up(self, why: str) -> None:
+        self.broken = why
+        log.warning("fusedarrays: the compile server is unusable, so batches compile in this "
+                    "process only: %s", why)
 
     def send(self, *message) -> None:
         self.conn.send(message)
@@ -107,10 +114,11 @@ _shared_lock = threading.Lock()
 
 
 def shared_server() -> CompileServer:
-    """This process's compile server, started (not waited for) if there is none or it ended."""
+    """This process's compile server, started (not waited for) if there is none or it ended.
+    One that could not warm up (:attr:`CompileServer.broken`) is not started again."""
     global _shared
     with _shared_lock:
-        if _shared is None or not _shared.alive():
+        if _shared is None or (not _shared.alive() and _shared.broken is None):
             if _shared is None:
                 atexit.register(_close_shared)
             else:

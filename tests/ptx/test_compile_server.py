@@ -154,6 +154,25 @@ def test_a_fork_of_this_process_starts_its_own_server(server):
     assert os.read(read, 1) == b"1" and server.alive() and server.ready()
 
 
+def test_a_server_that_cannot_warm_up_is_not_started_again(monkeypatch, caplog):
+    import shutil
+    import sys
+
+    monkeypatch.setattr(sys, "executable", shutil.which("true"))   # ends at once, says nothing
+    broken = compile_server.CompileServer()
+    broken.process.wait(timeout=120)
+    assert not broken.ready(timeout=5) and "ended while warming up" in broken.broken
+    saved, compile_server._shared = compile_server._shared, broken
+    try:
+        assert compile_server.shared_server() is broken   # not restarted
+        batch = precompile._Batch(jobs(plans(lambda x, y: x + y)), precompile._NoBar())
+        batch.dispatch(2)   # returns at once: the job stays for this thread
+        assert list(batch.pending) == [0] and batch.worker_kernels == 0
+    finally:
+        compile_server._shared = saved
+    assert "compile server is unusable" in caplog.text
+
+
 def test_compile_errors_pickle_with_their_source():
     import pickle
 
