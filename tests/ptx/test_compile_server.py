@@ -177,6 +177,21 @@ def test_a_server_that_cannot_warm_up_is_not_started_again(monkeypatch, caplog):
     assert "compile server is unusable" in caplog.text
 
 
+@pytest.mark.parametrize("raw, cpus, expected", [("auto", 16, 15), ("auto", 2, 0), ("3", 2, 3),
+                                                  ("0", 16, 0)])
+def test_compile_workers_setting(monkeypatch, raw, cpus, expected):
+    from fusedarrays import config
+
+    monkeypatch.setenv("FUSEDARRAYS_COMPILE_WORKERS", raw)
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus)
+    monkeypatch.setattr(config, "_parsed", {})
+    assert precompile.default_workers() == expected
+    monkeypatch.setenv("FUSEDARRAYS_COMPILE_WORKERS", "-1")
+    monkeypatch.setattr(config, "_parsed", {})
+    with pytest.raises(ValueError, match="FUSEDARRAYS_COMPILE_WORKERS=.-1."):
+        precompile.default_workers()
+
+
 def test_compile_errors_pickle_with_their_source():
     import pickle
 
