@@ -385,26 +385,16 @@ def compile_lock():
 
 
 def link_cubin(ptx: str, arch: str) -> bytes:
-    """Link ``ptx`` into a cubin for ``arch`` with nvJitLink (no GPU needed).
+    """Link ``ptx`` into a cubin for ``arch`` with nvJitLink via ``cuda.core`` (no GPU needed)."""
+    from cuda.core import Linker, LinkerOptions, ObjectCode
 
-    Through ``cuda.bindings.nvjitlink`` itself: ``cuda.core``'s ``Linker`` initializes the CUDA
-    driver (``cuInit``, which starts a driver thread) to choose its backend, and the compile
-    server must fork its workers from a process that has never touched the driver.
-    """
-    from cuda.bindings import nvjitlink
-
-    data = ptx.encode()
-    handle = nvjitlink.create(1, [f"-arch={arch}"])
+    # bytes, not str: ObjectCode.from_ptx takes a str for a file path
+    code = ObjectCode.from_ptx(ptx.encode())
     try:
-        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
-        nvjitlink.complete(handle)
-        cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
-        nvjitlink.get_linked_cubin(handle, cubin)
-        return bytes(cubin)
-    except nvjitlink.nvJitLinkError as e:
-        log = bytearray(nvjitlink.get_error_log_size(handle))
-        nvjitlink.get_error_log(handle, log)
-        text = log.decode(errors="replace").rstrip("\x00").strip()
-        raise CompileError(f"nvJitLink could not link the PTX for {arch}: {e}\n{text}") from e
-    finally:
-        nvjitlink.destroy(handle)
+        linker = Linker(code, options=LinkerOptions(arch=arch))
+        try:
+            return bytes(linker.link("cubin").code)
+        finally:
+            linker.close()
+    except Exception as e:  # nvJitLink's message includes its error log
+        raise CompileError(f"nvJitLink could not link the PTX for {arch}: {e}") from e
