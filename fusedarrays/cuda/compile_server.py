@@ -163,7 +163,8 @@ def _serve(conn: Connection, idle_seconds: float) -> None:
                 return   # idle
             for r in ready:
                 if r is not conn:
-                    _collect(conn, workers, r)
+                    if r in workers:   # not one a "cancel" in this same round closed
+                        _collect(conn, workers, r)
                     continue
                 try:
                     message = conn.recv()
