@@ -7,7 +7,8 @@ walk, only on operands constant along the row) are hoisted out of the element lo
 follows the plan's schedule (:func:`layout.schedule`): ``flat`` grid-stride over vectors plus a
 tail, ``rows`` a 2-D grid with no division per element, ``tiled`` transposed operands staged
 through shared memory, ``nd`` coordinates by division. The cpu variant walks the same plan with
-``prange`` loops and no vectors. Generated code calls names each backend supplies: ``ld_<t>``,
+serial loops over chunks of the walk (the cpu backend runs the chunks on threads) and no vectors.
+Generated code calls names each backend supplies: ``ld_<t>``,
 ``st_<t>``, ``ldv<V>_<t>``, ``stv<V>_<t>``, ``cv_<t>``, ``sh_<t>``, ``math`` and the helpers of
 :mod:`devicelib`. Snapshot tests pin the output.
 """
@@ -27,13 +28,17 @@ def render_kernel(plan: KernelPlan, target: str) -> str:
     if target not in ("cuda", "cpu"):
         raise ValueError(f"unknown target {target!r}")
     r = _Renderer(plan)
-    if target == "cpu":
-        lines = r.cpu()
-    else:
-        lines = {"flat": r.flat, "rows": r.rows, "tiled": r.tiled, "nd": r.nd}[plan.schedule]()
     params = ["n"] + [f"p{k}" for k in range(len(plan.operands))] + plan.int_params()
     params += [f"a{m}" for m in range(len(plan.scalars))]
-    return f"def {plan.name}({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
+    if target == "cpu":
+        return r.cpu(params)
+    lines = {"flat": r.flat, "rows": r.rows, "tiled": r.tiled, "nd": r.nd}[plan.schedule]()
+    return _function(plan.name, params, lines)
+
+
+# The cpu variant's walk is cut into chunks of this many elements (whole rows in 2-D walks): large
+# enough that a thread's hand-off costs nothing next to a chunk, small enough to balance threads.
+CPU_CHUNK = 1 << 14
 
 
 def _indent(lines: list[str], depth: int = 1) -> list[str]:
@@ -294,8 +299,9 @@ class _Renderer:
         rank = len(self.plan.dims)
         if rank == 1:
             return ["c0 = i"]
-        lines = ["q = i"]
-        for j in range(rank - 1, 0, -1):
+        last = rank - 1
+        lines = [f"c{last} = i % d{last}", f"q = i // d{last}"]
+        for j in range(last - 1, 0, -1):
             lines += [f"c{j} = q % d{j}", f"q = q // d{j}"]
         return lines + ["c0 = q"]
 
@@ -312,21 +318,32 @@ class _Renderer:
         return head + ["i = t", "while i < n:"] + _indent(body + ["i += step"])
 
     # -- cpu ----------------------------------------------------------------------------------
-    def cpu(self) -> list[str]:
-        """The same walk as ``prange`` loops: rows for 2-D schedules, one flat loop otherwise."""
-        head = self._constant_loads(0, lambda k: f"b{k}")
-        schedule = self.plan.schedule
-        if schedule == "flat":
-            body = self.scalar_element(lambda k: self._flat_index(k, "i"))
-            return head + ["for i in prange(n):"] + _indent(body)
-        if schedule in ("rows", "tiled"):
+    def cpu(self, params: list[str]) -> str:
+        """One serial function over *chunks* of the walk: ``<name>(k0, k1, ...)`` runs chunks
+        ``k0`` to ``k1`` (``CPU_CHUNK`` elements each, whole rows in a 2-D walk) and returns the
+        number of chunks, so ``k0 == k1`` asks for the count alone. The cpu backend spreads the
+        chunks over threads; numba compiles it without the GIL and without parfors."""
+        plan = self.plan
+        if plan.schedule in ("rows", "tiled"):
             row = self._row_base() + self._constant_loads(1, self._rb)
             body = self.scalar_element(lambda k: self._row_index(k, "c"))
-            return head + ["for r in prange(d0):"] + _indent(
+            loop = ["for r in range(lo, hi):"] + _indent(
                 row + ["for c in range(d1):"] + _indent(body))
-        strided = any(o.layout != "C" for o in self.plan.operands)
-        body = (self._nd_coordinates() if strided else []) + self.scalar_element(self._nd_index)
-        return head + ["for i in prange(n):"] + _indent(body)
+            total, grain = "d0", f"max(1, {CPU_CHUNK} // max(d1, 1))"
+        else:
+            strided = plan.schedule == "nd" and any(o.layout != "C" for o in plan.operands)
+            index = self._flat_index if plan.schedule == "flat" else (
+                lambda k, i: self._nd_index(k))
+            body = (self._nd_coordinates() if strided else []) + self.scalar_element(
+                lambda k: index(k, "i"))
+            loop = ["for i in range(lo, hi):"] + _indent(body)
+            total, grain = "n", str(CPU_CHUNK)
+        lines = [f"total = {total}", f"grain = {grain}", "chunks = (total + grain - 1) // grain",
+                 "if k0 >= k1:", "    return chunks"]
+        lines += self._constant_loads(0, lambda k: f"b{k}")
+        lines += ["for k in range(k0, min(k1, chunks)):", "    lo = k * grain",
+                  "    hi = min(lo + grain, total)"] + _indent(loop) + ["return chunks"]
+        return _function(plan.name, ["k0", "k1"] + params, lines)
 
 
 def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
@@ -337,7 +354,8 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
     from ``ptrs`` once (the same for every thread), then its threads walk the chunk; only where a
     chunk crosses into a later tensor does a thread step along the starts and reload. ``i`` is
     the element within the tensor, so the per-element lines are the tensor plan's own. cpu: a
-    loop over the tensors, each a ``prange`` over its elements, operands from lists of arrays.
+    loop over the tensors (the chunks the backend spreads over threads), operands from lists of
+    arrays.
     """
     r = _Renderer(plan.tensor)
     count = max(plan.columns) + 1
@@ -349,15 +367,16 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
     hoisted = r._constant_loads(0, lambda k: "0")   # scalar-only instructions
     element = r.scalar_element(lambda k: "i")
     scalars = [f"a{m}" for m in range(len(plan.tensor.scalars))]
-    if target == "cpu":
-        params = ["n", "meta", "nt"] + [f"l{c}" for c in range(count)] + scalars
+    if target == "cpu":   # tensors are the chunks (see _Renderer.cpu): k0 == k1 asks for nt
+        params = ["k0", "k1", "n", "meta", "nt"] + [f"l{c}" for c in range(count)] + scalars
         # the real sizes follow the starts and the chunk table in meta (see plan.foreach_meta)
         sizes = f"nt + 1 + ((n + {(1 << plan.chunk_shift) - 1}) >> {plan.chunk_shift})"
         per_tensor = (["m = ld_i64(meta, sz0 + t)"]
                       + [f"p{k} = l{c}[t]" for c, k in first.items()] + pointers
-                      + ["for i in prange(m):"] + _indent(element))
-        return _function(plan.name, params, hoisted + [f"sz0 = {sizes}", "for t in range(nt):"]
-                         + _indent(per_tensor))
+                      + ["for i in range(m):"] + _indent(element))
+        return _function(plan.name, params, ["if k0 >= k1:", "    return nt"] + hoisted
+                         + [f"sz0 = {sizes}", "for t in range(k0, min(k1, nt)):"]
+                         + _indent(per_tensor) + ["return nt"])
     if target != "cuda":
         raise ValueError(f"unknown target {target!r}")
     shift = plan.chunk_shift

@@ -84,8 +84,8 @@ SETTINGS: dict[str, Setting] = {
                 "by a compile server the first batch starts; 0: none and no server; auto: one "
                 "fewer than the CPUs from 4 CPUs on."),
         Setting("CPU_PARALLEL", _parse_bool, lambda: True,
-                "cpu backend: compile kernels with numba's parallel=True.",
-                affects_codegen=True),
+                "cpu backend: run a kernel's chunks on one thread per CPU (0: on the calling "
+                "thread alone)."),
         Setting("SIM_BLOCK", _parse_positive_int, lambda: 32,
                 "sim backend: threads per block (each is a Python thread)."),
     )

@@ -1,16 +1,26 @@
-"""The cpu backend: the same kernel plans, run as numba ``@njit(parallel=True)`` loops.
+"""The cpu backend: the same kernel plans, as numba-compiled chunk functions run on threads.
 
 The default where no GPU is present, so the README's commands and the notebooks run anywhere.
-Buffers are NumPy byte arrays; an operand is passed as a flat typed view of its buffer. numba's CPU
-target has no float16, so float16 buffers are passed as uint16 and converted in the kernel
-(:mod:`fusedarrays.cpu.half`). Compiled kernels live in the runtime's memory cache; this backend
-has no disk level (``arch`` is None).
-"""
+Buffers are NumPy byte arrays; an operand is ``(array, element offset)`` over its whole buffer.
+numba's CPU target has no float16, so float16 buffers are passed as uint16 and converted in the
+kernel (:mod:`fusedarrays.cpu.half`).
 
+A kernel (``codegen``'s cpu variant) is one serial function over a range of chunks of its walk,
+compiled with ``nogil``; :func:`run_chunks` spreads the chunks over a pool of Python threads,
+the calling thread taking the first share. Not numba's ``parallel=True``: its parfors pass costs
+about a second more per kernel compile than the serial function, and its OpenMP threading layer
+kills any ``fork()`` child of a process that used it. Python threads survive as a pool that a
+forked child simply makes anew, and calls from several user threads at once are safe.
+Compiled kernels live in the runtime's memory cache; this backend has no disk level (``arch`` is
+None).
+"""
 from __future__ import annotations
 
 import math
+import os
+import threading
 import types
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -23,23 +33,37 @@ _INT_CASTS = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
               "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
               "f32": np.float32, "f64": np.float64}
 _MATH = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
-         "cbrt": np.cbrt, "exp2": np.exp2, "fmod": np.fmod}
+         "cbrt": np.cbrt, "fmod": np.fmod}
 
 
+# numba lowers np.exp2 to an ``llvm.exp2`` it declares without a type, once per module: a kernel
+# taking exp2 at two float widths fails to link ("float != double"). pow is declared per type.
+def _exp2_f32(x):
+    return np.float32(2.0) ** x
+
+
+def _exp2_f64(x):
+    return 2.0 ** x
+
+
+# An operand is ``(array, offset)``: the whole buffer as a typed array and the element offset of
+# the view's first element, so every index a kernel forms from it (a row walked backwards too) is
+# non-negative. A view sliced at its first element would turn a negative index into numba's
+# Python-style wraparound: a silent read from the buffer's end.
 def _ld(p, i):
-    return p[i]
+    return p[0][p[1] + i]
 
 
 def _st(p, i, v):
-    p[i] = v
+    p[0][p[1] + i] = v
 
 
 def _ld_f16(p, i):
-    return half_to_f32(p[i])  # noqa: F821 - bound in the namespace
+    return half_to_f32(p[0][p[1] + i])  # noqa: F821 - bound in the namespace
 
 
 def _st_f16(p, i, v):
-    p[i] = f32_to_half(v)  # noqa: F821
+    p[0][p[1] + i] = f32_to_half(v)  # noqa: F821
 
 
 def _cv_b1(x):
@@ -48,6 +72,49 @@ def _cv_b1(x):
 
 def _cv_f16(x):
     return half_to_f32(f64_to_half(np.float64(x)))  # noqa: F821
+
+
+_pool: list = [None, 0]   # the chunk threads (made on first use) and their count
+
+
+def _threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not on Linux
+        return os.cpu_count() or 1
+
+
+def _forget_pool() -> None:
+    # A forked child has none of its parent's threads: it makes a pool of its own when needed.
+    _pool[:] = [None, 0]
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+_pool_lock = threading.Lock()
+
+
+def run_chunks(kernel, args: tuple) -> None:
+    """Run all chunks of ``kernel(k0, k1, *args)``: on this thread when there is one chunk (or
+    the serial setting), else split into one contiguous share per thread, this thread taking the
+    first. Shares are contiguous so that each thread walks its memory in order."""
+    chunks = kernel(0, 0, *args)
+    threads = min(chunks, _threads() if config.get("CPU_PARALLEL") else 1)
+    if threads <= 1:
+        kernel(0, chunks, *args)
+        return
+    pool = _pool[0]
+    if pool is None or _pool[1] < threads - 1:
+        with _pool_lock:
+            if _pool[0] is None or _pool[1] < threads - 1:
+                _pool[:] = [ThreadPoolExecutor(threads - 1, "fusedarrays-cpu"), threads - 1]
+        pool = _pool[0]
+    bounds = [chunks * t // threads for t in range(threads + 1)]
+    futures = [pool.submit(kernel, bounds[t], bounds[t + 1], *args) for t in range(1, threads)]
+    try:
+        kernel(bounds[0], bounds[1], *args)
+    finally:
+        for future in futures:
+            future.result()
 
 
 class CpuBackend(HostMemory):
@@ -82,6 +149,7 @@ class CpuBackend(HostMemory):
         ns["ld_f16"], ns["st_f16"] = self._jit(_ld_f16, ns), self._jit(_st_f16, ns)
         for fname, ufunc in _MATH.items():
             ns[f"fa_{fname}_f32"] = ns[f"fa_{fname}_f64"] = ufunc
+        ns["fa_exp2_f32"], ns["fa_exp2_f64"] = self._jit(_exp2_f32, ns), self._jit(_exp2_f64, ns)
         for name, fn in helpers.items():
             ns[name] = self._jit(fn, ns)
         self._namespace = ns
@@ -89,11 +157,9 @@ class CpuBackend(HostMemory):
 
     def compile(self, source: str, fn_name: str, param_types: tuple[str, ...], helpers: dict):
         ns = dict(self.namespace(helpers))
-        parallel = bool(config.get("CPU_PARALLEL"))
-        ns["prange"] = self._numba.prange if parallel else range
         try:
             exec(compile(source, f"<fusedarrays kernel {fn_name}>", "exec"), ns)
-            return self._numba.njit(parallel=parallel, error_model="numpy")(ns[fn_name]), source
+            return self._numba.njit(nogil=True, error_model="numpy")(ns[fn_name]), source
         except Exception as exc:
             raise CompileError(f"cpu backend failed to build {fn_name}: {exc}", source) from exc
 
@@ -104,14 +170,14 @@ class CpuBackend(HostMemory):
         # numba specialises on the first call's argument types, so typing errors surface here.
         dispatcher, source = kernel
         try:
-            dispatcher(n, *args)
+            run_chunks(dispatcher, (n, *args))
         except Exception as exc:  # kernels compiled with error_model="numpy" raise nothing else
             raise CompileError(f"cpu backend failed to compile: {exc}", source) from exc
 
 
     def operand_arg(self, storage, dtype: np.dtype, elem_offset: int):
         view_dtype = np.uint16 if dtype == np.float16 else dtype
-        return storage.view(view_dtype)[elem_offset:]
+        return storage.view(view_dtype), elem_offset
 
 
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, None]:
@@ -127,4 +193,4 @@ class CpuBackend(HostMemory):
             for row in rows:
                 column.append(self.operand_arg(*row[k]))
             columns.append(column)
-        return [meta, len(rows), *columns], None
+        return [(meta, 0), len(rows), *columns], None

@@ -40,20 +40,32 @@ def _cv_f16(x):
     return np.float32(np.float16(x))
 
 
+# An operand is ``(array, offset)``, as on the cpu backend: every index is non-negative, where a
+# view sliced at its first element would wrap a negative index around to the buffer's end.
+def _ld(p, i):
+    return p[0][p[1] + i]
+
+
+def _ld_f16(p, i):
+    return np.float32(p[0][p[1] + i])
+
+
 def _st(p, i, v):
-    p[i] = v
+    p[0][p[1] + i] = v
 
 
 def _vector_load(lanes: int):
     def ldv(p, j):  # j counts vectors: lanes * j is the first element; float16 lanes widen
-        values = p[lanes * j:lanes * j + lanes]
+        first = p[1] + lanes * j
+        values = p[0][first:first + lanes]
         return tuple(np.float32(v) if v.dtype == np.float16 else v for v in values)
     return ldv
 
 
 def _vector_store(lanes: int):
     def stv(p, j, *values):
-        p[lanes * j:lanes * j + lanes] = values
+        first = p[1] + lanes * j
+        p[0][first:first + lanes] = values
     return stv
 
 
@@ -63,11 +75,11 @@ def _build_namespace(helpers: dict) -> dict:
     ns: dict = {"cuda": cuda, "math": types.SimpleNamespace(**_MATH_NAMES), "np": np}
     for code, dtype in BY_CODE.items():
         ns[f"cv_{code}"] = _caster(dtype)
-        ns[f"ld_{code}"] = lambda p, i: p[i]
+        ns[f"ld_{code}"] = _ld
         ns[f"st_{code}"] = _st
     ns["cv_b1"] = lambda x: np.bool_(x != 0)
     ns["cv_f16"] = _cv_f16
-    ns["ld_f16"] = lambda p, i: np.float32(p[i])
+    ns["ld_f16"] = _ld_f16
     for code, lanes in (("f32", 4), ("i32", 4), ("u32", 4), ("f16", 8)):
         ns[f"ldv{lanes}_{code}"] = _vector_load(lanes)
         ns[f"stv{lanes}_{code}"] = _vector_store(lanes)
@@ -126,7 +138,7 @@ class SimBackend(HostMemory):
 
 
     def operand_arg(self, storage, dtype: np.dtype, elem_offset: int):
-        return storage.view(dtype)[elem_offset:]
+        return storage.view(dtype), elem_offset
 
 
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, None]:
@@ -134,6 +146,6 @@ class SimBackend(HostMemory):
         ``meta``, the pointer table and the tensor count. The simulator's "pointers" are the
         operands' arrays themselves, in a Python list, which ``ld_u64`` indexes like a table."""
         ptrs = [self.operand_arg(*operand) for row in rows for operand in row]
-        return [meta, ptrs, len(rows)], None
+        return [(meta, 0), (ptrs, 0), len(rows)], None
 
 

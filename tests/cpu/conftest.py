@@ -7,6 +7,6 @@ from fusedarrays import config
 
 @pytest.fixture
 def cpu_backend():
-    """The cpu backend, serial (a module opts in with ``pytestmark``)."""
-    with config.override(BACKEND="cpu", CPU_PARALLEL=False):
+    """The cpu backend at its default settings (a module opts in with ``pytestmark``)."""
+    with config.override(BACKEND="cpu"):
         yield

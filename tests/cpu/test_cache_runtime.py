@@ -26,7 +26,7 @@ _devices = itertools.count()
 def cache_dir(tmp_path):
     saved = dict(backend_module._active)
     runtime._artifacts.clear()  # kernels kept in memory for devices of an arch with no disk
-    with config.override(BACKEND="cpu", CPU_PARALLEL=False, CACHE_DIR=str(tmp_path)):
+    with config.override(BACKEND="cpu", CACHE_DIR=str(tmp_path)):
         yield tmp_path
     backend_module._active.clear()
     backend_module._active.update(saved)
@@ -142,7 +142,7 @@ def test_a_toolchain_version_change_misses(cache_dir, monkeypatch):
 
 
 def test_cache_off_writes_nothing_and_still_compiles_once_per_arch(cache_dir):
-    with config.override(CACHE=False):
+    with config.override(CACHE=False):   # the subject: the disk cache off
         first = new_device()
         fa.reset_stats()
         axpb(rand(), rand(seed=1))
@@ -166,7 +166,7 @@ def test_clear_cache_empties_the_folder_and_memory(cache_dir):
 
 
 def test_the_size_cap_trims_old_entries(cache_dir):
-    with config.override(CACHE_SIZE=6000):
+    with config.override(CACHE_SIZE=6000):   # the subject: a cap a few entries pass
         new_device()
         for dtype in (np.float32, np.float64, np.int32, np.int64, np.int16):
             axpb(rand(dtype=np.float64).astype(dtype), rand(seed=1).astype(dtype), 3)
@@ -182,6 +182,7 @@ def test_why_a_kernel_compiled_is_explained_and_logged(cache_dir, caplog):
     e.compute()
     assert fa.explain(fa.sqrt(x32) + 2.0).why == "first compile of this graph"
     x64 = fa.asarray(rand(dtype=np.float64))
+    # the subject: what the compile log says
     with config.override(LOG_COMPILES=True), caplog.at_level(logging.WARNING, "fusedarrays"):
         (fa.sqrt(x64) + 2.0).compute()
     why = fa.explain(fa.sqrt(x64) + 2.0).why
@@ -211,7 +212,7 @@ def test_timings_name_the_stages(cache_dir):
 
 @pytest.fixture
 def cpu():
-    with config.override(BACKEND="cpu", CPU_PARALLEL=False):
+    with config.override(BACKEND="cpu"):
         yield
 
 
@@ -265,13 +266,17 @@ def test_in_place_updates_repeat_correctly(cpu):
     assert plans() == 2
 
 
-def test_codegen_settings_are_part_of_the_signature(cpu):
-    x = fa.asarray(rand())
+def test_threads_or_not_one_kernel(cpu):
+    """CPU_PARALLEL decides how a kernel's chunks are run, not the kernel: no recompile."""
+    a = rand(1 << 16)
+    x = fa.asarray(a)
     fa.reset_stats()
-    (x * 3.0).compute()
-    with config.override(CPU_PARALLEL=True):
-        (x * 3.0).compute()
-    assert plans() == 2  # two signatures: two kernels (each compiled once per process)
+    threaded = (x * 3.0).get()
+    with config.override(CPU_PARALLEL=False):   # the subject: the serial setting
+        serial = (x * 3.0).get()
+    assert plans() == 1 and fa.stats()["compiles"] == 1
+    np.testing.assert_array_equal(threaded, a * np.float32(3.0))
+    np.testing.assert_array_equal(serial, threaded)
 
 
 def test_several_outputs_of_one_shape_launch_once(cpu):

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.usefixtures("cpu_backend")
 
 
 def rand(*shape, dtype=np.float32):
-    return np.random.default_rng().standard_normal(shape).astype(dtype)
+    return np.random.default_rng(107).standard_normal(shape).astype(dtype)
 
 
 def test_nothing_runs_until_asked_and_a_big_graph_is_one_launch():
@@ -91,7 +91,7 @@ def test_views_share_memory_once_computed():
 
 def test_node_limit_evaluates_by_itself():
     x = fa.asarray(rand(10))
-    with config.override(MAX_NODES=8):
+    with config.override(MAX_NODES=8):   # the subject: the limit, reached by a short chain
         r = x
         for _ in range(10):
             r = r + 1.0
@@ -149,7 +149,7 @@ def test_construction_and_conversion():
 def test_explain_shows_source_and_key_parts():
     x = fa.asarray(rand(8))
     ex = fa.explain(x * 2 + 1)
-    assert "def fa_" in ex.source and "prange" in ex.source
+    assert "def fa_" in ex.source and "for k in range(k0" in ex.source
     text = str(ex)
     assert "scalar parameters" in text and "operands=" in text
     assert "<script>" not in fa.asarray(rand(2))._repr_html_()

@@ -12,7 +12,7 @@ def test_notebook_cells_run():
     cells = json.loads(NOTEBOOK.read_text())["cells"]
     code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     namespace: dict = {}
-    with config.override(BACKEND="cpu", CPU_PARALLEL=False):
+    with config.override(BACKEND="cpu"):
         for source in code:
             exec(compile(source, str(NOTEBOOK), "exec"), namespace)
     assert namespace["result"].shape == (512, 256)

@@ -18,7 +18,7 @@ test_every_op_matches_numpy = semantics.every_op_test("cuda")
 
 
 def test_ten_op_expression_is_one_launch_and_matches():
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(109)
     a, b, c = (rng.standard_normal(1 << 20).astype(np.float32) for _ in range(3))
     x, y, z = fa.asarray(a), fa.asarray(b), fa.asarray(c)
     fa.reset_stats()
@@ -44,3 +44,7 @@ def test_zero_copy_from_cupy_or_torch():
     x = fa.asarray(src)
     x *= 2
     np.testing.assert_array_equal(back(src), np.arange(10, dtype=np.float32) * 2)
+
+
+def test_every_unary_float_op_at_three_widths_in_one_kernel():
+    semantics.check_mixed_float_unary_ops()

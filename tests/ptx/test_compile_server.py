@@ -182,11 +182,11 @@ def test_a_server_that_cannot_warm_up_is_not_started_again(monkeypatch, caplog):
 def test_compile_workers_setting(monkeypatch, raw, cpus, expected):
     from fusedarrays import config
 
-    monkeypatch.setenv("FUSEDARRAYS_COMPILE_WORKERS", raw)
+    monkeypatch.setenv("FUSEDARRAYS_COMPILE_WORKERS", raw)   # the subject: parsing it
     monkeypatch.setattr(os, "cpu_count", lambda: cpus)
     monkeypatch.setattr(config, "_parsed", {})
     assert precompile.default_workers() == expected
-    monkeypatch.setenv("FUSEDARRAYS_COMPILE_WORKERS", "-1")
+    monkeypatch.setenv("FUSEDARRAYS_COMPILE_WORKERS", "-1")   # the subject: a bad value
     monkeypatch.setattr(config, "_parsed", {})
     with pytest.raises(ValueError, match="FUSEDARRAYS_COMPILE_WORKERS=.-1."):
         precompile.default_workers()

@@ -163,7 +163,7 @@ def test_devices_of_one_arch_share_one_compile(tmp_path):
 
     saved = dict(backend_module._active)
     try:
-        with config.override(BACKEND="cuda", CACHE=False):
+        with config.override(BACKEND="cuda", CACHE=False):   # the subject: no disk level
             fa.reset_stats()
             devices = [install(FakeCudaBackend(f"fake:{k}:sm_90")) for k in range(2)]
             for device in devices:
@@ -191,6 +191,7 @@ def test_the_warm_path_imports_no_numba():
 
 def test_precompile_with_the_disk_cache_off_keeps_kernels_in_memory(tmp_path):
     x = fa.asarray(np.arange(64, dtype=np.float32))
+    # the subject: the disk cache off
     with config.override(CACHE_DIR=str(tmp_path), CACHE=False), \
             pytest.warns(RuntimeWarning, match="memory only"):
         report = fa.precompile(fa.log1p(x) * 5.0, arch="sm_90", workers=0)

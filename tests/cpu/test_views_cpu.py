@@ -1,0 +1,37 @@
+"""Views read and written on the cpu backend at its default settings, against NumPy, at sizes that
+reach every schedule (see tests/viewcases.py)."""
+
+import numpy as np
+import pytest
+import viewcases
+
+from fusedarrays import config
+
+# 3×3 and 100×100 walk coordinates (nd: rows shorter than 128), 300×400 walks rows (tiled where
+# an operand is transposed), and every case also takes 1-D flat walks; 1000×1000 is the size at
+# which the cpu backend once read row 1 back as the last row.
+SIZES = [(3, 3), (100, 100), (300, 400)]
+SCHEDULES = {"flat", "rows", "tiled", "nd"}
+WIDTHS = {np.dtype("float32"): {1, 4}, np.dtype("int32"): {1, 4}, np.dtype("float16"): {1, 8},
+          np.dtype("float64"): {1}}
+
+
+@pytest.mark.parametrize("dtype", viewcases.DTYPES, ids=str)
+def test_views_match_numpy_at_every_schedule(dtype):
+    reached = set()
+    for shape in SIZES:
+        reached |= viewcases.check_views(shape, dtype)
+    assert {s for s, _ in reached} == SCHEDULES, f"schedules reached: {sorted(reached)}"
+    assert {w for _, w in reached} == WIDTHS[dtype], f"vector widths reached: {sorted(reached)}"
+
+
+def test_views_of_a_million_elements():
+    viewcases.check_views((1000, 1000), np.float32)
+
+
+def test_views_with_serial_loops():
+    # FUSEDARRAYS_CPU_PARALLEL=0 is a supported setting (one thread: inside a process pool, say)
+    # that compiles the same chunk function without the parallel loop around it.
+    with config.override(CPU_PARALLEL=False):
+        for shape in SIZES:
+            viewcases.check_views(shape, np.float32)
