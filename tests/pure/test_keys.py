@@ -246,8 +246,8 @@ def test_toolchain_versions_are_computed_once_and_match_the_metadata():
 
     tools = cuda_toolchain.toolchain_versions()
     assert cuda_toolchain.toolchain_versions() is tools  # cached for the process
-    assert tools["numba"] == importlib.metadata.version("numba")
-    assert tools["numba-cuda"] == importlib.metadata.version("numba-cuda")
+    for name in ("numba", "numba-cuda", "llvmlite", "cuda-core"):
+        assert tools[name] == importlib.metadata.version(name), name
     for name, wheels in (("nvvm", cuda_toolchain._WHEELS["nvvm"]),
                          ("nvjitlink", cuda_toolchain._WHEELS["nvJitLink"])):
         wheel, _, version = tools[name].partition(" ")
