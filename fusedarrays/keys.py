@@ -18,17 +18,14 @@ from . import __version__ as _package_version
 from .dtypes import BY_CODE
 
 # The package's files (paths from the package folder) whose code decides a kernel's source text,
-# the helpers compiled beside it, how it is compiled, or its parameter list: an edit to one can
-# change the binary of a kernel whose other key parts stay the same. What decides the rest of
-# the binary enters the key by value instead: the plan's instructions, operand layouts and
-# schedule (graph.py, layout.py's classification) are key parts, so are the codegen settings
-# (config.py) and the toolchain versions (cuda/toolchain.py); keys.py and errors.py shape no
-# code. The launcher's side of the calling convention (runtime, recipe, cuda/launch, the
-# backends' operand_arg and foreach_args) follows plan.py's parameter list and intrinsics'
-# parameter types, which are here, so a change of the convention changes a file of this list.
-# The cpu backend's compile (cpu/backend.py, cpu/half.py) belongs here once cpu kernels are kept
-# on disk; tests/pure/test_keys.py checks that every package module these files import is listed
-# or excused.
+# the helpers compiled beside it, how it is compiled, or its parameter list. The rest enters the
+# key by value: the plan's instructions, layouts and schedule (graph.py, layout.py's choices),
+# the codegen settings (config.py), the toolchain versions (cuda/toolchain.py). The launcher's
+# side of the calling convention (runtime, recipe, cuda/launch, operand_arg, foreach_args)
+# follows plan.py's parameter list and intrinsics' parameter types, so changing the convention
+# changes a file listed here. cpu/backend.py and cpu/half.py join once cpu kernels are kept on
+# disk. tests/pure/test_keys.py checks that every package module these import is listed or
+# excused.
 KERNEL_CODE = (
     "codegen.py",           # the kernel source text
     "ops.py",               # each op's source template
