@@ -2,9 +2,10 @@
 
 Where it sits: ``keys.py`` names a kernel → the runtime asks the memory cache, then this cache,
 before it runs codegen and compile (``cuda/compile.py``); what compile produces is put here, and
-``cuda/load.py`` loads the body. Entries are PTX and cubins per GPU architecture, so nothing here
-needs a device, and only the standard library is imported: a warm process reaches a cubin on disk
-without importing numba.
+``cuda/load.py`` loads the body. Entries are PTX and cubins per *arch*, a string naming the
+target (``sm_90``; a cpu level would name its triple and CPU, ``cpu-x86_64-skylake``), so nothing
+here needs a device, and only the standard library is imported: a warm process reaches a cubin
+on disk without importing numba.
 
 Layout: ``<root>/v{FORMAT}/<arch>/<key>.<kind>``. Each file is::
 
@@ -13,6 +14,16 @@ Layout: ``<root>/v{FORMAT}/<arch>/<key>.<kind>``. Each file is::
 The header repeats format, key, kind and arch and carries the body's length and sha256, so every
 file proves itself; there is no manifest, no lock and no pickle. Anything that does not prove itself
 is a miss (logged at DEBUG and removed), never an exception.
+
+Trust: a cubin is code this process will run, and the checksum guards against corruption (a torn
+write, a bad disk), not against an attacker, who would write a matching checksum. So the cache's
+own folders (``<root>``, ``v{FORMAT}``, ``<arch>``) are made with mode 0700, and a folder or an
+entry that another user owns or that group or others may write is a miss, never an exception,
+with one RuntimeWarning per folder and instance (:meth:`DiskCache._distrusted`), so a shared
+``FUSEDARRAYS_CACHE_DIR=/tmp/x`` cannot feed this process another user's kernels. Root's files
+are trusted (root can change whatever this process runs anyway); a root process trusts only its
+own. The folders are checked once per arch and instance (three stats); an entry on every read,
+on the file opened (``fstat``), so the file checked is the file read.
 """
 
 from __future__ import annotations
@@ -46,6 +57,11 @@ _ARCH_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 _TMP_GRACE_S = 600.0
 # Trim below the cap, not just to it, so a cache sitting at its cap is not rescanned on every put.
 _LOW_WATER = 0.9
+# An entry is opened as a regular file only: a symlink fails (ELOOP: a miss), a FIFO does not block.
+_OPEN_FLAGS = (os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+               | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+_UTIME_FD = os.utime in os.supports_fd
+_UNSAFE_MODE = stat.S_IWGRP | stat.S_IWOTH
 
 _log = logging.getLogger("fusedarrays.diskcache")
 
@@ -80,48 +96,83 @@ class DiskCache:
         # Bytes on disk as far as this process knows; None until the first put scans the folder.
         # Other processes write too, so it is only a trigger for a scan, never trusted for trimming.
         self._estimate: int | None = None
+        # arch → whether its folders (root, version, arch) are ours alone; decided once each
+        # folder exists (a missing one is looked at again on the next call).
+        self._folders_ok: dict[str, bool] = {}
+        self._warned: set[str] = set()   # folders warned about: one warning per folder
 
     def __repr__(self) -> str:
         return f"DiskCache({str(self._root)!r}, max_bytes={self._max_bytes}, usable={self._usable})"
 
     @property
     def usable(self) -> bool:
-        """False once the folder proved unwritable (or the cache was disabled): all calls miss."""
+        """False once the folder proved unwritable or another user's (or the cache was disabled):
+        all calls miss."""
         return self._usable
 
     def get(self, arch: str, key: str, kind: str) -> tuple[bytes, dict] | None:
-        """Return ``(body, meta)`` stored for the key, or None; a bad file is a logged miss."""
+        """Return ``(body, meta)`` stored for the key, or None; a bad file is a logged miss, a
+        file or folder another user could have written a miss with one warning per folder."""
         path = self._path(arch, key, kind)
         if not self._usable:
             return None
+        ours = self._folders_ok.get(arch)
+        if ours is None:
+            ours = self._check_folders(arch)
+        if ours is False:
+            return None
         try:
-            data = path.read_bytes()
+            fd = os.open(path, _OPEN_FLAGS)
         except FileNotFoundError:
             return None
         except OSError as exc:
             return self._reject(path, f"unreadable ({exc})")
         try:
-            found = _decode(data, arch, key, kind)
-        except _BadEntry as exc:
-            return self._reject(path, str(exc))
-        # A hit is a use: the mtime is the LRU clock. In a read-only folder the order just stays.
-        with contextlib.suppress(OSError):
-            os.utime(path)
-        return found
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return self._reject(path, "not a regular file")
+            why = _distrust(st)
+            if why is not None:
+                self._distrusted(path.parent, f"its entry {path.name} is {why}")
+                return self._reject(path, why)
+            data = _read_all(fd, st.st_size)
+            try:
+                found = _decode(data, arch, key, kind)
+            except _BadEntry as exc:
+                return self._reject(path, str(exc))
+            # A hit is a use: the mtime is the LRU clock. In a read-only folder the order stays.
+            with contextlib.suppress(OSError):
+                os.utime(fd if _UTIME_FD else path)
+            return found
+        except OSError as exc:
+            return self._reject(path, f"unreadable ({exc})")
+        finally:
+            os.close(fd)
 
     def put(self, arch: str, key: str, kind: str, body: bytes, meta: dict) -> bool:
         """Publish ``body`` with ``meta`` (JSON-able) under the key; True if it is now on disk.
 
         A folder that cannot be written turns the cache off for this instance, with one
-        RuntimeWarning. Malformed arguments (a key that is not a sha256, a path-like arch, meta
+        RuntimeWarning; a folder another user could write is left alone (False, one warning for
+        the folder). Malformed arguments (a key that is not a sha256, a path-like arch, meta
         naming a header field) are caller bugs and raise ValueError.
         """
         path = self._path(arch, key, kind)
         data = _encode(arch, key, kind, bytes(body), meta)
         if not self._usable:
             return False
+        ours = self._folders_ok.get(arch)
+        if ours is False:
+            return False
         try:
-            _publish(path, data)
+            if ours is None and not self._made_ours(arch):
+                return False
+            try:
+                _publish(path, data)
+            except FileNotFoundError:  # the folder went since it was checked: make it again
+                if not self._made_ours(arch):
+                    return False
+                _publish(path, data)
         except OSError as exc:
             self._disable(path.parent, exc)
             return False
@@ -160,6 +211,51 @@ class DiskCache:
         if not (isinstance(kind, str) and _KIND_RE.fullmatch(kind)):
             raise ValueError(f"disk cache kind must be a plain suffix such as 'ptx', {kind=}")
         return self._root / f"v{FORMAT}" / arch / f"{key}.{kind}"
+
+    def _folders(self, arch: str) -> tuple[Path, Path, Path]:
+        version = self._root / f"v{FORMAT}"
+        return self._root, version, version / arch
+
+    def _made_ours(self, arch: str) -> bool:
+        """Make arch's missing folders (mode 0700), then check them all: True if ours alone."""
+        self._folders_ok.pop(arch, None)
+        _make_folders(self._root, arch)
+        return bool(self._check_folders(arch))
+
+    def _check_folders(self, arch: str) -> bool | None:
+        """Whether arch's folders are this user's alone (the verdict kept); None while one of
+        them does not exist (nothing kept: the next call looks again)."""
+        for folder in self._folders(arch):
+            try:
+                st = os.stat(folder)
+            except OSError:
+                return None  # missing, or not a folder: reading or writing fails on its own
+            why = _distrust(st)
+            if why is not None:
+                self._folders_ok[arch] = False
+                if folder != self._folders(arch)[-1]:
+                    self._usable = False  # every arch's folder lies under this one
+                self._distrusted(folder, f"it is {why}")
+                return False
+        self._folders_ok[arch] = True
+        return True
+
+    def _distrusted(self, folder: Path, why: str) -> None:
+        """One RuntimeWarning per folder and instance; the runtime keeps one instance per
+        cache setting, so it is one per folder and process."""
+        with self._lock:
+            if str(folder) in self._warned:
+                return
+            self._warned.add(str(folder))
+        name = str(folder)
+        warnings.warn(
+            f"fusedarrays: not loading kernels from the disk cache folder {name!r}: {why}, so "
+            "another user could have put code there; those kernels are compiled instead. Use "
+            "a folder only you can write (FUSEDARRAYS_CACHE_DIR; the default is in your home) "
+            f"or make this one yours alone: chown -R $USER {name!r}; chmod -R go-w {name!r}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
     def _reject(self, path: Path, why: str) -> None:
         _log.debug("disk cache miss: %s is %s; removing it", path, why)
@@ -275,8 +371,48 @@ def _decode(data: bytes, arch: str, key: str, kind: str) -> tuple[bytes, dict]:
     return body, {name: value for name, value in header.items() if name not in _RESERVED}
 
 
+def _process_uid() -> int | None:
+    """The user this process runs as (None where there are no uids: nothing is checked)."""
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
+def _distrust(st: os.stat_result) -> str | None:
+    """Why a file or folder with this stat may hold another user's writing, or None.
+
+    Trusted owners: this process's user, and root, which can change whatever this process runs
+    anyway (a root process so trusts only its own files)."""
+    uid = _process_uid()
+    if uid is None:
+        return None
+    if st.st_uid != uid and st.st_uid != 0:
+        return f"owned by uid {st.st_uid}, not by this process's user (uid {uid}) or root"
+    if st.st_mode & _UNSAFE_MODE:
+        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):#o})"
+    return None
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """The file's bytes: one read of the size ``fstat`` gave (and one more to see its end)."""
+    parts = []
+    while chunk := os.read(fd, size + 1):
+        parts.append(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _make_folders(root: Path, arch: str) -> None:
+    """``<root>/v{FORMAT}/<arch>``, each folder made here with mode 0700 whatever the umask; the
+    folders above the root as ``mkdir -p`` makes them."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    version = root / f"v{FORMAT}"
+    for folder in (root, version, version / arch):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            continue
+        os.chmod(folder, 0o700)  # mkdir's mode passes through the umask
+
+
 def _publish(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     # The temp file sits beside the final path so os.replace is one rename within a filesystem:
     # a reader sees the old file or the whole new one, and writers racing on one key each publish
     # a complete file (the last rename wins). Never write the final path in place.

@@ -1,18 +1,44 @@
 """Cache keys as named lists of parts.
 
 The structure key (from :mod:`plan`) names what the generated code depends on: graph, operand
-dtypes and layouts, scalar dtypes, rank, vector and index width, codegen-affecting config and the
-codegen version. The disk key adds the GPU architecture and the toolchain versions, so an upgrade
-never loads a stale kernel; the memory key adds the device. Every key is a sha256 of a canonical
-text, the same in every process. :func:`explain_miss` says which parts differ.
+dtypes and layouts, scalar dtypes, rank, vector and index width, codegen-affecting config, and
+the code that turns a plan into a binary (:func:`code_version`, a hash of the files of
+:data:`KERNEL_CODE`: an edit to any of them is a disk miss, with no version number to forget).
+The disk key adds the GPU architecture and the toolchain versions, so an upgrade never loads a
+stale kernel; the memory key adds the device. Every key is a sha256 of a canonical text, the
+same in every process. :func:`explain_miss` says which parts differ.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 
 from . import __version__ as _package_version
 from .dtypes import BY_CODE
+
+# The package's files (paths from the package folder) whose code decides a kernel's source text,
+# the helpers compiled beside it, how it is compiled, or its parameter list. The rest enters the
+# key by value: the plan's instructions, layouts and schedule (graph.py, layout.py's choices),
+# the codegen settings (config.py), the toolchain versions (cuda/toolchain.py). The launcher's
+# side of the calling convention (runtime, recipe, cuda/launch, operand_arg, foreach_args)
+# follows plan.py's parameter list and intrinsics' parameter types, so changing the convention
+# changes a file listed here. cpu/backend.py and cpu/half.py join once cpu kernels are kept on
+# disk. tests/pure/test_keys.py checks that every package module these import is listed or
+# excused.
+KERNEL_CODE = (
+    "codegen.py",           # the kernel source text
+    "ops.py",               # each op's source template
+    "dtypes.py",            # compute dtypes (float16 computes in float32) and type names
+    "plan.py",              # the instruction list and the kernel's parameters, their order, types
+    "layout.py",            # tile sizes the generated code hard-codes
+    "devicelib.py",         # helper functions compiled into kernels
+    "cuda/intrinsics.py",   # loads, stores, casts and parameter types of the cuda target
+    "cuda/compile.py",      # compile options, numba's pass pipeline as trimmed, typing memos
+)
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_code_version: str | None = None
 
 
 def digest(parts: tuple[tuple[str, str], ...]) -> str:
@@ -21,7 +47,35 @@ def digest(parts: tuple[tuple[str, str], ...]) -> str:
 
 
 def structure_parts(parts: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    return parts + (("package", _package_version),)
+    """``parts`` and what every key holds: the kernel code's hash and the package version."""
+    return parts + (("code", code_version()), ("package", _package_version))
+
+
+def code_version() -> str:
+    """A hash of the files of :data:`KERNEL_CODE`, read once per process (~0.3 ms).
+
+    Reads files only (a warm process imports no numba). A file that cannot be read (an install
+    without sources) is named as such; the package version, another key part, still tells
+    releases apart.
+    """
+    global _code_version
+    if _code_version is None:
+        _code_version = hash_files(_PACKAGE, KERNEL_CODE)
+    return _code_version
+
+
+def hash_files(folder: str, names) -> str:
+    """32 hex digits of a sha256 over each named file's name, length and bytes."""
+    h = hashlib.sha256()
+    for name in names:
+        try:
+            with open(os.path.join(folder, name), "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            data = f"unreadable: {type(exc).__name__}".encode()
+        h.update(f"{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()[:32]
 
 
 def disk_parts(structure_key: str, arch: str, toolchain: dict[str, str]):
@@ -57,7 +111,7 @@ a0 dtype float32 → float64'
 
 _LAYOUTS = {"C": "contiguous", "B": "broadcast", "S": "strided", "T": "transposed"}
 _NAMES = {"vector_width": "vector width", "index_width": "index width",
-          "config": "codegen settings", "codegen": "codegen version",
+          "config": "codegen settings", "code": "kernel code hash",
           "package": "fusedarrays version"}
 
 

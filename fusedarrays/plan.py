@@ -20,8 +20,6 @@ from . import config, graph, keys, layout
 from .dtypes import CODES
 from .errors import ShapeError
 
-CODEGEN_VERSION = "4"
-
 
 @dataclass(frozen=True)
 class Operand:
@@ -193,7 +191,6 @@ def _finish(shape, views, scalars, body) -> KernelPlan:
         ("vector_width", str(width)),
         ("index_width", "64"),
         ("config", repr(config.codegen_settings())),
-        ("codegen", CODEGEN_VERSION),
     )
     parts = keys.structure_parts(parts)
     key = keys.digest(parts)

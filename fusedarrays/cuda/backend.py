@@ -61,7 +61,8 @@ class CudaBackend:
     # --- kernels -----------------------------------------------------------------------------
 
     def toolchain(self) -> dict[str, str]:
-        """numba, numba-cuda, NVVM and nvJitLink versions for disk-cache keys (imports no numba)."""
+        """Toolchain versions for disk-cache keys (:func:`.toolchain.toolchain_versions`; imports
+        no numba)."""
         from .toolchain import toolchain_versions
 
         return toolchain_versions()

@@ -103,10 +103,12 @@ def toolchain_versions() -> dict[str, str]:
     here; the PTX header's "release 13.5, V13.5.37" is the wheel's version.)
 
     >>> sorted(toolchain_versions())
-    ['numba', 'numba-cuda', 'nvjitlink', 'nvvm']
+    ['cuda-core', 'llvmlite', 'numba', 'numba-cuda', 'nvjitlink', 'nvvm']
     """
     versions = {}
-    for name in ("numba", "numba-cuda"):
+    # llvmlite writes the NVVM IR that numba-cuda lowers to (numba pins only its minor version);
+    # cuda-core turns the link options into nvJitLink's.
+    for name in ("numba", "numba-cuda", "llvmlite", "cuda-core"):
         found = _distribution(name)
         if found is None:
             raise RuntimeError(f"{name} is not installed; fusedarrays' cuda backend needs it")

@@ -141,6 +141,57 @@ def test_a_toolchain_version_change_misses(cache_dir, monkeypatch):
     assert all(b"numba" not in h or b"99.0.0" not in h for h in headers)  # parts are structure
 
 
+def test_an_edit_to_the_kernel_code_misses(cache_dir, tmp_path_factory, monkeypatch):
+    # The kernel code read from a copy, so that one of its files can be edited.
+    from fusedarrays import keys
+
+    copy = tmp_path_factory.mktemp("package")
+    for name in keys.KERNEL_CODE:
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        (copy / name).write_bytes((Path(keys._PACKAGE) / name).read_bytes())
+    monkeypatch.setattr(keys, "_PACKAGE", str(copy))
+    monkeypatch.setattr(keys, "_code_version", None)
+    a, b = rand(), rand(seed=1)
+    new_device()
+    axpb(a, b)
+    new_device()
+    fa.reset_stats()
+    axpb(a, b)
+    assert fa.stats()["compiles"] == 0 and fa.stats()["disk_hits"] == 1
+    helpers = copy / "devicelib.py"
+    helpers.write_text(helpers.read_text().replace("cv_i64(0)", "cv_i64(0 * a)", 1))
+    monkeypatch.setattr(keys, "_code_version", None)  # as a new process would read it
+    new_device()
+    fa.reset_stats()
+    axpb(a, b)
+    assert fa.stats()["compiles"] == 1 and fa.stats()["disk_hits"] == 0
+    assert len(entries(cache_dir)) == 2
+
+
+def test_a_cache_folder_others_can_write_is_not_loaded_from(cache_dir, monkeypatch):
+    a, b = rand(), rand(seed=1)
+    new_device()
+    axpb(a, b)
+    (path,) = entries(cache_dir)
+    cache_dir.chmod(0o777)  # as a shared FUSEDARRAYS_CACHE_DIR=/tmp/x would be
+    monkeypatch.setattr(runtime, "_disk", {})  # a new process: its folders not checked yet
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            for compiles in (1, 0):  # the second device: the kernel kept in memory for the arch
+                new_device()
+                fa.reset_stats()
+                axpb(a, b)
+                assert fa.stats()["compiles"] == compiles and fa.stats()["disk_hits"] == 0
+            assert fa.cache_info()["usable"] is False
+    finally:
+        cache_dir.chmod(0o700)
+    (warning,) = [w for w in seen if "disk cache folder" in str(w.message)]
+    assert warning.category is RuntimeWarning and "writable by group or others" in str(
+        warning.message)
+    assert entries(cache_dir) == [path]  # left as it was
+
+
 def test_cache_off_writes_nothing_and_still_compiles_once_per_arch(cache_dir):
     with config.override(CACHE=False):   # the subject: the disk cache off
         first = new_device()

@@ -60,7 +60,8 @@ def test_device_identity(be):
     assert be.name == "cuda"
     assert be.arch.startswith("sm_")
     assert be.device_key == f"cuda:0:{be.arch}"
-    assert set(be.toolchain()) == {"numba", "numba-cuda", "nvvm", "nvjitlink"}
+    assert set(be.toolchain()) == {"numba", "numba-cuda", "llvmlite", "cuda-core", "nvvm",
+                                   "nvjitlink"}
 
 
 def test_host_device_round_trip(be, rng):

@@ -195,9 +195,10 @@ def test_link_cubin_gives_an_elf_image():
     assert cubin[:4] == b"\x7fELF"
 
 
-def test_toolchain_versions_name_the_four_tools():
+def test_toolchain_versions_name_every_tool_from_source_to_cubin():
     versions = toolchain_versions()
-    assert sorted(versions) == ["numba", "numba-cuda", "nvjitlink", "nvvm"]
+    assert sorted(versions) == ["cuda-core", "llvmlite", "numba", "numba-cuda", "nvjitlink",
+                                "nvvm"]
     assert all(isinstance(v, str) and v for v in versions.values())
 
 

@@ -372,6 +372,163 @@ def test_eight_processes_racing_leave_every_entry_sound(tmp_path):
     assert temp_files(tmp_path) == []
 
 
+# -- trust: folders 0700, nothing another user could have written is loaded -------------------
+
+FOREIGN_UID = 4242
+
+
+def folders_of(root: Path, arch: str = ARCH) -> list[Path]:
+    return [root, root / f"v{FORMAT}", root / f"v{FORMAT}" / arch]
+
+
+def make_foreign(monkeypatch, paths) -> None:
+    """Give ``paths`` to another user: for real where the tests run as root, else by making this
+    process another user (then every file is foreign, but folder verdicts already kept stay)."""
+    if os.geteuid() == 0:
+        for path in paths:
+            os.chown(path, FOREIGN_UID, FOREIGN_UID)
+    else:
+        monkeypatch.setattr(diskcache, "_process_uid", lambda: FOREIGN_UID)
+
+
+def cache_warnings(caught) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o022, 0o077, 0o277], ids=oct)
+def test_cache_folders_are_made_0700_whatever_the_umask(tmp_path, umask):
+    root = tmp_path / "cache"
+    old = os.umask(umask)
+    try:
+        assert DiskCache(root).put(ARCH, key_of("k"), "ptx", b"x", META) is True
+    finally:
+        os.umask(old)
+    for folder in folders_of(root):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    assert entry_path(root, key_of("k")).stat().st_mode & 0o077 == 0
+    assert DiskCache(root).get(ARCH, key_of("k"), "ptx") == (b"x", META)
+
+
+@pytest.mark.parametrize("mode", [0o775, 0o777], ids=oct)
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_a_folder_others_can_write_is_a_miss_with_one_warning(tmp_path, which, mode):
+    root = tmp_path / "cache"
+    names = [key_of(f"k{i}") for i in range(3)]
+    writer = DiskCache(root)
+    for key in names:
+        writer.put(ARCH, key, "cubin", body_of(key), META)
+    folder = folders_of(root)[which]
+    os.chmod(folder, mode)
+    cache = DiskCache(root)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [cache.get(ARCH, key, "cubin") for key in names] == [None] * 3
+        assert cache.get(ARCH, names[0], "ptx") is None
+        assert cache.put(ARCH, key_of("new"), "cubin", b"x", META) is False
+    (text,) = cache_warnings(caught)
+    assert repr(str(folder)) in text and f"writable by group or others (mode {mode:#o})" in text
+    assert "FUSEDARRAYS_CACHE_DIR" in text
+    assert all(entry_path(root, key, "cubin").exists() for key in names)  # left alone
+    assert not entry_path(root, key_of("new"), "cubin").exists()
+    assert cache.info()["usable"] is (folder == folders_of(root)[-1])
+    os.chmod(folder, 0o700)
+    assert DiskCache(root).get(ARCH, names[0], "cubin") == (body_of(names[0]), META)
+
+
+def _entries_in_two_archs(root: Path) -> list[tuple[str, str]]:
+    cache = DiskCache(root)
+    found = [(arch, key_of(f"{arch} {i}")) for arch in ("sm_80", ARCH) for i in range(3)]
+    for arch, key in found:
+        assert cache.put(arch, key, "cubin", body_of(key), META)
+    return found
+
+
+@pytest.mark.parametrize("mode", [0o620, 0o602, 0o666], ids=oct)
+def test_entries_others_can_write_are_misses_with_one_warning_per_folder(tmp_path, mode):
+    found = _entries_in_two_archs(tmp_path)
+    for arch, key in found:
+        os.chmod(entry_path(tmp_path, key, "cubin", arch), mode)
+    cache = DiskCache(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [cache.get(arch, key, "cubin") for arch, key in found] == [None] * len(found)
+    texts = cache_warnings(caught)
+    assert len(texts) == 2  # one per folder, not one per entry
+    for text, arch in zip(texts, ("sm_80", ARCH)):
+        assert repr(str(tmp_path / f"v{FORMAT}" / arch)) in text
+        assert f"writable by group or others (mode {mode:#o})" in text
+    assert not any(entry_path(tmp_path, key, "cubin", arch).exists() for arch, key in found)
+    arch, key = found[0]
+    assert cache.put(arch, key, "cubin", body_of(key), META) is True  # ours again: 0600
+    assert cache.get(arch, key, "cubin") == (body_of(key), META)
+
+
+def test_entries_another_user_owns_are_misses_with_one_warning_per_folder(tmp_path,
+                                                                          monkeypatch):
+    found = _entries_in_two_archs(tmp_path)
+    cache = DiskCache(tmp_path)
+    for arch, key in found[::3]:  # the folders of both archs checked (and kept) as ours
+        assert cache.get(arch, key, "cubin") == (body_of(key), META)
+    make_foreign(monkeypatch, [entry_path(tmp_path, key, "cubin", arch) for arch, key in found])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [cache.get(arch, key, "cubin") for arch, key in found] == [None] * len(found)
+    texts = cache_warnings(caught)
+    assert len(texts) == 2 and all(f"owned by uid {FOREIGN_UID if os.geteuid() == 0 else ''}"
+                                   in text for text in texts)
+    assert repr(str(tmp_path / f"v{FORMAT}" / "sm_80")) in texts[0]
+
+
+@pytest.mark.parametrize("mode", [0o755, 0o777], ids=oct)
+def test_kernels_planted_in_a_shared_folder_are_not_loaded(tmp_path, monkeypatch, mode):
+    # FUSEDARRAYS_CACHE_DIR=/tmp/x, made first by another user who put a kernel in it: a valid
+    # entry, checksum and all. As root (the tests here) the folder is really another user's,
+    # so this is also a root process refusing a folder that a user owns.
+    shared = tmp_path / "x"
+    key = key_of("planted")
+    assert DiskCache(shared).put(ARCH, key, "cubin", b"\x7fELF planted", META)
+    for folder in folders_of(shared):
+        os.chmod(folder, mode)
+    make_foreign(monkeypatch, [*folders_of(shared), entry_path(shared, key, "cubin")])
+    cache = DiskCache(shared)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cache.get(ARCH, key, "cubin") is None
+        assert cache.get("sm_80", key, "cubin") is None
+        assert cache.put(ARCH, key_of("mine"), "cubin", b"mine", META) is False
+    (text,) = cache_warnings(caught)
+    assert repr(str(shared)) in text and "owned by uid" in text
+    assert cache.usable is False and entry_path(shared, key, "cubin").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs files that root owns")
+def test_files_root_owns_are_trusted_by_every_user(tmp_path, monkeypatch):
+    cache = DiskCache(tmp_path)
+    assert cache.put(ARCH, key_of("k"), "cubin", b"from root", META)
+    monkeypatch.setattr(diskcache, "_process_uid", lambda: FOREIGN_UID)  # a user reading them
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert DiskCache(tmp_path).get(ARCH, key_of("k"), "cubin") == (b"from root", META)
+
+
+def test_a_hit_costs_one_fstat_and_the_folders_are_checked_once(tmp_path, monkeypatch):
+    names = [key_of(f"k{i}") for i in range(10)]
+    writer = DiskCache(tmp_path)
+    for key in names:
+        writer.put(ARCH, key, "cubin", body_of(key), META)
+    cache = DiskCache(tmp_path)
+    calls = []
+    for name in ("stat", "lstat", "fstat", "open"):
+        real = getattr(os, name)
+        monkeypatch.setattr(
+            os, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k)
+        )
+    found = [cache.get(ARCH, key, "cubin") for key in names]
+    monkeypatch.undo()
+    assert found == [(body_of(key), META) for key in names]
+    assert sorted(calls) == sorted(["stat"] * 3 + ["fstat"] * 10 + ["open"] * 10)
+
+
 def test_docstring_example_runs():
     result = doctest.testmod(diskcache)
     assert result.attempted > 0 and result.failed == 0

@@ -3,9 +3,11 @@ misses explained part by part; the timings table. No numba here."""
 
 from __future__ import annotations
 
+import ast
 import doctest
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from childenv import pythonpath
 
-from fusedarrays import config, graph, keys, layout, plan, records, runtime
+from fusedarrays import config, graph, keys, layout, records, runtime
 from fusedarrays.cuda import toolchain as cuda_toolchain
 from fusedarrays.plan import plan_kernel
 
@@ -95,14 +97,148 @@ def test_disk_key_holds_arch_and_every_toolchain_part():
         assert runtime.disk_key(p, "sm_90", changed) != base, part
 
 
-def test_package_and_codegen_versions_are_structure_key_parts(monkeypatch):
+def test_package_version_and_kernel_code_are_structure_key_parts(monkeypatch):
     before = _plan()
-    assert dict(before.key_parts)["package"] == keys._package_version
+    parts = dict(before.key_parts)
+    assert parts["package"] == keys._package_version
+    assert parts["code"] == keys.hash_files(keys._PACKAGE, keys.KERNEL_CODE)
     monkeypatch.setattr(keys, "_package_version", "999.0")
     assert _plan().key != before.key
     monkeypatch.undo()
-    monkeypatch.setattr(plan, "CODEGEN_VERSION", "999")
-    assert _plan().key != before.key
+    assert _plan().key == before.key
+
+
+def _copy_kernel_code(folder: Path) -> None:
+    for name in keys.KERNEL_CODE:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes((Path(keys._PACKAGE) / name).read_bytes())
+
+
+def test_an_edit_to_any_kernel_code_file_changes_the_key(tmp_path, monkeypatch):
+    _copy_kernel_code(tmp_path)
+    before = _plan().key_parts
+    base = keys.digest(before)
+    monkeypatch.setattr(keys, "_PACKAGE", str(tmp_path))
+    monkeypatch.setattr(keys, "_code_version", None)
+    assert _plan().key == base  # the same bytes elsewhere: the same key
+    seen = {base}
+    for name in keys.KERNEL_CODE:
+        original = (tmp_path / name).read_bytes()
+        (tmp_path / name).write_bytes(original + b"\n# an edit\n")
+        monkeypatch.setattr(keys, "_code_version", None)
+        edited = _plan()
+        assert edited.key not in seen, name
+        seen.add(edited.key)
+        assert keys.explain_miss(edited.key_parts, [before]).startswith("kernel code hash ")
+        (tmp_path / name).write_bytes(original)
+
+
+def test_the_kernel_code_is_hashed_once_per_process(monkeypatch):
+    calls = []
+    real = keys.hash_files
+    monkeypatch.setattr(keys, "hash_files", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(keys, "_code_version", None)
+    for dtype in ("float32", "float64", "int32"):
+        _plan(dtype)
+    assert len(calls) == 1
+
+
+# Modules the kernel code imports that are not hashed, and why (keys.KERNEL_CODE's comment).
+NOT_KERNEL_CODE = {
+    "config.py": "the codegen settings are a key part by value",
+    "graph.py": "reaches a kernel only through the plan's instructions, a key part by value",
+    "keys.py": "builds the key; shapes no code",
+    "errors.py": "error messages",
+    "cuda/toolchain.py": "the versions it reads are key parts",
+}
+
+
+def _package_imports(name: str) -> set[str]:
+    """The package files (paths from the package folder) that file ``name`` imports."""
+    package = Path(keys._PACKAGE)
+    path = package / name
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            base = path.parent
+            for _ in range(node.level - 1):
+                base = base.parent
+            stems = ([node.module] if node.module
+                     else [alias.name for alias in node.names])
+            for stem in stems:
+                target = base.joinpath(*stem.split("."))
+                for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+                    if candidate.is_file():
+                        found.add(candidate.relative_to(package).as_posix())
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [alias.name for alias in node.names])
+            assert not any(n.split(".")[0] == "fusedarrays" for n in names), (name, names)
+    return found
+
+
+def test_every_module_the_kernel_code_imports_is_hashed_or_excused():
+    imported = set().union(*(_package_imports(name) for name in keys.KERNEL_CODE))
+    assert "devicelib.py" in imported and "cuda/intrinsics.py" in imported  # the walk works
+    unexplained = imported - set(keys.KERNEL_CODE) - set(NOT_KERNEL_CODE)
+    assert not unexplained, f"hash them (keys.KERNEL_CODE) or say why not: {unexplained}"
+    assert not set(NOT_KERNEL_CODE) & set(keys.KERNEL_CODE)
+
+
+# Plans one kernel with the fusedarrays found first on sys.path, looks its disk key up in the
+# cache folder argv[1] and writes it there: prints where fusedarrays came from, the keys, and
+# whether the look-up hit.
+EDITED_SCRIPT = """
+import json, sys
+import numpy as np
+import fusedarrays
+from fusedarrays import graph, layout, runtime
+from fusedarrays.diskcache import DiskCache
+from fusedarrays.plan import plan_kernel
+
+class Buf:
+    def __init__(self):
+        self.uid, self.align = graph.new_uid(), 256
+
+f32 = np.dtype("float32")
+x = graph.leaf(Buf(), f32, (100,), (1,), 0)
+node = graph.op("floor_divide", (x, graph.scalar(2.0, f32)), (f32,) * 3)
+p = plan_kernel([(node, (Buf(), f32, (100,), (1,), 0))])
+dkey = runtime.disk_key(p, "sm_90", {"numba": "1", "numba-cuda": "2", "nvvm": "3"})
+cache = DiskCache(sys.argv[1])
+hit = cache.get("sm_90", dkey, "cubin") is not None
+cache.put("sm_90", dkey, "cubin", b"a kernel", {"parts": dict(p.key_parts)})
+print(json.dumps([fusedarrays.__file__, p.key, dkey, hit]))
+"""
+
+
+def test_a_helper_edited_in_a_copy_of_the_package_is_a_disk_miss(tmp_path):
+    ignore = shutil.ignore_patterns("__pycache__")
+    for copy in ("original", "edited"):
+        shutil.copytree(REPO / "fusedarrays", tmp_path / copy / "fusedarrays", ignore=ignore)
+    helpers = tmp_path / "edited" / "fusedarrays" / "devicelib.py"
+    text = helpers.read_text()
+    assert "        return cv_i64(0)\n" in text
+    helpers.write_text(text.replace("        return cv_i64(0)\n",
+                                    "        return cv_i64(0 * a)\n", 1))
+    cache = tmp_path / "cache"
+
+    def keys_from(copy: str):
+        env = {**os.environ, "PYTHONPATH": pythonpath(tmp_path / copy)}
+        # cwd: not the repository, whose fusedarrays "-c" would put first on sys.path
+        done = subprocess.run([sys.executable, "-c", EDITED_SCRIPT, str(cache)], env=env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        where, structure, disk, hit = json.loads(done.stdout)
+        assert where.startswith(str(tmp_path / copy))
+        return structure, disk, hit
+
+    first = keys_from("original")
+    again = keys_from("original")
+    edited = keys_from("edited")
+    assert first[2] is False and again == (first[0], first[1], True)
+    assert edited[0] != first[0] and edited[1] != first[1] and edited[2] is False
+    assert keys_from("edited")[2] is True
 
 
 def test_toolchain_versions_are_computed_once_and_match_the_metadata():
@@ -110,8 +246,8 @@ def test_toolchain_versions_are_computed_once_and_match_the_metadata():
 
     tools = cuda_toolchain.toolchain_versions()
     assert cuda_toolchain.toolchain_versions() is tools  # cached for the process
-    assert tools["numba"] == importlib.metadata.version("numba")
-    assert tools["numba-cuda"] == importlib.metadata.version("numba-cuda")
+    for name in ("numba", "numba-cuda", "llvmlite", "cuda-core"):
+        assert tools[name] == importlib.metadata.version(name), name
     for name, wheels in (("nvvm", cuda_toolchain._WHEELS["nvvm"]),
                          ("nvjitlink", cuda_toolchain._WHEELS["nvJitLink"])):
         wheel, _, version = tools[name].partition(" ")
