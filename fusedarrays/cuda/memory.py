@@ -20,28 +20,29 @@ What is kept, and what goes back to the driver:
 - The pool is the device's current memory pool, whose *release threshold* is set to
   1/``RELEASE_FRACTION`` = 1/8 of the device's memory (9.9 GiB of the H100's 79.2): at any
   synchronisation (``to_host``, ``synchronize``, or another library's) the pool gives the memory
-  it reserves beyond that and does not use back to the driver. Below the threshold a new block
-  reuses reserved memory at the pool's ~4-5 µs; the benchmarks' working sets (four arrays of
-  2^26 float32, 1 GiB) stay well under it. Once arrays are freed, 7/8 of the device less the
-  block cache is free again for other libraries: PyTorch can then take 60 GiB of the H100.
-  While more than the threshold is in use, a synchronisation gives back all the pool's free
-  memory and the next big block is mapped afresh. (``cuda.core`` raises the threshold from the
-  driver's 0 to 2^64 - 1, which would never give memory back.)
+  it reserves beyond that and does not use back to the driver. Why 1/8: below the threshold a new
+  block reuses reserved memory at the pool's ~4-5 µs instead of having the driver map memory,
+  and the working sets of ordinary loops stay under it (the benchmarks' four 2^26-element
+  float32 arrays are 1 GiB); a threshold of 0 (the driver's default) would map every result
+  above 32 MiB afresh after each ``.get()``. Above it, freed memory must reach the other
+  libraries of the process: once arrays are freed, 7/8 of the device less the block cache is
+  free for them (68 GiB of the H100, where PyTorch asked for 60). While more than the threshold
+  is in use, a synchronisation gives back all the pool's free memory, and the next big block is
+  mapped afresh. (``cuda.core`` raises the threshold from 0 to 2^64 - 1: never give back.)
 - Out of memory, the block cache is emptied, the legacy stream synchronised (the driver cannot
   release memory whose free it has not seen complete) and the pool trimmed to nothing, and the
   allocation is tried again; then once more after a garbage collection (arrays only reference
   cycles hold); then :class:`~fusedarrays.errors.OutOfMemoryError` says what was asked for and
   what is held. :func:`give_back` does the same emptying on request (``fa.free_cached_memory``).
 
-Threads: the block cache is shared by all threads (one lock, held for a few list and counter
-operations). The driver keeps a current context per thread and a new thread has none:
+Threads: the block cache is shared by all threads, without a lock (see :class:`_BlockCache`). The
+driver keeps a current context per thread and a new thread has none:
 ``CudaBackend`` calls :func:`bind_thread` in each thread before its first driver call there.
 """
 
 from __future__ import annotations
 
 import gc
-import threading
 
 import numpy as np
 from cuda.bindings import driver
@@ -181,9 +182,13 @@ class _BlockCache:
     freeing). Reuse is safe without events because every kernel, copy and free of these blocks is
     ordered on the one legacy stream: work queued after a block's last use runs after it.
 
-    Every thread takes and releases blocks (a block is freed where its last reference goes), so
-    the lists and counters change under ``lock``. It is reentrant: a garbage collection that runs
-    while it is held may free blocks, whose release takes it again."""
+    Every thread takes and releases blocks (a block is released where its last reference goes),
+    without a lock, which would double the cost of a cached allocation and its free (0.2 → 0.55 µs
+    on the 2-core CI host). Each step is one list operation (``pop``, ``append``, ``setdefault``:
+    atomic under the GIL) or one counter update, and leaves the lists consistent; a list another
+    thread emptied first is a miss. A counter update is atomic on CPython 3.11 and later, which
+    switch threads (or collect garbage) only at calls and loop back edges; on 3.10 a switch inside
+    ``+=`` may lose an update of ``bytes`` or ``used``, figures only the cap and reports read."""
 
     MAX_BYTES = 1 << 30   # blocks kept at most; past that a freed block goes back to the pool
     MAX_BLOCK = 32 << 20  # a bigger block always goes back to the pool (module docstring)
@@ -193,7 +198,6 @@ class _BlockCache:
         self.lists: dict[tuple[int, int], _FreeList] = {}  # (id(pool), nbytes) → its class's
         self.bytes = 0   # in the free lists
         self.used = 0    # handed out and not released: what live arrays hold
-        self.lock = threading.RLock()
 
     @staticmethod
     def size_class(nbytes: int) -> int:
@@ -205,22 +209,19 @@ class _BlockCache:
         if free is None:
             free = self._list(pool, nbytes)
         size = free.size
-        self.lock.acquire()
         try:
-            if free:
-                ptr, block = free.pop()
-                self.bytes -= size
-                self.used += size
-                return DeviceStorage(ptr, nbytes, block, free)
-        finally:
-            self.lock.release()
-        block = self._allocate(pool, size, nbytes)
-        ptr = int(block.handle)
-        if ptr % POOL_ALIGN:
-            raise FusedArraysError(f"the memory pool returned a block at {ptr:#x}, which is not "
-                                   f"{POOL_ALIGN}-byte aligned as CUDA allocations are")
-        with self.lock:
-            self.used += size
+            ptr, block = free.pop()
+        except IndexError:   # none cached (bigger than MAX_BLOCK, or all in use)
+            ptr = None
+        if ptr is None:
+            block = self._allocate(pool, size, nbytes)
+            ptr = int(block.handle)
+            if ptr % POOL_ALIGN:
+                raise FusedArraysError(f"the memory pool returned a block at {ptr:#x}, which is "
+                                       f"not {POOL_ALIGN}-byte aligned as CUDA allocations are")
+        else:
+            self.bytes -= size
+        self.used += size
         return DeviceStorage(ptr, nbytes, block, free)
 
     def _allocate(self, pool: DeviceMemoryResource, size: int, nbytes: int):
@@ -247,48 +248,37 @@ class _BlockCache:
 
     def _list(self, pool: DeviceMemoryResource, nbytes: int) -> _FreeList:
         size = self.size_class(nbytes)
-        with self.lock:
-            free = self.free.get((id(pool), size))
-            if free is None:
-                free = self.free[(id(pool), size)] = _FreeList()
-                free.size = size
-            if len(self.lists) >= 4096:   # many distinct sizes: start the memo over
-                self.lists.clear()
-            self.lists[(id(pool), nbytes)] = free
+        new = _FreeList()
+        new.size = size
+        # setdefault: threads that meet a new class at once must share one list
+        free = self.free.setdefault((id(pool), size), new)
+        if len(self.lists) >= 4096:   # many distinct sizes: start the memo over
+            self.lists.clear()
+        self.lists[(id(pool), nbytes)] = free
         return free
 
     def release(self, free: _FreeList, ptr: int, block) -> None:
         size = free.size
-        entry = (ptr, block)  # made before the lock is taken: making it may run the collector
-        evicted: list = []
-        self.lock.acquire()
-        try:
-            self.used -= size
-            if size > self.MAX_BLOCK or (self.bytes + size > self.MAX_BYTES
-                                         and not self._make_room(size, evicted)):
-                return
-            free.append(entry)
-            self.bytes += size
-        finally:
-            self.lock.release()
-        # Blocks not kept go back to the pool (stream-ordered) where their last reference goes:
-        # `entry` and `evicted`, as this returns, outside the lock.
+        self.used -= size
+        if size > self.MAX_BLOCK or (self.bytes + size > self.MAX_BYTES
+                                     and not self._make_room(size)):
+            return   # dropping the last reference frees the block to the pool, stream-ordered
+        free.append((ptr, block))
+        self.bytes += size
 
-    def _make_room(self, size: int, evicted: list) -> bool:
-        """Move cached blocks larger than ``size`` to ``evicted``, largest first, until ``size``
-        fits under the cap; False where only smaller blocks stand in the way (those are kept).
-        Called with the lock held.
+    def _make_room(self, size: int) -> bool:
+        """Free cached blocks larger than ``size``, largest first, until ``size`` fits under the
+        cap; False where only smaller blocks stand in the way (those are kept).
 
         Small blocks are what repeated calls allocate, each a trip through the pool when it is
         not cached, and a few big ones fill the cap: on the H100 host the four 256 MB arrays of
         an Adam step, once freed, kept every later 4 KB result out of the cache, and a cached
         ``fa.fuse`` call returning a new 1 K array took 7.7 µs of host time instead of 4.5.
         """
-        for other in sorted(self.free.values(), key=lambda f: f.size, reverse=True):
+        for other in sorted(list(self.free.values()), key=_size_of, reverse=True):
             if other.size <= size:
                 return False
-            while other and self.bytes + size > self.MAX_BYTES:
-                evicted.append(other.pop())
+            while self.bytes + size > self.MAX_BYTES and _drop_one(other):
                 self.bytes -= other.size
             if self.bytes + size <= self.MAX_BYTES:
                 return True
@@ -296,12 +286,23 @@ class _BlockCache:
 
     def flush(self) -> None:
         """Give every cached block back to the pool."""
-        with self.lock:
-            dropped = [list(free) for free in self.free.values() if free]
-            for free in self.free.values():
-                free.clear()
-            self.bytes = 0
-        del dropped   # the last references: the blocks go back to the pool, outside the lock
+        for free in list(self.free.values()):
+            while _drop_one(free):
+                self.bytes -= free.size
+
+
+def _size_of(free: _FreeList) -> int:
+    return free.size
+
+
+def _drop_one(free: _FreeList) -> bool:
+    """Drop one block of ``free`` (its last reference: it goes back to the pool); False where the
+    list was empty."""
+    try:
+        free.pop()
+    except IndexError:
+        return False
+    return True
 
 
 def _out_of_memory(error: CUDAError) -> bool:

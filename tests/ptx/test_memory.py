@@ -308,10 +308,9 @@ def test_open_device_sets_the_pools_release_threshold(monkeypatch):
 
 def test_the_block_cache_keeps_its_counts_when_threads_share_it(monkeypatch, cache):
     """Eight threads take and release blocks of random sizes, some kept across iterations, and
-    other threads run inside every free-list operation (as they may on a free-threaded
-    interpreter; the GIL alone makes few of the cache's steps atomic): afterwards nothing is
-    counted in use, the cached bytes are what the free lists hold, no block is cached twice, and
-    the cap held."""
+    other threads run before and after every free-list operation (a call: where CPython may
+    switch threads): afterwards nothing is counted in use, the cached bytes are what the free
+    lists hold, no block is cached twice, and the cap held."""
     import random
     import sys
     import threading
@@ -324,11 +323,15 @@ def test_the_block_cache_keeps_its_counts_when_threads_share_it(monkeypatch, cac
 
         def pop(self, *args):
             time.sleep(0)
-            return super().pop(*args)
+            try:
+                return super().pop(*args)
+            finally:
+                time.sleep(0)
 
         def append(self, entry):
             time.sleep(0)
             super().append(entry)
+            time.sleep(0)
 
     monkeypatch.setattr(memory, "_FreeList", YieldingFreeList)
     cache.MAX_BYTES = 64 * 4096                   # small: the cap and _make_room are exercised
