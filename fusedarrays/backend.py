@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import threading
 import weakref
 from typing import Any, NamedTuple, Protocol
 
@@ -147,6 +148,9 @@ _MODULES = {"cuda": "fusedarrays.cuda.backend", "cpu": "fusedarrays.cpu.backend"
             "sim": "fusedarrays.cuda.sim"}
 _CLASSES = {"cuda": "CudaBackend", "cpu": "CpuBackend", "sim": "SimBackend"}
 _active: dict[str, Backend] = {}
+# Threads that start using fusedarrays at once must get the same backend object: arrays of two
+# backends can't meet in one kernel, and a second cuda backend would open the device again.
+_starting = threading.Lock()
 
 
 def _cuda_available() -> bool:
@@ -168,8 +172,10 @@ def get_backend(name: str | None = None) -> Backend:
                 "FUSEDARRAYS_BACKEND=cuda, but no CUDA device is visible. Use "
                 "FUSEDARRAYS_BACKEND=cpu (numba parallel loops) or FUSEDARRAYS_BACKEND=sim "
                 "(numba's CUDA simulator, small arrays) on a machine without a GPU.")
-        module = importlib.import_module(_MODULES[name])
-        _active[name] = getattr(module, _CLASSES[name])()
+        with _starting:
+            if name not in _active:
+                module = importlib.import_module(_MODULES[name])
+                _active[name] = getattr(module, _CLASSES[name])()
     return _active[name]
 
 
