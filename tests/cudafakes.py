@@ -96,7 +96,8 @@ def fake_backend(pool, bound: bool = True):
     from fusedarrays.cuda.backend import CudaBackend, _ThreadState
 
     cuda = CudaBackend.__new__(CudaBackend)
-    cuda._pool, cuda.device_id = pool, 0
+    cuda._pool, cuda.device_id, cuda.arch = pool, 0, "sm_90"
+    cuda.device_key = "cuda:0:sm_90"
     cuda._thread = _ThreadState()
     cuda._thread.bound = bound
     return cuda

@@ -91,6 +91,8 @@ class CudaBackend:
                 helpers: dict) -> dict:
         """``{"ptx", "cubin", "entry", "times"}`` for kernel ``fn_name`` of ``source``, for this
         arch (``times``: seconds by compile stage)."""
+        if not self._thread.bound:   # linking reaches the driver where nvJitLink is missing
+            self._bind()
         from .compile import compile_kernel
 
         ptx, cubin, entry, times = compile_kernel(source, fn_name, param_types, self.arch, helpers)

@@ -47,6 +47,7 @@ def device(monkeypatch):
     """A ``CudaBackend`` over stand-ins, built in this thread (which it binds, as its constructor
     does); the stand-ins of every driver-reaching function check the calling thread's context."""
     from fusedarrays.cuda import backend as cuda_backend
+    from fusedarrays.cuda import compile as compile_module
     from fusedarrays.cuda import memory
 
     dev = Device()
@@ -73,6 +74,8 @@ def device(monkeypatch):
         ("in_use", "cached", "device_free", "device_total"), 0)))
     monkeypatch.setattr(memory, "give_back", stand_in("give_back", 0))
     monkeypatch.setattr(cuda_backend, "load_kernel", stand_in("load_kernel", "kernel"))
+    monkeypatch.setattr(compile_module, "compile_kernel",
+                        stand_in("compile_kernel", ("ptx", b"cubin", "entry", {})))
     monkeypatch.setattr(cuda_backend, "Launcher", lambda kernel, types, sms: kernel)
     cuda = fake_backend(Pool())
     cuda._sm_count = 132
@@ -93,6 +96,7 @@ ENTRY_POINTS = {
     "to_host": lambda dev: dev.backend.to_host("storage", np.float32, 3, 0),
     "launch": lambda dev: dev.backend.launch(launcher(dev), 1024, []),
     "synchronize": lambda dev: dev.backend.synchronize(),
+    "compile": lambda dev: dev.backend.compile("source", "k", ("i64",), {}),
     "load": lambda dev: dev.backend.load({"cubin": b"", "entry": "k"}, ("i64",)),
     "import_array": lambda dev: dev.backend.import_array(object()),
     "memory_info": lambda dev: dev.backend.memory_info(),
