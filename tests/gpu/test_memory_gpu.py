@@ -62,19 +62,22 @@ def test_out_of_memory_is_a_memory_error_and_freed_memory_goes_to_pytorch():
     total = fa.memory_info().device_total
     n = GIB // 4                                 # float32 elements of a 1 GiB result
     held = []
-    with pytest.raises(fa.OutOfMemoryError) as caught:
-        for k in range(total // GIB + 8):        # bounded: the device holds fewer than this
-            held.append(fa.full(n, float(k % 7 + 1), np.float32))
-    error = caught.value
-    assert isinstance(error, MemoryError)
-    assert f"{GIB} bytes (1.00 GiB)" in str(error), str(error)
-    assert "live arrays hold" in str(error) and "free of" in str(error), str(error)
-    assert len(held) >= total // GIB // 2, (len(held), total)   # it was full, not refused early
-    assert fa.memory_info().in_use >= len(held) * GIB
-    for k in (0, len(held) - 1):                 # the results are real
-        np.testing.assert_array_equal(held[k][-3:].get(), np.full(3, k % 7 + 1, np.float32))
+    try:
+        with pytest.raises(fa.OutOfMemoryError) as caught:
+            for k in range(total // GIB + 8):    # bounded: the device holds fewer than this
+                held.append(fa.full(n, float(k % 7 + 1), np.float32))
+        text = str(caught.value)
+        assert isinstance(caught.value, MemoryError)
+        assert f"{GIB} bytes (1.00 GiB)" in text, text
+        assert "live arrays hold" in text and "free of" in text, text
+        assert len(held) >= total // GIB // 2, (len(held), total)   # full, not refused early
+        assert fa.memory_info().in_use >= len(held) * GIB
+        for k in (0, len(held) - 1):             # the results are real
+            np.testing.assert_array_equal(held[k][-3:].get(), np.full(3, k % 7 + 1, np.float32))
+    finally:
+        held.clear()                             # the device must not stay full for later tests
+        caught = None
 
-    del held, caught, error
     fa._get_backend().synchronize()
     # At a synchronisation the pool gives back what it reserves beyond its release threshold.
     threshold = total // memory.RELEASE_FRACTION

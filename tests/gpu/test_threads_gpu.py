@@ -77,7 +77,9 @@ def test_threads_run_one_fused_in_place_step_on_their_own_arrays():
     kw = dict(momentum=0.9, dampening=0.0, weight_decay=1e-2, nesterov=True)
     # Traced here, before the threads: while a trace runs it records the array operations of
     # every thread (fusedarrays has one tracer per process).
-    step(fa.zeros(N, np.float32), g, fa.zeros(N, np.float32), lr=0.1, **kw)
+    warm = np.random.default_rng(SEED + 9).standard_normal(N).astype(np.float32)
+    step(fa.asarray(warm), g, fa.asarray(np.zeros(N, np.float32)), lr=0.1, **kw)
+    assert step.traces == 1
 
     def work(k):
         p_h = np.random.default_rng(SEED + 10 + k).standard_normal(N).astype(np.float32)
@@ -88,7 +90,9 @@ def test_threads_run_one_fused_in_place_step_on_their_own_arrays():
             ex.sgd(p_h, g_h, b_h, lr=0.01 * (k + 1), **kw)
         return p.get(), b.get(), p_h, b_h
 
-    for k, (p, b, p_h, b_h) in enumerate(run_in_threads(work)):
+    results = run_in_threads(work)
+    assert step.traces == 1                              # the threads only ran the cached step
+    for k, (p, b, p_h, b_h) in enumerate(results):
         where = f"seed {SEED}, thread {k}"
         np.testing.assert_allclose(p, p_h, rtol=2e-5, atol=2e-6, err_msg=where)
         np.testing.assert_allclose(b, b_h, rtol=2e-5, atol=2e-6, err_msg=where)
