@@ -25,7 +25,6 @@ class SlowBackend:
 def test_threads_asking_at_once_get_one_backend(monkeypatch):
     monkeypatch.setitem(backend._MODULES, "slow", __name__)
     monkeypatch.setitem(backend._CLASSES, "slow", "SlowBackend")
-    monkeypatch.delitem(backend._active, "slow", raising=False)
     start = threading.Barrier(8)
     got = []
 
@@ -34,10 +33,12 @@ def test_threads_asking_at_once_get_one_backend(monkeypatch):
         got.append(backend.get_backend("slow"))
 
     threads = [threading.Thread(target=ask) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    monkeypatch.delitem(backend._active, "slow")
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        backend._active.pop("slow", None)   # not through monkeypatch, which would put it back
     assert len(starts) == 1 and len(got) == 8
     assert all(b is got[0] for b in got)
