@@ -29,6 +29,7 @@ from .array import (
     zeros,
     zeros_like,
 )
+from .backend import free_cached_memory, memory_info
 from .backend import get_backend as _get_backend
 from .display import explain
 from .errors import (
@@ -36,6 +37,7 @@ from .errors import (
     DeviceUnavailableError,
     DTypeError,
     FusedArraysError,
+    OutOfMemoryError,
     ShapeError,
     UnsupportedOperationError,
 )
@@ -52,10 +54,11 @@ def backend() -> str:
 
 
 __all__ = [
-    "CompileError", "DTypeError", "DeviceUnavailableError", "FusedArraysError", "ShapeError",
-    "UnsupportedOperationError", "arange", "asarray", "backend", "broadcast_to", "cache_info",
-    "clear_cache", "compute", "empty", "empty_like", "expand_dims", "explain", "full",
-    "full_like", "fuse", "ndarray", "ones", "ones_like", "precompile", "reset_stats", "reshape",
-    "squeeze", "stats", "timings", "transpose", "zeros", "zeros_like",
+    "CompileError", "DTypeError", "DeviceUnavailableError", "FusedArraysError",
+    "OutOfMemoryError", "ShapeError", "UnsupportedOperationError", "arange", "asarray", "backend",
+    "broadcast_to", "cache_info", "clear_cache", "compute", "empty", "empty_like", "expand_dims",
+    "explain", "free_cached_memory", "full", "full_like", "fuse", "memory_info", "ndarray",
+    "ones", "ones_like", "precompile", "reset_stats", "reshape", "squeeze", "stats", "timings",
+    "transpose", "zeros", "zeros_like",
     *sorted(_elementwise.FUNCTIONS),
 ]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import threading
 import weakref
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -74,6 +75,23 @@ def append_weak(refs: list | None, ref: weakref.ref) -> list:
     return refs
 
 
+class MemoryInfo(NamedTuple):
+    """Memory as :func:`memory_info` reports it, in bytes.
+
+    ``in_use``: what fusedarrays' live arrays hold (None where not tracked: on the host backends
+    the buffers are NumPy arrays that the garbage collector frees); ``cached``: freed memory
+    fusedarrays keeps for reuse, which :func:`free_cached_memory` gives back (on cuda its block
+    cache and what the device's memory pool reserves beyond what it hands out); ``device_free``
+    and ``device_total``: the driver's figures for the device (None on the host backends).
+    """
+
+    backend: str
+    in_use: int | None
+    cached: int
+    device_free: int | None
+    device_total: int | None
+
+
 class HostMemory:
     """Memory of the backends that run on the host (cpu, sim): NumPy byte arrays, one per buffer,
     copied in and out; operands are typed views of them."""
@@ -94,6 +112,12 @@ class HostMemory:
 
     def synchronize(self) -> None:
         pass  # host work is done when the call returns
+
+    def memory_info(self) -> MemoryInfo:
+        return MemoryInfo(self.name, None, 0, None, None)
+
+    def free_cached_memory(self) -> int:
+        return 0  # nothing is kept: a freed buffer is NumPy's to give back
 
 
 class Backend(Protocol):
@@ -116,12 +140,17 @@ class Backend(Protocol):
     # fuse's foreach: the arguments after n of codegen.render_foreach_kernel, and what must stay
     # alive with them; rows[t][k] is (storage, dtype, element offset) of operand k of tensor t
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, Any]: ...
+    def memory_info(self) -> MemoryInfo: ...
+    def free_cached_memory(self) -> int: ...
 
 
 _MODULES = {"cuda": "fusedarrays.cuda.backend", "cpu": "fusedarrays.cpu.backend",
             "sim": "fusedarrays.cuda.sim"}
 _CLASSES = {"cuda": "CudaBackend", "cpu": "CpuBackend", "sim": "SimBackend"}
 _active: dict[str, Backend] = {}
+# Threads that start using fusedarrays at once must get the same backend object: arrays of two
+# backends can't meet in one kernel, and a second cuda backend would open the device again.
+_starting = threading.Lock()
 
 
 def _cuda_available() -> bool:
@@ -143,8 +172,10 @@ def get_backend(name: str | None = None) -> Backend:
                 "FUSEDARRAYS_BACKEND=cuda, but no CUDA device is visible. Use "
                 "FUSEDARRAYS_BACKEND=cpu (numba parallel loops) or FUSEDARRAYS_BACKEND=sim "
                 "(numba's CUDA simulator, small arrays) on a machine without a GPU.")
-        module = importlib.import_module(_MODULES[name])
-        _active[name] = getattr(module, _CLASSES[name])()
+        with _starting:
+            if name not in _active:
+                module = importlib.import_module(_MODULES[name])
+                _active[name] = getattr(module, _CLASSES[name])()
     return _active[name]
 
 
@@ -155,3 +186,39 @@ def new_buffer(backend: Backend, nbytes: int) -> Buffer:
 def buffer_from_host(backend: Backend, array: np.ndarray) -> Buffer:
     array = np.ascontiguousarray(array)
     return Buffer(backend.from_host(array), array.nbytes, backend)
+
+
+def memory_info() -> MemoryInfo:
+    """Bytes held by fusedarrays' live arrays, kept cached for reuse, and free on the device, for
+    the active backend.
+
+    A host backend (cpu, sim) is not started for the question (nothing imports numba); the cuda
+    backend is (it asks the device).
+
+    >>> import fusedarrays as fa
+    >>> info = fa.memory_info()
+    >>> info.cached >= 0
+    True
+    """
+    name = config.get("BACKEND")
+    if name == "auto":
+        started = [n for n in ("cuda", "cpu") if n in _active]
+        name = started[0] if started else "cuda" if _cuda_available() else "cpu"
+    if name not in _active and name != "cuda":
+        return MemoryInfo(name, None, 0, None, None)
+    return get_backend(name).memory_info()
+
+
+def free_cached_memory() -> int:
+    """Give the memory fusedarrays keeps for reuse back to the driver, for other libraries (as
+    CuPy's ``free_all_blocks`` and PyTorch's ``empty_cache``); returns how many bytes went back.
+
+    On cuda: the freed blocks kept for reuse, and the device memory pool's free memory once the
+    work queued so far has finished (this waits for it). Memory of live arrays stays. Only
+    backends already started are asked; the host backends keep nothing.
+
+    >>> import fusedarrays as fa
+    >>> fa.free_cached_memory() >= 0
+    True
+    """
+    return sum(backend.free_cached_memory() for backend in list(_active.values()))

@@ -32,6 +32,12 @@ class DeviceUnavailableError(FusedArraysError, RuntimeError):
     """The cuda backend was asked for, but no CUDA device is visible."""
 
 
+class OutOfMemoryError(FusedArraysError, MemoryError):
+    """The device has no room for an allocation, even after fusedarrays gave back the free memory
+    it kept and retried. The message names the request and what fusedarrays, its pool and the
+    device hold."""
+
+
 class CompileError(FusedArraysError, RuntimeError):
     """Compiling a generated kernel failed. ``.source`` holds the generated source."""
 

@@ -3,8 +3,14 @@
 Where it sits: the runtime calls exactly these methods. ``compile`` (numba-cuda → PTX → cubin) runs
 only on a miss of both cache levels and is the only path that imports numba; ``load`` and
 ``launch`` serve every hit, ``alloc``/``from_host``/``to_host``/``import_array`` move memory. All
-work is ordered on the legacy default stream of the device chosen at construction, which is made
-current in the constructing thread.
+work is ordered on the legacy default stream of the device chosen at construction.
+
+Any thread may call it. The driver keeps a current context per thread, and a new thread has none
+(the driver then refuses launches and copies with CUDA_ERROR_INVALID_CONTEXT), so each method that
+reaches the driver first checks a per-thread flag and, the first time in a thread, makes the
+device's primary context current there: the per-call cost is one thread-local attribute read. A
+thread that later makes another device's context current itself must make this one current again
+(``cuda.core.Device(n).set_current()``) before it uses fusedarrays.
 """
 
 from __future__ import annotations
@@ -13,9 +19,16 @@ import threading
 
 import numpy as np
 
+from ..backend import MemoryInfo
 from . import memory
 from .launch import Launcher
 from .load import load_kernel
+
+
+class _ThreadState(threading.local):
+    """Per thread: whether the backend's device context was made current in it."""
+
+    bound = False
 
 
 class CudaBackend:
@@ -45,7 +58,9 @@ class CudaBackend:
             return False
 
     def __init__(self, device_id: int = 0):
+        self._thread = _ThreadState()
         self.device, self._pool = memory.open_device(device_id)
+        self._thread.bound = True   # open_device made it current in this thread
         self.device_id = self.device.device_id
         cc = self.device.compute_capability
         self.arch = f"sm_{cc.major}{cc.minor}"
@@ -57,6 +72,12 @@ class CudaBackend:
 
     def __repr__(self) -> str:
         return f"<CudaBackend {self.device_key} {self.device.name}>"
+
+    def _bind(self) -> None:
+        """Make the device's context current in this thread: once per thread, before its first
+        driver call (every method that reaches the driver checks ``self._thread.bound``)."""
+        memory.bind_thread(self.device_id)
+        self._thread.bound = True
 
     # --- kernels -----------------------------------------------------------------------------
 
@@ -71,6 +92,8 @@ class CudaBackend:
                 helpers: dict) -> dict:
         """``{"ptx", "cubin", "entry", "times"}`` for kernel ``fn_name`` of ``source``, for this
         arch (``times``: seconds by compile stage)."""
+        if not self._thread.bound:   # linking reaches the driver where nvJitLink is missing
+            self._bind()
         from .compile import compile_kernel
 
         ptx, cubin, entry, times = compile_kernel(source, fn_name, param_types, self.arch, helpers)
@@ -78,27 +101,39 @@ class CudaBackend:
 
     def load(self, artifact: dict, param_types: tuple[str, ...]) -> Launcher:
         """A launcher for the artifact's cubin (``artifact`` needs ``"cubin"`` and ``"entry"``)."""
+        if not self._thread.bound:
+            self._bind()
         kernel = load_kernel(artifact["cubin"], artifact["entry"])
         return Launcher(kernel, param_types, self._sm_count)
 
     def launch(self, launcher: Launcher, n: int, args: list, geometry: tuple = ()) -> None:
         """Queue the kernel over ``n`` elements; ``args`` are the parameters after ``n``;
         ``geometry`` is the plan's (see ``KernelPlan.geometry``)."""
+        if not self._thread.bound:
+            self._bind()
         launcher(n, args, geometry)
 
     def synchronize(self) -> None:
+        if not self._thread.bound:
+            self._bind()
         self.device.sync()
 
     # --- memory ------------------------------------------------------------------------------
 
     def alloc(self, nbytes: int) -> memory.DeviceStorage:
+        if not self._thread.bound:
+            self._bind()
         return memory.alloc(self._pool, nbytes)
 
     def from_host(self, array: np.ndarray) -> memory.DeviceStorage:
+        if not self._thread.bound:
+            self._bind()
         return memory.from_host(self._pool, array)
 
     def to_host(self, storage: memory.DeviceStorage, dtype: np.dtype, count: int,
                 elem_offset: int) -> np.ndarray:
+        if not self._thread.bound:
+            self._bind()
         dtype = np.dtype(dtype)
         return memory.to_host(storage, dtype, count, elem_offset * dtype.itemsize)
 
@@ -122,4 +157,20 @@ class CudaBackend:
     def import_array(self, obj):
         """``(storage, dtype, shape, strides_in_elements, elem_offset)`` of a foreign CUDA array,
         without a copy; see :func:`.memory.import_array`."""
+        if not self._thread.bound:
+            self._bind()
         return memory.import_array(obj, self.device_id)
+
+    def memory_info(self) -> MemoryInfo:
+        """What fusedarrays holds on the device, what it keeps cached, and the device's free and
+        total bytes (see :func:`fusedarrays.memory_info`)."""
+        if not self._thread.bound:
+            self._bind()
+        return MemoryInfo("cuda", **memory.usage(self._pool))
+
+    def free_cached_memory(self) -> int:
+        """Give the cached blocks back to the pool and the pool's free memory back to the driver;
+        the bytes the pool's reservation shrank by."""
+        if not self._thread.bound:
+            self._bind()
+        return memory.give_back(self._pool)

@@ -8,19 +8,56 @@ and PyTorch use by default, so arrays handed to or taken from them need no extra
 and a pool buffer freed by the garbage collector goes back to the pool ordered after the work
 queued before it. ``cuda.core`` does what it offers (device, pool, buffers, foreign views); plain
 copies between raw addresses go through ``cuda.bindings.driver``, every return code checked.
+
+What is kept, and what goes back to the driver:
+
+- The block cache (:class:`_BlockCache`) keeps freed blocks of up to ``MAX_BLOCK`` = 32 MiB, at
+  most ``MAX_BYTES`` = 1 GiB in all, for reuse without a trip through the pool. That trip
+  (allocate and free) costs ~4-5 µs of host time, which is what a call on a small array costs;
+  the kernel writing a 32 MiB result takes over 10 µs of device time (3 TB/s), more than the
+  host spends on the call, so from there the trip hides behind the device and a cached block
+  would only hold memory.
+- The pool is the device's current memory pool, whose *release threshold* is set to
+  1/``RELEASE_FRACTION`` = 1/8 of the device's memory (9.9 GiB of the H100's 79.2): at any
+  synchronisation (``to_host``, ``synchronize``, or another library's) the pool gives the memory
+  it reserves beyond that and does not use back to the driver. Why 1/8: below the threshold a new
+  block reuses reserved memory at the pool's ~4-5 µs instead of having the driver map memory,
+  and the working sets of ordinary loops stay under it (the benchmarks' four 2^26-element
+  float32 arrays are 1 GiB); a threshold of 0 (the driver's default) would map every result
+  above 32 MiB afresh after each ``.get()``. Above it, freed memory must reach the other
+  libraries of the process: once arrays are freed, 7/8 of the device less the block cache is
+  free for them (68 GiB of the H100, where PyTorch asked for 60). While more than the threshold
+  is in use, a synchronisation gives back all the pool's free memory, and the next big block is
+  mapped afresh. (``cuda.core`` raises the threshold from 0 to 2^64 - 1: never give back.)
+- Out of memory, the block cache is emptied, the legacy stream synchronised (the driver cannot
+  release memory whose free it has not seen complete) and the pool trimmed to nothing, and the
+  allocation is tried again; then once more after a garbage collection (arrays only reference
+  cycles hold); then :class:`~fusedarrays.errors.OutOfMemoryError` says what was asked for and
+  what is held. :func:`give_back` does the same emptying on request (``fa.free_cached_memory``).
+
+Threads: the block cache is shared by all threads, without a lock (see :class:`_BlockCache`). The
+driver keeps a current context per thread and a new thread has none:
+``CudaBackend`` calls :func:`bind_thread` in each thread before its first driver call there.
 """
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 from cuda.bindings import driver
 from cuda.core import LEGACY_DEFAULT_STREAM, Device, DeviceMemoryResource
+
+# What cuda.core raises when a driver call fails (an allocation's CUDA_ERROR_OUT_OF_MEMORY among
+# them); cuda.core 1.2 does not export it from the package itself.
+from cuda.core._utils.cuda_utils import CUDAError
 from cuda.core.utils import StridedMemoryView
 
-from ..errors import FusedArraysError
+from ..errors import FusedArraysError, OutOfMemoryError
 
 _LEGACY = driver.CU_STREAM_LEGACY  # the legacy default stream's handle, for driver calls
 _SUCCESS = driver.CUresult.CUDA_SUCCESS
+RELEASE_FRACTION = 8  # the pool keeps at most 1/8 of the device's memory reserved (see above)
 
 
 class CudaDriverError(FusedArraysError, RuntimeError):
@@ -42,13 +79,61 @@ def check(result: tuple):
 def open_device(device_id: int) -> tuple[Device, DeviceMemoryResource]:
     """Make ``device_id`` current in this thread and return it with its stream-ordered pool.
 
-    The pool is the device's current memory pool (shared with other libraries that use it);
-    ``cuda.core`` raises its release threshold from 0, so freed memory stays pooled instead of
-    going back to the driver at every synchronisation.
+    The pool is the device's current memory pool (shared with other libraries that use it); its
+    release threshold is set to 1/``RELEASE_FRACTION`` of the device's memory.
     """
     device = Device(device_id)
     device.set_current()
-    return device, DeviceMemoryResource(device.device_id)
+    pool = DeviceMemoryResource(device.device_id)
+    _, total = device_memory()
+    set_release_threshold(pool, total // RELEASE_FRACTION)
+    return device, pool
+
+
+def bind_thread(device_id: int) -> None:
+    """Make ``device_id``'s primary context current in the calling thread (``cuda.core`` keeps
+    one ``Device`` object per thread; ``set_current`` makes its primary context current)."""
+    Device(device_id).set_current()
+
+
+def set_release_threshold(pool: DeviceMemoryResource, nbytes: int) -> None:
+    """Free memory the pool reserves beyond ``nbytes`` goes back to the driver at the next
+    synchronisation."""
+    check(driver.cuMemPoolSetAttribute(
+        pool.handle, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+        driver.cuuint64_t(nbytes)))
+
+
+def device_memory() -> tuple[int, int]:
+    """``(free, total)`` bytes of the device whose context is current."""
+    return check(driver.cuMemGetInfo())
+
+
+def trim(pool: DeviceMemoryResource) -> None:
+    """Give the pool's free memory back to the driver, once the frees queued so far completed
+    (until a synchronisation shows them complete, the driver counts their memory as in use)."""
+    check(driver.cuStreamSynchronize(_LEGACY))
+    check(driver.cuMemPoolTrimTo(pool.handle, 0))
+
+
+def give_back(pool: DeviceMemoryResource) -> int:
+    """Empty the block cache into the pool and trim the pool; the bytes the pool's reservation
+    shrank by (blocks other libraries hold, or that are in use, stay)."""
+    before = pool.attributes.reserved_mem_current
+    _BLOCKS.flush()
+    trim(pool)
+    return max(0, before - pool.attributes.reserved_mem_current)
+
+
+def usage(pool: DeviceMemoryResource) -> dict[str, int]:
+    """``in_use``: bytes of the pool blocks fusedarrays' live arrays hold; ``cached``: freed
+    bytes kept for reuse (the block cache, and what the pool reserves beyond what it hands
+    out); ``device_free`` and ``device_total``: the driver's figures for the device."""
+    attributes = pool.attributes
+    spare = max(0, attributes.reserved_mem_current - attributes.used_mem_current)
+    free, total = device_memory()
+    return {"in_use": _BLOCKS.used, "cached": _BLOCKS.bytes + spare,
+            "device_free": free, "device_total": total}
 
 
 class DeviceStorage:
@@ -95,14 +180,24 @@ class _BlockCache:
     instead of a trip through ``cuda.core`` and the driver's pool (measured on the H100: 30 µs of
     the 45 µs of a cached ``fa.fuse`` call that returns a new 1 K array went to allocating and
     freeing). Reuse is safe without events because every kernel, copy and free of these blocks is
-    ordered on the one legacy stream: work queued after a block's last use runs after it."""
+    ordered on the one legacy stream: work queued after a block's last use runs after it.
+
+    Every thread takes and releases blocks (a block is released where its last reference goes),
+    without a lock, which would double the cost of a cached allocation and its free (0.2 → 0.55 µs
+    on the 2-core CI host). Each step is one list operation (``pop``, ``append``, ``setdefault``:
+    atomic under the GIL) or one counter update, and leaves the lists consistent; a list another
+    thread emptied first is a miss. A counter update is atomic on CPython 3.11 and later, which
+    switch threads (or collect garbage) only at calls and loop back edges; on 3.10 a switch inside
+    ``+=`` may lose an update of ``bytes`` or ``used``, figures only the cap and reports read."""
 
     MAX_BYTES = 1 << 30   # blocks kept at most; past that a freed block goes back to the pool
+    MAX_BLOCK = 32 << 20  # a bigger block always goes back to the pool (module docstring)
 
     def __init__(self):
         self.free: dict[tuple[int, int], _FreeList] = {}   # (id(pool), size class) → blocks
         self.lists: dict[tuple[int, int], _FreeList] = {}  # (id(pool), nbytes) → its class's
-        self.bytes = 0
+        self.bytes = 0   # in the free lists
+        self.used = 0    # handed out and not released: what live arrays hold
 
     @staticmethod
     def size_class(nbytes: int) -> int:
@@ -113,27 +208,50 @@ class _BlockCache:
         free = self.lists.get((id(pool), nbytes))
         if free is None:
             free = self._list(pool, nbytes)
-        if free:
-            ptr, block = free.pop()
-            self.bytes -= free.size
-            return DeviceStorage(ptr, nbytes, block, free)
+        size = free.size
         try:
-            block = pool.allocate(free.size, stream=LEGACY_DEFAULT_STREAM)
-        except Exception:  # out of memory: give the cached blocks back and try once more
-            self.flush()
-            block = pool.allocate(free.size, stream=LEGACY_DEFAULT_STREAM)
-        ptr = int(block.handle)
-        if ptr % POOL_ALIGN:
-            raise FusedArraysError(f"the memory pool returned a block at {ptr:#x}, which is not "
-                                   f"{POOL_ALIGN}-byte aligned as CUDA allocations are")
+            ptr, block = free.pop()
+        except IndexError:   # none cached (bigger than MAX_BLOCK, or all in use)
+            ptr = None
+        if ptr is None:
+            block = self._allocate(pool, size, nbytes)
+            ptr = int(block.handle)
+            if ptr % POOL_ALIGN:
+                raise FusedArraysError(f"the memory pool returned a block at {ptr:#x}, which is "
+                                       f"not {POOL_ALIGN}-byte aligned as CUDA allocations are")
+        else:
+            self.bytes -= size
+        self.used += size
         return DeviceStorage(ptr, nbytes, block, free)
+
+    def _allocate(self, pool: DeviceMemoryResource, size: int, nbytes: int):
+        """A new ``size``-byte block from ``pool``. Out of memory, the memory kept is given back
+        and the allocation tried again, then once more after a garbage collection (arrays that
+        only reference cycles hold); then :class:`OutOfMemoryError`."""
+        try:
+            return pool.allocate(size, stream=LEGACY_DEFAULT_STREAM)
+        except CUDAError as e:
+            if not _out_of_memory(e):
+                raise
+        for collect in (False, True):
+            if collect:
+                gc.collect()
+            self.flush()
+            trim(pool)
+            try:
+                return pool.allocate(size, stream=LEGACY_DEFAULT_STREAM)
+            except CUDAError as e:
+                if not _out_of_memory(e):
+                    raise
+                error = e
+        raise _out_of_memory_error(pool, nbytes, self.used) from error
 
     def _list(self, pool: DeviceMemoryResource, nbytes: int) -> _FreeList:
         size = self.size_class(nbytes)
-        free = self.free.get((id(pool), size))
-        if free is None:
-            free = self.free[(id(pool), size)] = _FreeList()
-            free.size = size
+        new = _FreeList()
+        new.size = size
+        # setdefault: threads that meet a new class at once must share one list
+        free = self.free.setdefault((id(pool), size), new)
         if len(self.lists) >= 4096:   # many distinct sizes: start the memo over
             self.lists.clear()
         self.lists[(id(pool), nbytes)] = free
@@ -141,7 +259,9 @@ class _BlockCache:
 
     def release(self, free: _FreeList, ptr: int, block) -> None:
         size = free.size
-        if self.bytes + size > self.MAX_BYTES and not self._make_room(size):
+        self.used -= size
+        if size > self.MAX_BLOCK or (self.bytes + size > self.MAX_BYTES
+                                     and not self._make_room(size)):
             return   # dropping the last reference frees the block to the pool, stream-ordered
         free.append((ptr, block))
         self.bytes += size
@@ -155,20 +275,64 @@ class _BlockCache:
         an Adam step, once freed, kept every later 4 KB result out of the cache, and a cached
         ``fa.fuse`` call returning a new 1 K array took 7.7 µs of host time instead of 4.5.
         """
-        for other in sorted(self.free.values(), key=lambda f: f.size, reverse=True):
+        for other in sorted(list(self.free.values()), key=_size_of, reverse=True):
             if other.size <= size:
                 return False
-            while other and self.bytes + size > self.MAX_BYTES:
-                other.pop()
+            while self.bytes + size > self.MAX_BYTES and _drop_one(other):
                 self.bytes -= other.size
             if self.bytes + size <= self.MAX_BYTES:
                 return True
         return False
 
     def flush(self) -> None:
-        for free in self.free.values():
-            free.clear()
-        self.bytes = 0
+        """Give every cached block back to the pool."""
+        for free in list(self.free.values()):
+            while _drop_one(free):
+                self.bytes -= free.size
+
+
+def _size_of(free: _FreeList) -> int:
+    return free.size
+
+
+def _drop_one(free: _FreeList) -> bool:
+    """Drop one block of ``free`` (its last reference: it goes back to the pool); False where the
+    list was empty."""
+    try:
+        free.pop()
+    except IndexError:
+        return False
+    return True
+
+
+def _out_of_memory(error: CUDAError) -> bool:
+    # cuda.core's text for a failed driver call starts with the CUresult's name
+    return "CUDA_ERROR_OUT_OF_MEMORY" in str(error)
+
+
+def _size(nbytes: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):.2f} {unit}"
+    return f"{nbytes} bytes"
+
+
+def _out_of_memory_error(pool: DeviceMemoryResource, nbytes: int, in_use: int) -> OutOfMemoryError:
+    try:
+        reserved = pool.attributes.reserved_mem_current
+        free, total = device_memory()
+        held = (f"the device's memory pool reserves {_size(reserved)} (fusedarrays' blocks and "
+                f"those of any other library using the pool), and the device has {_size(free)} "
+                f"free of {_size(total)}")
+    except Exception as e:  # the figures help; what must reach the caller is the error itself
+        held = f"the pool's and the device's figures could not be read ({type(e).__name__}: {e})"
+    device = getattr(pool, "device_id", "?")
+    return OutOfMemoryError(
+        f"out of memory on cuda:{device}: could not allocate {nbytes} bytes ({_size(nbytes)}), "
+        "also after giving the cached free blocks back, trimming the pool and collecting "
+        f"garbage. fusedarrays' live arrays hold {_size(in_use)}; {held}. Delete arrays you no "
+        "longer need, work on smaller pieces, or free what other libraries keep cached "
+        "(e.g. torch.cuda.empty_cache()).")
 
 
 _BLOCKS = _BlockCache()

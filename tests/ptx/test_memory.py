@@ -7,6 +7,8 @@ import pytest
 
 pytest.importorskip("cuda.core")
 
+from cudafakes import GIB, FakeDriver, FakePool, fake_backend  # noqa: E402
+
 from fusedarrays.cuda.memory import DeviceStorage, element_span, import_array  # noqa: E402
 
 
@@ -57,20 +59,6 @@ def test_check_unpacks_results_and_names_the_error(monkeypatch):
     assert issubclass(memory.CudaDriverError, RuntimeError)
 
 
-class FakePool:
-    """Hands out ``cuda.core`` buffers over made-up addresses (nothing is dereferenced)."""
-
-    def __init__(self):
-        self.allocated = []
-
-    def allocate(self, size, stream=None):
-        from cuda.core import Buffer
-
-        block = Buffer.from_handle(0x7F00_0000_0000 + (len(self.allocated) << 24), size)
-        self.allocated.append(block)
-        return block
-
-
 def test_freed_blocks_are_reused_by_size_class(monkeypatch):
     from fusedarrays.cuda import memory
 
@@ -106,12 +94,10 @@ def test_the_cache_keeps_at_most_its_cap(monkeypatch):
 def test_a_new_buffer_takes_the_pool_alignment_and_frees_its_block_when_it_dies(monkeypatch):
     from fusedarrays.backend import new_buffer
     from fusedarrays.cuda import memory
-    from fusedarrays.cuda.backend import CudaBackend
 
     cache = memory._BlockCache()
     monkeypatch.setattr(memory, "_BLOCKS", cache)
-    cuda = CudaBackend.__new__(CudaBackend)        # its memory methods over a made-up pool
-    cuda._pool = pool = FakePool()
+    cuda = fake_backend(pool := FakePool())
     first = new_buffer(cuda, 4096)
     assert first.align == 256 and first.storage.ptr % 256 == 0   # as address() would say
     second = new_buffer(cuda, 4000)                 # same class, while the first lives: another
@@ -167,3 +153,218 @@ def test_a_full_cache_gives_big_blocks_back_to_keep_small_ones(monkeypatch):
     late = memory.alloc(pool, 2 << 20)
     del late                                      # bigger than every cached block: not kept
     assert cache.bytes == (1 << 20) + 3 * 4096 and not cache.free[(id(pool), 2 << 20)]
+
+
+# --- what is kept, what goes back, and out of memory ------------------------------------------
+
+@pytest.fixture
+def cache(monkeypatch):
+    """A fresh block cache in place of the module's (every storage a test makes dies in it)."""
+    from fusedarrays.cuda import memory
+
+    fresh = memory._BlockCache()
+    monkeypatch.setattr(memory, "_BLOCKS", fresh)
+    return fresh
+
+
+def test_out_of_memory_gives_the_cache_back_trims_the_pool_and_retries(monkeypatch, cache):
+    from fusedarrays.cuda import memory
+
+    driver = FakeDriver().install(monkeypatch)
+    pool = FakePool()
+    kept = memory.alloc(pool, 4096)
+    del kept                                      # freed: its block waits in the cache
+    assert cache.bytes == 4096
+    pool.fail = 1                                 # the device is full for the next allocation
+    got = memory.alloc(pool, 8192)
+    assert got.ptr == pool.allocated[-1].handle and got.nbytes == 8192
+    assert cache.bytes == 0 and not cache.free[(id(pool), 4096)]    # given back first
+    # the frees must be seen complete before the pool can give their memory to the driver
+    assert driver.calls == [("sync", memory._LEGACY), ("trim", pool, 0)]
+    assert cache.used == 8192
+    del got
+    assert cache.used == 0 and cache.bytes == 8192
+
+
+def test_out_of_memory_after_the_retries_is_a_memory_error_with_the_figures(monkeypatch, cache):
+    from cuda.core._utils.cuda_utils import CUDAError
+
+    from fusedarrays.cuda import memory
+    from fusedarrays.errors import FusedArraysError, OutOfMemoryError
+
+    driver = FakeDriver(free=512 << 20, total=80 * GIB).install(monkeypatch)
+    collections = []
+    monkeypatch.setattr(memory.gc, "collect", lambda: collections.append(1) or 0)
+    pool = FakePool()
+    live = memory.alloc(pool, 3 << 20)            # what fusedarrays' live arrays hold
+    pool.attributes.reserved_mem_current = 70 * GIB
+    pool.attributes.used_mem_current = 69 * GIB   # trimming keeps what is handed out
+    pool.fail = 3
+    request = 5 * GIB + 7
+    with pytest.raises(OutOfMemoryError) as caught:
+        memory.alloc(pool, request)
+    error = caught.value
+    assert isinstance(error, MemoryError) and isinstance(error, FusedArraysError)
+    assert isinstance(error.__cause__, CUDAError)
+    text = str(error)
+    for part in (f"{request} bytes (5.00 GiB)", "live arrays hold 3.00 MiB",
+                 "reserves 69.00 GiB", "512.00 MiB free of 80.00 GiB", "cuda:0"):
+        assert part in text, (part, text)
+    assert pool.fail == 0 and collections == [1]  # tried three times, collected before the last
+    assert driver.names() == ["sync", "trim", "sync", "trim"]
+    assert cache.used == 3 << 20                  # the failed request is not counted
+    del live
+    assert cache.used == 0
+
+
+def test_another_driver_error_is_not_taken_for_out_of_memory(monkeypatch, cache):
+    from cuda.core._utils.cuda_utils import CUDAError
+
+    from fusedarrays.cuda import memory
+
+    class LostContextPool(FakePool):
+        def allocate(self, size, stream=None):
+            raise CUDAError("CUDA_ERROR_INVALID_CONTEXT: invalid device context")
+
+    driver = FakeDriver().install(monkeypatch)
+    with pytest.raises(CUDAError, match="INVALID_CONTEXT"):
+        memory.alloc(LostContextPool(), 64)
+    assert driver.calls == [] and cache.used == 0
+
+
+def test_big_blocks_go_back_to_the_pool_and_in_use_counts_live_blocks(cache):
+    from fusedarrays.cuda import memory
+
+    pool = FakePool()
+    big_size = cache.size_class(cache.MAX_BLOCK + 1)
+    big = memory.alloc(pool, cache.MAX_BLOCK + 1)
+    small = memory.alloc(pool, 4000)
+    assert cache.used == big_size + 4096
+    del big                                       # past MAX_BLOCK: never cached
+    assert cache.bytes == 0 and cache.used == 4096
+    again = memory.alloc(pool, cache.MAX_BLOCK + 1)
+    assert len(pool.allocated) == 3               # a new block from the pool
+    del small                                     # small: cached
+    assert cache.bytes == 4096 and cache.used == big_size
+    del again
+    assert cache.used == 0 and cache.bytes == 4096
+
+
+def test_give_back_empties_the_cache_and_trims_the_pool(monkeypatch, cache):
+    from fusedarrays.cuda import memory
+
+    driver = FakeDriver().install(monkeypatch)
+    pool = FakePool()
+    blocks = [memory.alloc(pool, 4096) for _ in range(3)]
+    live = memory.alloc(pool, 1 << 20)
+    del blocks
+    assert cache.bytes == 3 * 4096
+    pool.attributes.reserved_mem_current, pool.attributes.used_mem_current = 3 * GIB, GIB
+    assert memory.give_back(pool) == 2 * GIB     # what the pool's reservation shrank by
+    assert cache.bytes == 0 and driver.names() == ["sync", "trim"]
+    assert cache.used == 1 << 20                  # live arrays keep their memory
+    del live
+
+
+def test_memory_info_and_free_cached_memory_through_the_backend(monkeypatch, cache):
+    from fusedarrays.backend import MemoryInfo
+    from fusedarrays.cuda import memory
+
+    driver = FakeDriver(free=60 * GIB, total=80 * GIB).install(monkeypatch)
+    pool = FakePool()
+    cuda = fake_backend(pool)
+    live, freed = cuda.alloc(4096), cuda.alloc(8192)
+    del freed
+    pool.attributes.reserved_mem_current, pool.attributes.used_mem_current = 3 * GIB, 2 * GIB
+    assert memory.usage(pool) == {"in_use": 4096, "cached": 8192 + GIB,
+                                  "device_free": 60 * GIB, "device_total": 80 * GIB}
+    assert cuda.memory_info() == MemoryInfo("cuda", 4096, 8192 + GIB, 60 * GIB, 80 * GIB)
+    assert cuda.free_cached_memory() == GIB
+    assert cuda.memory_info().cached == 0 and driver.names() == ["sync", "trim"]
+    del live
+
+
+def test_open_device_sets_the_pools_release_threshold(monkeypatch):
+    from fusedarrays.cuda import memory
+
+    class FakeDevice:
+        device_id = 0
+        current = False
+
+        def __init__(self, device_id):
+            assert device_id == 0
+
+        def set_current(self):
+            FakeDevice.current = True
+
+    driver = FakeDriver(total=80 * GIB).install(monkeypatch)
+    monkeypatch.setattr(memory, "Device", FakeDevice)
+    monkeypatch.setattr(memory, "DeviceMemoryResource", lambda device_id: FakePool())
+    device, pool = memory.open_device(0)
+    assert FakeDevice.current
+    threshold = memory.driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+    assert driver.calls == [("set", pool, threshold, 10 * GIB)]   # 1/8 of the device
+
+
+def test_the_block_cache_keeps_its_counts_when_threads_share_it(monkeypatch, cache):
+    """Eight threads take and release blocks of random sizes, some kept across iterations, and
+    other threads run before and after every free-list operation (a call: where CPython may
+    switch threads): afterwards nothing is counted in use, the cached bytes are what the free
+    lists hold, no block is cached twice, and the cap held."""
+    import random
+    import sys
+    import threading
+    import time
+
+    from fusedarrays.cuda import memory
+
+    class YieldingFreeList(memory._FreeList):
+        __slots__ = ()
+
+        def pop(self, *args):
+            time.sleep(0)
+            try:
+                return super().pop(*args)
+            finally:
+                time.sleep(0)
+
+        def append(self, entry):
+            time.sleep(0)
+            super().append(entry)
+            time.sleep(0)
+
+    monkeypatch.setattr(memory, "_FreeList", YieldingFreeList)
+    cache.MAX_BYTES = 64 * 4096                   # small: the cap and _make_room are exercised
+    pool = FakePool()
+    start = threading.Barrier(8)
+
+    errors = []
+
+    def work(seed):
+        rng = random.Random(seed)
+        held = []
+        start.wait()
+        try:
+            for _ in range(600):
+                held.append(memory.alloc(pool, rng.choice([512, 4096, 12_288, 10_000, 20_000])))
+                if len(held) > rng.randrange(1, 6):
+                    del held[rng.randrange(len(held))]
+        except Exception as e:
+            errors.append(f"seed {seed}: {e!r}")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(seed,)) for seed in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors
+    assert cache.used == 0
+    assert cache.bytes == sum(len(free) * free.size for free in cache.free.values())
+    assert cache.bytes <= cache.MAX_BYTES
+    addresses = [ptr for free in cache.free.values() for ptr, _ in free]
+    assert len(addresses) == len(set(addresses))  # no block cached twice

@@ -1,0 +1,103 @@
+"""Stand-ins for the device under the cuda backend's memory and thread code, to test it without a
+GPU: a pool that hands out made-up addresses (and runs out of memory on request), the driver calls
+``fusedarrays.cuda.memory`` makes about the pool and the device, and a ``CudaBackend`` over them.
+
+Nothing here is dereferenced: the buffers are ``cuda.core`` buffers over addresses that no memory
+backs. Import after ``pytest.importorskip("cuda.core")``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+GIB = 1 << 30
+
+
+class FakeAttributes:
+    """What a pool's ``attributes`` report, as plain numbers the test or the fake driver set."""
+
+    def __init__(self):
+        self.reserved_mem_current = 0
+        self.used_mem_current = 0
+
+
+class FakePool:
+    """Hands out ``cuda.core`` buffers over made-up addresses. The next ``fail`` allocations raise
+    what cuda.core raises when the device is full."""
+
+    device_id = 0
+
+    def __init__(self, fail: int = 0):
+        self.allocated = []
+        self.fail = fail
+        self.attributes = FakeAttributes()
+        self.handle = self   # what memory passes to the (fake) driver's pool calls
+        self._addresses = itertools.count()
+
+    def allocate(self, size, stream=None):
+        from cuda.core import Buffer
+        from cuda.core._utils.cuda_utils import CUDAError
+
+        if self.fail:
+            self.fail -= 1
+            # the text cuda.core's _check_driver_error gives CUDA_ERROR_OUT_OF_MEMORY
+            raise CUDAError("CUDA_ERROR_OUT_OF_MEMORY: out of memory")
+        address = 0x7F00_0000_0000 + (next(self._addresses) << 24)
+        block = Buffer.from_handle(address, size)
+        self.allocated.append(block)
+        return block
+
+
+class FakeDriver:
+    """The driver calls memory.py makes about pools and the device, recorded in ``calls``.
+
+    ``cuMemPoolTrimTo`` shrinks the pool's reservation to what it hands out (the driver cannot
+    give back memory in use); ``cuMemGetInfo`` reports ``free`` and ``total``.
+    """
+
+    def __init__(self, free: int = 3 * GIB, total: int = 80 * GIB):
+        self.free, self.total = free, total
+        self.calls: list[tuple] = []
+
+    def install(self, monkeypatch) -> FakeDriver:
+        from fusedarrays.cuda import memory
+
+        ok = memory.driver.CUresult.CUDA_SUCCESS
+
+        def synchronize(stream):
+            self.calls.append(("sync", stream))
+            return (ok,)
+
+        def trim(pool, keep):
+            self.calls.append(("trim", pool, keep))
+            attributes = pool.attributes
+            attributes.reserved_mem_current = max(keep, attributes.used_mem_current)
+            return (ok,)
+
+        def set_attribute(pool, attribute, value):
+            self.calls.append(("set", pool, attribute, int(value)))
+            return (ok,)
+
+        def mem_info():
+            return (ok, self.free, self.total)
+
+        for name, fn in [("cuStreamSynchronize", synchronize), ("cuMemPoolTrimTo", trim),
+                         ("cuMemPoolSetAttribute", set_attribute), ("cuMemGetInfo", mem_info)]:
+            monkeypatch.setattr(memory.driver, name, fn)
+        return self
+
+    def names(self) -> list[str]:
+        return [call[0] for call in self.calls]
+
+
+def fake_backend(pool, bound: bool = True):
+    """A ``CudaBackend`` whose methods work over ``pool``, with the device's context current in
+    this thread when ``bound`` (as its constructor leaves it)."""
+    from fusedarrays.cuda.backend import CudaBackend, _ThreadState
+
+    cuda = CudaBackend.__new__(CudaBackend)
+    cuda._pool, cuda.device_id, cuda.arch = pool, 0, "sm_90"
+    cuda.device_key = "cuda:0:sm_90"
+    cuda._thread = _ThreadState()
+    cuda._thread.bound = bound
+    return cuda
