@@ -10,6 +10,7 @@ array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 __version__ = "0.1.0"
 
 from . import elementwise as _elementwise
+from . import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
 from .array import (
     arange,
     asarray,
@@ -32,11 +33,14 @@ from .array import (
 from .backend import get_backend as _get_backend
 from .display import explain
 from .errors import (
+    AmbiguousTruthValueError,
     CompileError,
     DeviceUnavailableError,
     DTypeError,
     FusedArraysError,
+    ReadOnlyArgumentError,
     ShapeError,
+    TracerConversionError,
     UnsupportedOperationError,
 )
 from .fuse import fuse
@@ -52,7 +56,8 @@ def backend() -> str:
 
 
 __all__ = [
-    "CompileError", "DTypeError", "DeviceUnavailableError", "FusedArraysError", "ShapeError",
+    "AmbiguousTruthValueError", "CompileError", "DTypeError", "DeviceUnavailableError",
+    "FusedArraysError", "ReadOnlyArgumentError", "ShapeError", "TracerConversionError",
     "UnsupportedOperationError", "arange", "asarray", "backend", "broadcast_to", "cache_info",
     "clear_cache", "compute", "empty", "empty_like", "expand_dims", "explain", "full",
     "full_like", "fuse", "ndarray", "ones", "ones_like", "precompile", "reset_stats", "reshape",

@@ -114,10 +114,8 @@ class Fused:
             entry = self._trace(key, values)
         self._repeat = _Repeat.of(entry, args, values) \
             if imports is None and not kwargs and not self._static_positions else None
-        if imports is not None and set(entry.written) & imports.uploaded:
-            raise UnsupportedOperationError(
-                f"fuse: {self.__qualname__} writes into a NumPy argument, which the cuda backend "
-                "can only copy to the device; pass a fa.ndarray (or a CuPy/PyTorch array)")
+        if imports is not None and (imports.uploaded or imports.readonly):
+            imports.check_writes(entry.writes_through, self.__qualname__)
         return entry.run(values, args, kwargs)
 
     def foreach(self, *args, **kwargs):
@@ -303,6 +301,9 @@ class _Entry:
         self.program, self.backend, self.why, self.key = program, backend, why, key
         roots = {tracer.root_of(p): p for p in sorted(tracer.placeholders, reverse=True)}
         self.written = tuple(roots[r] for r in program.written)
+        # per written buffer, the positions of every argument viewing it
+        self.writes_through = tuple(tuple(p for p in sorted(tracer.placeholders)
+                                          if tracer.root_of(p) == r) for r in program.written)
         # per output: dtype, view as graph.leaf makes it, bytes
         self.outputs = [(dt, (tuple(shape), layout.contiguous_strides(tuple(shape)), 0),
                          layout.size_of(shape) * dt.itemsize) for dt, shape in program.outputs]
