@@ -201,8 +201,7 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     out = kwargs.pop("out", None)
     unknown = {k: v for k, v in kwargs.items() if v is not None}
     if unknown:
-        from .npfunctions import refusal
-        shown = ", ".join(f"{k}={v!r}" for k, v in sorted(unknown.items()))
-        raise refusal(f"np.{ufunc.__name__} with {shown}",
+        from .npfunctions import options_text, refusal
+        raise refusal(f"np.{ufunc.__name__} with {options_text(unknown)}",
                       f"fa.{row.name}(..., out=...) takes no other options")
     return apply(row, *inputs, out=out)

@@ -49,12 +49,18 @@ def refusal(what: str, instead: str = "") -> UnsupportedOperationError:
         "fusedarrays.ops.OPS its ufuncs)")
 
 
+def options_text(options: dict) -> str:
+    """``casting='unsafe', where=<ndarray>``: the options a refusal names, values short."""
+    return ", ".join(f"{k}={v!r}" if isinstance(v, (str, int, float, type(None)))
+                     else f"{k}=<{type(v).__name__}>" for k, v in sorted(options.items()))
+
+
 def _only(name: str, **given) -> None:
     """Refuse options given other values than the ones fusedarrays supports: ``given`` maps
     each option to ``(value, accepted values)``."""
     for option, (value, accepted) in given.items():
         if not any(value is a or (type(value) is type(a) and value == a) for a in accepted):
-            raise refusal(f"np.{name} with {option}={value!r}")
+            raise refusal(f"np.{name} with {options_text({option: value})}")
 
 
 def _where(condition, x=_NO, y=_NO, /):
@@ -67,8 +73,8 @@ def _where(condition, x=_NO, y=_NO, /):
 
 def _clip(a, a_min=_NO, a_max=_NO, out=None, *, min=_NO, max=_NO, **kwargs):
     if kwargs:
-        shown = ", ".join(f"{k}={v!r}" for k, v in sorted(kwargs.items()))
-        raise refusal(f"np.clip with {shown}", "fa.clip(a, lo, hi, out=...) takes no options")
+        raise refusal(f"np.clip with {options_text(kwargs)}",
+                      "fa.clip(a, lo, hi, out=...) takes no options")
     if a_min is _NO and a_max is _NO:
         a_min, a_max = (None if min is _NO else min), (None if max is _NO else max)
     elif a_min is _NO or a_max is _NO:
