@@ -1,8 +1,9 @@
 """The lazy ``fa.ndarray``: operators from the op table, views as metadata, evaluation points.
 
-An array wraps one graph node. Operators and ``np.<ufunc>(x)`` build new nodes (nothing runs);
-views (``reshape``, ``.T``, basic indexing, ``broadcast_to`` …) transform the leaves under a node
-and never cut a fusion. Evaluation happens on ``.compute()``, ``fa.compute``, ``.get()``,
+An array wraps one graph node. Operators, ``np.<ufunc>(x)`` and the NumPy functions of
+``npfunctions.IMPLEMENTED`` (``np.where(c, x, y)``; any other raises) build new nodes (nothing
+runs); views (``reshape``, ``.T``, basic indexing, ``broadcast_to`` …) transform the leaves under
+a node and never cut a fusion. Evaluation happens on ``.compute()``, ``fa.compute``, ``.get()``,
 ``np.asarray``, ``float/int/bool``, printing values, past the node limit, and before an in-place
 write into a buffer that a pending array still reads. A view of an array shares its memory once
 computed, as in NumPy.

@@ -18,12 +18,15 @@ arguments with code generated for that signature, and launches: no tracing, no p
 array([0.9, 0.9, 0.9, 0.9], dtype=float32)
 
 Arguments: ``fa.ndarray``; NumPy arrays (zero-copy on the cpu and sim backends, so writes land in
-them; an uploaded copy on cuda); CuPy / PyTorch arrays on cuda (zero-copy, as ``fa.asarray``).
+them, and writing a read-only one raises ``ReadOnlyArgumentError``; an uploaded copy on cuda,
+which may only be read); CuPy / PyTorch arrays on cuda (zero-copy, as ``fa.asarray``).
 Python ints and floats, NumPy scalars and 0-d NumPy arrays are kernel parameters computed on the
 host per call: Python arithmetic and ``np.<ufunc>`` on them inside the function are recorded, so
 ``1 - beta1 ** step`` follows ``step`` (``math.*``, comparisons and ``if`` on them raise). Bools,
 ``static_argnames`` and any other Python object are static: baked in, a new value retraces.
-Arrays the function captures from outside are baked by reference. Returned arrays are new arrays
+Arrays the function captures from outside are baked by reference. A traced array has no host
+value: ``if``, ``bool``, ``float``, ``.get()``, ``np.asarray`` on one raise
+``TracerConversionError`` (``fa.where`` chooses per element). Returned arrays are new arrays
 (an argument returned as itself is returned as it is). A fused function called while another is
 traced is inlined into it.
 

@@ -86,6 +86,21 @@ def test_a_host_value_of_a_traced_array_raises_a_tracer_error_naming_it(what):
     np.testing.assert_array_equal(p.get(), hp)   # nothing ran
 
 
+def test_repr_of_a_traced_argument_says_traced_and_evaluates_nothing():
+    shown = []
+
+    @fa.fuse
+    def bump(p):
+        shown.append(repr(p))
+        p += 1
+
+    hp = _host()[0]
+    p = fa.asarray(hp)
+    bump(p)
+    assert shown[0].startswith("fa.ndarray(traced argument, dtype=float64, shape=(32,)"), shown
+    np.testing.assert_array_equal(p.get(), hp + 1)
+
+
 # -- read-only NumPy arguments -----------------------------------------------------------------
 def test_writing_a_read_only_numpy_argument_is_a_short_value_error_naming_it():
     hp, hg = _host()
