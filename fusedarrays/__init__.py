@@ -10,6 +10,7 @@ array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 __version__ = "0.1.0"
 
 from . import elementwise as _elementwise
+from . import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
 from .array import (
     arange,
     asarray,
@@ -33,12 +34,15 @@ from .backend import free_cached_memory, memory_info
 from .backend import get_backend as _get_backend
 from .display import explain
 from .errors import (
+    AmbiguousTruthValueError,
     CompileError,
     DeviceUnavailableError,
     DTypeError,
     FusedArraysError,
     OutOfMemoryError,
+    ReadOnlyArgumentError,
     ShapeError,
+    TracerConversionError,
     UnsupportedOperationError,
 )
 from .fuse import fuse
@@ -54,8 +58,9 @@ def backend() -> str:
 
 
 __all__ = [
-    "CompileError", "DTypeError", "DeviceUnavailableError", "FusedArraysError",
-    "OutOfMemoryError", "ShapeError", "UnsupportedOperationError", "arange", "asarray", "backend",
+    "AmbiguousTruthValueError", "CompileError", "DTypeError", "DeviceUnavailableError",
+    "FusedArraysError", "OutOfMemoryError", "ReadOnlyArgumentError", "ShapeError",
+    "TracerConversionError", "UnsupportedOperationError", "arange", "asarray", "backend",
     "broadcast_to", "cache_info", "clear_cache", "compute", "empty", "empty_like", "expand_dims",
     "explain", "free_cached_memory", "full", "full_like", "fuse", "memory_info", "ndarray",
     "ones", "ones_like", "precompile", "reset_stats", "reshape", "squeeze", "stats", "timings",

@@ -15,7 +15,7 @@ import numpy as np
 from . import array, dtypes, graph
 from .array import ndarray
 from .backend import Buffer, get_backend
-from .errors import UnsupportedOperationError
+from .errors import ReadOnlyArgumentError, UnsupportedOperationError
 
 _NUMPY_BUFFERS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
@@ -32,26 +32,46 @@ def classify(a, who: str, imports: Imports, position: int):
         raise TypeError(f"fuse: {who} is a list of arrays; call .foreach(...) to apply the "
                         "function to every element in one launch")
     if is_array(a):
-        return imports.convert(a, position)
+        return imports.convert(a, position, who)
     return (("static", hashable(a, who)), a)
 
 
 class Imports:
     """The NumPy, CuPy and PyTorch arrays of one call, each converted once (an object passed
-    twice is one array, so its aliasing is seen), and what their conversion implies."""
+    twice is one array, so its aliasing is seen), and what their conversion implies. A position
+    is an argument's number (fuse) or ``(argument, element)`` (foreach)."""
 
     def __init__(self):
         self._done: dict[int, ndarray] = {}
-        self.uploaded: set[int] = set()   # positions holding a device copy of a NumPy array
+        self.uploaded: set = set()        # positions holding a device copy of a NumPy array
+        self.readonly: dict = {}          # positions of read-only NumPy arrays → their names
 
-    def convert(self, a, position: int) -> ndarray:
+    def convert(self, a, position, who: str) -> ndarray:
         found = self._done.get(id(a))     # ``a`` lives through the call: its id is stable
         if found is None:
             found = self._done[id(a)] = wrap_numpy(a) if isinstance(a, np.ndarray) \
                 else array.asarray(a)
-        if isinstance(a, np.ndarray) and graph.leaf_view(found._node)[0].backend.name == "cuda":
-            self.uploaded.add(position)
+        if isinstance(a, np.ndarray):
+            if graph.leaf_view(found._node)[0].backend.name == "cuda":
+                self.uploaded.add(position)
+            elif not a.flags.writeable:
+                self.readonly[position] = who
         return found
+
+    def check_writes(self, written: tuple, name: str) -> None:
+        """Refuse a call that writes into NumPy memory it can't: ``written`` holds, per argument
+        buffer the function writes, the positions of the arguments viewing it. A write through
+        a writable view of memory that a read-only view also sees is NumPy's semantics, allowed."""
+        for positions in written:
+            if any(p in self.uploaded for p in positions):
+                raise UnsupportedOperationError(
+                    f"fuse: {name} writes into a NumPy argument, which the cuda backend can only "
+                    "copy to the device; pass a fa.ndarray (or a CuPy/PyTorch array)")
+            if all(p in self.readonly for p in positions):
+                raise ReadOnlyArgumentError(
+                    f"fuse: {name} writes to {self.readonly[positions[0]]}, a read-only NumPy "
+                    "array (flags.writeable is False); pass a writable array (np.array(...) "
+                    "copies it, and the function's writes then land in the copy)")
 
     @staticmethod
     def check_disjoint(buffers: list) -> None:
@@ -95,6 +115,10 @@ def wrap_numpy(a: np.ndarray) -> ndarray:
     if buffer is None or buffer.backend is not backend:
         storage = owner.reshape(-1, order="A").view(np.uint8)
         buffer = _NUMPY_BUFFERS[id(owner)] = Buffer(storage, storage.nbytes, backend)
+    elif not buffer.storage.flags.writeable and a.flags.writeable:
+        # read-only when first passed, writable now (NumPy allows that of an owner): so is the
+        # view kernels write through
+        buffer.storage.flags.writeable = True
     dt = dtypes.as_dtype(a.dtype, what="NumPy argument of dtype")
     strides = tuple(s // itemsize for s in a.strides)
     return ndarray(graph.leaf(buffer, dt, a.shape, strides, delta // itemsize))

@@ -1,8 +1,9 @@
 """The lazy ``fa.ndarray``: operators from the op table, views as metadata, evaluation points.
 
-An array wraps one graph node. Operators and ``np.<ufunc>(x)`` build new nodes (nothing runs);
-views (``reshape``, ``.T``, basic indexing, ``broadcast_to`` …) transform the leaves under a node
-and never cut a fusion. Evaluation happens on ``.compute()``, ``fa.compute``, ``.get()``,
+An array wraps one graph node. Operators, ``np.<ufunc>(x)`` and the NumPy functions of
+``npfunctions.IMPLEMENTED`` (``np.where(c, x, y)``; any other raises) build new nodes (nothing
+runs); views (``reshape``, ``.T``, basic indexing, ``broadcast_to`` …) transform the leaves under
+a node and never cut a fusion. Evaluation happens on ``.compute()``, ``fa.compute``, ``.get()``,
 ``np.asarray``, ``float/int/bool``, printing values, past the node limit, and before an in-place
 write into a buffer that a pending array still reads. A view of an array shares its memory once
 computed, as in NumPy.
@@ -23,6 +24,7 @@ from .backend import (
     get_backend,
     new_buffer,
 )
+from .errors import AmbiguousTruthValueError
 
 # fuse's tracer (fusedarrays/trace.py) while it traces a function, else None: writes into its
 # placeholders are recorded instead of run, and evaluating a traced value raises.
@@ -93,7 +95,7 @@ class ndarray:
     def compute(self) -> ndarray:
         """Evaluate (one kernel launch if pending) and return ``self``, now holding memory."""
         if _tracer is not None:
-            _tracer.check_compute((self,))
+            _tracer.check_compute((self,), ".compute()")
         node = self._node
         if (node.realized is None and node.inputs and self._view_of is None
                 and self._views is None):
@@ -106,6 +108,8 @@ class ndarray:
 
     def get(self) -> np.ndarray:
         """A NumPy copy of the values (evaluates first)."""
+        if _tracer is not None:
+            _tracer.check_compute((self,), ".get()")
         self.compute()
         node = self._node
         buffer, shape, strides, offset = graph.leaf_view(node)
@@ -118,33 +122,50 @@ class ndarray:
         return flat.reshape(shape)
 
     def __array__(self, dtype=None, copy=None):
+        # np.asarray(x) and np.array(x) come here (other NumPy functions: __array_function__)
+        if _tracer is not None:
+            _tracer.check_compute((self,), "np.asarray() or np.array()")
         host = self.get()
         return host if dtype is None else host.astype(dtype)
 
+    def _host_value(self, what: str):
+        """The one element's value, for ``what`` (a conversion such as ``float()``)."""
+        if _tracer is not None:
+            _tracer.check_compute((self,), what)
+        return self.item()
+
     def item(self):
+        if _tracer is not None:
+            _tracer.check_compute((self,), ".item()")
         if self.size != 1:
             raise ValueError(f"can only convert an array of size 1 to a Python scalar; "
                              f"size is {self.size}")
         return self.get().reshape(()).item()
 
     def __float__(self):
-        return float(self.item())
+        return float(self._host_value("float()"))
 
     def __int__(self):
-        return int(self.item())
+        return int(self._host_value("int()"))
 
     def __index__(self):
         if self.dtype.kind not in "iu":
             raise TypeError(f"only integer arrays can be used as an index; dtype is {self.dtype}")
-        return int(self.item())
+        return int(self._host_value("an index conversion (operator.index, range, a slice)"))
 
     def __bool__(self):
+        if _tracer is not None:
+            _tracer.check_compute((self,), "bool() (an `if`, `while`, `and`, `or` or `not`)")
         if self.size != 1:
-            raise ValueError("The truth value of an array with more than one element is "
-                             "ambiguous. Use a.any() or a.all()")
+            raise AmbiguousTruthValueError(
+                f"The truth value of a fusedarrays array with {self.size} elements is ambiguous "
+                f"(shape {self.shape}): use fa.where(cond, a, b) for an elementwise choice, or "
+                "reduce on the host: bool(x.get().any()), np.all(x.get())")
         return bool(self.item())
 
     def __str__(self) -> str:
+        if _tracer is not None:
+            _tracer.check_compute((self,), "str() or print()")
         return str(self.get())  # printing values evaluates; repr (display.py) never does
 
     # -- conversions and views ----------------------------------------------------------------
@@ -161,6 +182,9 @@ class ndarray:
         try:
             return ndarray(graph.transform(node, fn), view_of=(self, fn))
         except layout.NotAView:
+            if _tracer is not None:
+                _tracer.check_compute((self,), "a view that needs a copy first (e.g. a reshape "
+                                      "of a transposed array)")
             self.compute()
             return ndarray(graph.transform(self._node, fn), view_of=(self, fn))
 
@@ -194,6 +218,9 @@ class ndarray:
             base._destination()
             self._node = graph.transform(base._resolved(), fn)
         if self.pending:
+            if _tracer is not None:
+                _tracer.check_compute((self,), "a write into an unevaluated result (y = x + 1; "
+                                      "y[...] = v; write into an argument instead)")
             self.compute()
         buffer, shape, strides, offset = graph.leaf_view(self._node)
         shape, strides, offset = layout.getitem((shape, strides, offset), key)
@@ -202,6 +229,11 @@ class ndarray:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from .elementwise import array_ufunc
         return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        # np.where, np.reshape …: fusedarrays.npfunctions.IMPLEMENTED, or a refusal naming func
+        from .npfunctions import array_function
+        return array_function(func, types, args, kwargs)
 
 
 def _wrap(node: graph.Node) -> ndarray:
@@ -251,7 +283,7 @@ def compute(*arrays: ndarray):
     Returns the arrays (one array if one was given), each now holding memory.
     """
     if _tracer is not None:
-        _tracer.check_compute(arrays)
+        _tracer.check_compute(arrays, "fa.compute()")
     todo = []
     for a in arrays:
         root = a

@@ -15,6 +15,7 @@ import numpy as np
 from . import codegen, graph, layout, runtime
 from .array import ndarray
 from .plan import KernelPlan, plan_kernel
+from .trace import TraceBuffer
 
 _LABEL_NODES = 12
 
@@ -36,7 +37,9 @@ def array_repr(a) -> str:
     if node.is_leaf:
         buffer = graph.leaf_view(node)[0]
         values = ""
-        if a.size <= 1000:
+        if isinstance(buffer, TraceBuffer):   # fa.fuse's placeholder: no values yet
+            values = "traced argument, "
+        elif a.size <= 1000:
             values = np.array2string(a.get(), separator=", ", prefix="fa.ndarray(") + ", "
         return f"fa.ndarray({values}dtype={a.dtype}, shape={a.shape}, on {buffer.backend.name})"
     return (f"fa.ndarray(pending {graph_label(node)}, dtype={a.dtype}, shape={a.shape}, "

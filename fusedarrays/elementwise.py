@@ -196,13 +196,12 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     """``np.<ufunc>(fa_array, ...)`` → the lazy op from the table."""
     row = ops.BY_UFUNC.get(ufunc)
     if method != "__call__" or row is None:
-        what = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-        raise UnsupportedOperationError(
-            f"{what} is not supported on fusedarrays arrays; the supported ops are "
-            f"fusedarrays.ops.OPS: {', '.join(sorted(ops.OPS))}")
+        from .npfunctions import refusal
+        raise refusal(f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}"))
     out = kwargs.pop("out", None)
     unknown = {k: v for k, v in kwargs.items() if v is not None}
     if unknown:
-        raise UnsupportedOperationError(f"np.{ufunc.__name__}: keyword(s) {sorted(unknown)} "
-                                        "are not supported on fusedarrays arrays")
+        from .npfunctions import options_text, refusal
+        raise refusal(f"np.{ufunc.__name__} with {options_text(unknown)}",
+                      f"fa.{row.name}(..., out=...) takes no other options")
     return apply(row, *inputs, out=out)

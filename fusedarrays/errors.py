@@ -20,12 +20,25 @@ class ShapeError(FusedArraysError, ValueError):
     """Shapes that don't broadcast, or a reshape or view that doesn't fit."""
 
 
+class AmbiguousTruthValueError(FusedArraysError, ValueError):
+    """``bool()`` of an array with other than one element (NumPy raises ValueError too)."""
+
+
 class DTypeError(FusedArraysError, TypeError):
     """A dtype fusedarrays does not support (complex, strings, objects …)."""
 
 
 class UnsupportedOperationError(FusedArraysError, TypeError):
     """An op, or an op on these dtypes, that fusedarrays does not compute."""
+
+
+class TracerConversionError(UnsupportedOperationError):
+    """Inside ``fa.fuse``, a traced array was asked for a host value (``bool()``, an ``if``,
+    ``float()``, ``.get()``, ``np.asarray`` …): it has none while the function is traced."""
+
+
+class ReadOnlyArgumentError(FusedArraysError, ValueError):
+    """A fused function writes to an argument that is a read-only NumPy array."""
 
 
 class DeviceUnavailableError(FusedArraysError, RuntimeError):

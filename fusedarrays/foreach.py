@@ -68,6 +68,9 @@ class Entry:
         self.plan = plan_foreach(plan, tuple(self.sources.index(s) for s in sources))
         self.kernel = runtime.kernel_for(self.plan, backend, codegen.render_foreach_kernel)
         self.written_columns = sorted({column_of[r] for r in program.written})
+        # per written buffer, every list column viewing it
+        self.writes_through = tuple(tuple(c for c, p in enumerate(lists)
+                                          if tracer.root_of(p) == r) for r in program.written)
         self.output_dtypes = [dt for dt, _ in program.outputs]
         self.pack = make_scalar_packer(plan)
 
@@ -164,7 +167,7 @@ class ForeachState:
         shared = (tokens, codegen_settings())
         if last is None or last[1] != shared or last[0] != columns:
             imports = Imports()
-            columns = [[_leaf(a, fused.name_of(p, len(args), kwnames), t, imports)
+            columns = [[_leaf(a, fused.name_of(p, len(args), kwnames), p, t, imports)
                         for t, a in enumerate(items[p])] for p in lists]
             if imports.uploaded:
                 raise UnsupportedOperationError(
@@ -172,6 +175,11 @@ class ForeachState:
                     "backend (writes lost); pass fa.asarray(...) arrays or CuPy/PyTorch arrays")
             imports.check_disjoint(list({n.attrs[0]: None for c in columns for n in c}))
             groups = self._group(columns, lists, tokens, values, len(args), kwnames)
+            if imports.readonly:
+                for g in groups:
+                    imports.check_writes(tuple(tuple((lists[c], t) for c in through)
+                                               for through in g.entry.writes_through
+                                               for t in g.members), fused.__qualname__)
             last = self._last = (columns, shared, groups)
         return _assemble([(g, g.run(values)) for g in last[2]], items, count)
 
@@ -242,9 +250,9 @@ class ForeachState:
         return entry
 
 
-def _leaf(a, who: str, t: int, imports: Imports) -> graph.Node:
+def _leaf(a, who: str, p: int, t: int, imports: Imports) -> graph.Node:
     if type(a) is not ndarray:
-        found = classify(a, f"element {t} of {who}", imports, t)
+        found = classify(a, f"element {t} of {who}", imports, (p, t))
         if type(found) is tuple:
             raise TypeError(f"foreach: element {t} of {who} is a {type(a).__name__}, not an "
                             "array")

@@ -18,12 +18,15 @@ arguments with code generated for that signature, and launches: no tracing, no p
 array([0.9, 0.9, 0.9, 0.9], dtype=float32)
 
 Arguments: ``fa.ndarray``; NumPy arrays (zero-copy on the cpu and sim backends, so writes land in
-them; an uploaded copy on cuda); CuPy / PyTorch arrays on cuda (zero-copy, as ``fa.asarray``).
+them, and writing a read-only one raises ``ReadOnlyArgumentError``; an uploaded copy on cuda,
+which may only be read); CuPy / PyTorch arrays on cuda (zero-copy, as ``fa.asarray``).
 Python ints and floats, NumPy scalars and 0-d NumPy arrays are kernel parameters computed on the
 host per call: Python arithmetic and ``np.<ufunc>`` on them inside the function are recorded, so
 ``1 - beta1 ** step`` follows ``step`` (``math.*``, comparisons and ``if`` on them raise). Bools,
 ``static_argnames`` and any other Python object are static: baked in, a new value retraces.
-Arrays the function captures from outside are baked by reference. Returned arrays are new arrays
+Arrays the function captures from outside are baked by reference. A traced array has no host
+value: ``if``, ``bool``, ``float``, ``.get()``, ``np.asarray`` on one raise
+``TracerConversionError`` (``fa.where`` chooses per element). Returned arrays are new arrays
 (an argument returned as itself is returned as it is). A fused function called while another is
 traced is inlined into it.
 
@@ -114,10 +117,8 @@ class Fused:
             entry = self._trace(key, values)
         self._repeat = _Repeat.of(entry, args, values) \
             if imports is None and not kwargs and not self._static_positions else None
-        if imports is not None and set(entry.written) & imports.uploaded:
-            raise UnsupportedOperationError(
-                f"fuse: {self.__qualname__} writes into a NumPy argument, which the cuda backend "
-                "can only copy to the device; pass a fa.ndarray (or a CuPy/PyTorch array)")
+        if imports is not None and (imports.uploaded or imports.readonly):
+            imports.check_writes(entry.writes_through, self.__qualname__)
         return entry.run(values, args, kwargs)
 
     def foreach(self, *args, **kwargs):
@@ -303,6 +304,9 @@ class _Entry:
         self.program, self.backend, self.why, self.key = program, backend, why, key
         roots = {tracer.root_of(p): p for p in sorted(tracer.placeholders, reverse=True)}
         self.written = tuple(roots[r] for r in program.written)
+        # per written buffer, the positions of every argument viewing it
+        self.writes_through = tuple(tuple(p for p in sorted(tracer.placeholders)
+                                          if tracer.root_of(p) == r) for r in program.written)
         # per output: dtype, view as graph.leaf makes it, bytes
         self.outputs = [(dt, (tuple(shape), layout.contiguous_strides(tuple(shape)), 0),
                          layout.size_of(shape) * dt.itemsize) for dt, shape in program.outputs]

@@ -34,7 +34,7 @@ import numpy as np
 from . import array, graph, layout
 from .array import ScalarParam, ndarray
 from .backend import Buffer
-from .errors import UnsupportedOperationError
+from .errors import TracerConversionError, UnsupportedOperationError
 from .plan import plan_kernel
 
 _HINT = ("traced functions must be straight-line array code; pass values that choose code paths "
@@ -283,13 +283,18 @@ class Tracer:
         self._move_views(buffer.index, made)
         return True
 
-    def check_compute(self, arrays) -> None:
+    def check_compute(self, arrays, what: str) -> None:
+        """Refuse ``what`` (a host conversion or an evaluation) of an array read from the
+        arguments: while tracing, its values don't exist."""
         for a in arrays:
             if any(isinstance(b, TraceBuffer) for b in a._resolved().buffers):
-                raise UnsupportedOperationError(
-                    f"fuse: {self.name} needs the value of a traced array on the host (float(), "
-                    "bool(), .get(), printing, an `if` on an array, or a view that needs a "
-                    f"copy); {_HINT}")
+                raise TracerConversionError(
+                    f"fuse: {self.name} calls {what} on a traced array (shape {a.shape}, "
+                    f"{a.dtype}); inside a fused function an array computed from the "
+                    "arguments has no host value: the function is traced once into a kernel. "
+                    "Use fa.where(cond, a, b) for a data-dependent choice; pass a host value "
+                    "that chooses a code path as a static argument (fa.fuse(fn, "
+                    "static_argnames=...)) or as a bool")
 
     def _move_views(self, root: int, made: TraceBuffer) -> None:
         """Every placeholder array viewing ``root`` (views found through ``_views``) now reads

@@ -16,7 +16,7 @@ LAYERS = [
     {"diskcache", "records"},
     {"backend", "cuda", "cpu"},
     {"runtime", "precompile"},
-    {"array", "elementwise", "arguments", "fuse", "trace", "foreach", "recipe"},
+    {"array", "elementwise", "npfunctions", "arguments", "fuse", "trace", "foreach", "recipe"},
     {"display", "__main__", "__init__"},
 ]
 RANK = {name: k for k, layer in enumerate(LAYERS) for name in layer}

@@ -1,0 +1,191 @@
+"""NumPy functions called on ``fa.ndarray``: the one table of those fusedarrays implements.
+
+Where it sits: beside :mod:`elementwise`, under ``ndarray.__array_function__`` (NEP 18). A NumPy
+ufunc (``np.sqrt(x)``) goes through ``__array_ufunc__`` and the op table instead, and
+``np.asarray(x)`` / ``np.array(x)`` through ``__array__`` (they copy the values to the host).
+Every other NumPy function given a ``fa.ndarray`` comes here: one in :data:`IMPLEMENTED` returns
+a lazy ``fa.ndarray`` (``np.shape`` and the like: the plain value); any other raises
+:class:`~.errors.UnsupportedOperationError` naming it — never a silent copy to the host and a
+NumPy result. A function is implemented by adding its row to :data:`IMPLEMENTED`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import array as _lazy
+from .array import (
+    asarray,
+    broadcast_to,
+    empty,
+    expand_dims,
+    full,
+    ndarray,
+    reshape,
+    squeeze,
+    transpose,
+)
+from .elementwise import FUNCTIONS
+from .errors import UnsupportedOperationError
+
+_NO = np._NoValue       # NumPy's "argument not given", as its own signatures default to
+
+
+def refusal(what: str, instead: str = "") -> UnsupportedOperationError:
+    """The error for a NumPy function (``what``: ``np.mean``, ``np.add.reduce``, or with the
+    option it can't take) that fusedarrays does not implement on its arrays."""
+    if _lazy._tracer is not None:
+        return UnsupportedOperationError(
+            f"{what} is not implemented by fusedarrays, and inside fa.fuse ({_lazy._tracer.name}"
+            " is being traced) an array has no host values to call NumPy on; compute it "
+            "outside the fused function and pass the result in as an argument"
+            + (f", or {instead}" if instead else ""))
+    call = what.split(" ")[0]
+    return UnsupportedOperationError(
+        f"{what} is not implemented by fusedarrays; "
+        + (f"{instead}, or " if instead else "")
+        + f"call NumPy on the host values instead: {call}(x.get()) "
+        "(fusedarrays.npfunctions.IMPLEMENTED lists the NumPy functions it implements, "
+        "fusedarrays.ops.OPS its ufuncs)")
+
+
+def options_text(options: dict) -> str:
+    """``casting='unsafe', where=<ndarray>``: the options a refusal names, values short."""
+    return ", ".join(f"{k}={v!r}" if isinstance(v, (str, int, float, type(None)))
+                     else f"{k}=<{type(v).__name__}>" for k, v in sorted(options.items()))
+
+
+def _only(name: str, **given) -> None:
+    """Refuse options given other values than the ones fusedarrays supports: ``given`` maps
+    each option to ``(value, accepted values)``."""
+    for option, (value, accepted) in given.items():
+        if not any(value is a or (type(value) is type(a) and value == a) for a in accepted):
+            raise refusal(f"np.{name} with {options_text({option: value})}")
+
+
+def _where(condition, x=_NO, y=_NO, /):
+    if x is _NO and y is _NO:
+        raise refusal("np.where with one argument (np.nonzero)")
+    if x is _NO or y is _NO:
+        raise ValueError("either both or neither of x and y should be given")
+    return FUNCTIONS["where"](condition, x, y)
+
+
+def _clip(a, a_min=_NO, a_max=_NO, out=None, *, min=_NO, max=_NO, **kwargs):
+    if kwargs:
+        raise refusal(f"np.clip with {options_text(kwargs)}",
+                      "fa.clip(a, lo, hi, out=...) takes no options")
+    if a_min is _NO and a_max is _NO:
+        a_min, a_max = (None if min is _NO else min), (None if max is _NO else max)
+    elif a_min is _NO or a_max is _NO:
+        raise TypeError("clip() missing 1 required positional argument: "
+                        f"{'a_min' if a_min is _NO else 'a_max'!r}")
+    elif min is not _NO or max is not _NO:
+        raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` "
+                         "are provided is forbidden.")
+    a = asarray(a)
+    if a.dtype.kind in "iu":   # NumPy drops a Python int bound beyond the dtype (NEP 50)
+        info = np.iinfo(a.dtype)
+        a_min = None if type(a_min) is int and a_min <= info.min else a_min
+        a_max = None if type(a_max) is int and a_max >= info.max else a_max
+    if a_min is None and a_max is None:
+        return FUNCTIONS["positive"](a, out=out)
+    if a_min is None:
+        return FUNCTIONS["minimum"](a, a_max, out=out)
+    if a_max is None:
+        return FUNCTIONS["maximum"](a, a_min, out=out)
+    return FUNCTIONS["clip"](a, a_min, a_max, out=out)
+
+
+def _copy(a, order="K", subok=False):
+    _only("copy", order=(order, ("K", "A", "C")))
+    return FUNCTIONS["copy"](a)
+
+
+def _reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
+    _only("reshape", order=(order, ("C",)), copy=(copy, (None, True)))
+    out = reshape(a, shape if newshape is None else newshape)
+    return out.copy() if copy else out
+
+
+def _ravel(a, order="C"):
+    _only("ravel", order=(order, ("C",)))
+    return asarray(a).ravel()
+
+
+def _like(fill):
+    def like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+        _only(f"{fill}_like", order=(order, ("K", "A", "C")), device=(device, (None, "cpu")))
+        a = asarray(a)
+        shape, dtype = a.shape if shape is None else shape, a.dtype if dtype is None else dtype
+        return empty(shape, dtype) if fill == "empty" else full(
+            shape, 0 if fill == "zeros" else 1, dtype)
+    return like
+
+
+def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    _only("full_like", order=(order, ("K", "A", "C")), device=(device, (None, "cpu")))
+    a = asarray(a)
+    return full(a.shape if shape is None else shape, fill_value,
+                a.dtype if dtype is None else dtype)
+
+
+def _astype(x, dtype, /, *, copy=True, device=None):
+    _only("astype", device=(device, (None, "cpu")))
+    x = asarray(x)
+    return x if not copy and np.dtype(dtype) == x.dtype else x.astype(dtype)
+
+
+def _size(a, axis=None):
+    shape = asarray(a).shape
+    if axis is None:
+        return int(np.prod(shape, dtype=np.int64))
+    axes = (axis,) if isinstance(axis, int) else axis
+    return int(np.prod([shape[k] for k in axes], dtype=np.int64))
+
+
+def _broadcast_to(array, shape, subok=False):
+    return broadcast_to(array, shape)
+
+
+def _dtype_of(a):
+    return a.dtype if isinstance(a, ndarray) else a
+
+
+# NumPy function → its implementation on fa arrays, which takes NumPy's arguments. The op-table
+# rows whose reference is a NumPy function rather than a ufunc (where, clip, copy) are here too
+# (tests/cpu/test_numpy_functions.py checks it).
+IMPLEMENTED: dict = {
+    np.where: _where,
+    np.clip: _clip,
+    np.copy: _copy,
+    np.broadcast_to: _broadcast_to,
+    np.expand_dims: lambda a, axis: expand_dims(a, axis),
+    np.squeeze: lambda a, axis=None: squeeze(a, axis),
+    np.reshape: _reshape,
+    np.transpose: lambda a, axes=None: transpose(a, axes),
+    np.ravel: _ravel,
+    np.zeros_like: _like("zeros"),
+    np.ones_like: _like("ones"),
+    np.empty_like: _like("empty"),
+    np.full_like: _full_like,
+    np.result_type: lambda *arrays_and_dtypes: np.result_type(
+        *map(_dtype_of, arrays_and_dtypes)),
+    np.shape: lambda a: asarray(a).shape,
+    np.ndim: lambda a: asarray(a).ndim,
+    np.size: _size,
+}
+if hasattr(np, "astype"):     # NumPy 2.1 and later
+    IMPLEMENTED[np.astype] = _astype
+
+
+def array_function(func, types, args, kwargs):
+    """``ndarray.__array_function__``: an implemented function, else a refusal naming it."""
+    for t in types:
+        if not issubclass(t, (ndarray, np.ndarray)):
+            return NotImplemented    # another library's array is involved: let it answer
+    impl = IMPLEMENTED.get(func)
+    if impl is None:
+        module = getattr(func, "__module__", None) or "numpy"
+        raise refusal(module.replace("numpy", "np", 1) + "." + func.__name__)
+    return impl(*args, **kwargs)

@@ -1,0 +1,189 @@
+"""NumPy functions on fa arrays: those in npfunctions.IMPLEMENTED give lazy fa arrays equal to
+NumPy's results; every other one raises UnsupportedOperationError naming it (never a silent copy
+to the host); np.asarray / np.array copy to the host. Default settings, cpu backend."""
+
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+from fusedarrays import config, graph, ops
+from fusedarrays.npfunctions import IMPLEMENTED
+
+SEED = 20240611
+
+
+@pytest.fixture(autouse=True)
+def _cpu():
+    with config.override(BACKEND="cpu"):
+        yield
+
+
+def _data():
+    rng = np.random.default_rng(SEED)
+    return rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4))
+
+
+def _host_view(a: fa.ndarray) -> np.ndarray:
+    """The values of a view of computed memory, read through its strides on the host (no
+    kernel: what NumPy's view of the same data holds)."""
+    buffer, shape, strides, offset = graph.leaf_view(a._resolved())
+    flat = buffer.storage.view(a.dtype)
+    itemsize = a.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(flat[offset:], shape,
+                                           tuple(s * itemsize for s in strides)).copy()
+
+
+# One call per implemented function, made alike on NumPy arrays and on fa arrays.
+CASES = {
+    np.where: lambda a, b: np.where(a > 0, a, b),
+    np.clip: lambda a, b: np.clip(a, -0.5, 0.5),
+    np.copy: lambda a, b: np.copy(a),
+    np.broadcast_to: lambda a, b: np.broadcast_to(a[:1], (3, 4)),
+    np.expand_dims: lambda a, b: np.expand_dims(a, 1),
+    np.squeeze: lambda a, b: np.squeeze(a[:1]),
+    np.reshape: lambda a, b: np.reshape(a, (2, 6)),
+    np.transpose: lambda a, b: np.transpose(a),
+    np.ravel: lambda a, b: np.ravel(a),
+    np.zeros_like: lambda a, b: np.zeros_like(a, dtype=np.int32),
+    np.ones_like: lambda a, b: np.ones_like(b),
+    np.empty_like: lambda a, b: np.empty_like(a, shape=(5,)),
+    np.full_like: lambda a, b: np.full_like(a, 2.5),
+    np.result_type: lambda a, b: (np.result_type(a, 1.0), np.result_type(a, b, np.int8)),
+    np.shape: lambda a, b: np.shape(a),
+    np.ndim: lambda a, b: np.ndim(b),
+    np.size: lambda a, b: (np.size(a), np.size(a, 1)),
+}
+if hasattr(np, "astype"):
+    CASES[np.astype] = lambda a, b: np.astype(a, np.int16)
+_LAZY = {np.where, np.clip, np.copy, getattr(np, "astype", None)}   # ops: nothing runs yet
+_VIEWS = {np.broadcast_to, np.expand_dims, np.squeeze, np.reshape, np.transpose, np.ravel}
+
+
+def test_the_cases_list_every_implemented_function_and_the_op_rows_that_are_not_ufuncs():
+    assert set(CASES) == set(IMPLEMENTED)
+    assert {row.ref for row in ops.OPS.values() if not isinstance(row.ref, np.ufunc)} <= set(
+        IMPLEMENTED)
+
+
+@pytest.mark.parametrize("func", list(CASES), ids=lambda f: f.__name__)
+def test_an_implemented_function_gives_a_fa_array_equal_to_numpys(func):
+    ha, hb = _data()
+    want = CASES[func](ha, hb)
+    a, b = fa.asarray(ha), fa.asarray(hb)
+    fa.reset_stats()
+    got = CASES[func](a, b)
+    if func in _LAZY:
+        assert fa.stats()["launches"] == 0 and got.pending
+    if not isinstance(want, np.ndarray):          # shape, ndim, size, result_type
+        assert got == want
+        return
+    assert isinstance(got, fa.ndarray), type(got)
+    assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    values = _host_view(got) if func in _VIEWS else got.get()
+    if func is not np.empty_like:
+        np.testing.assert_array_equal(values, want, err_msg=f"seed {SEED}")
+
+
+def test_clip_takes_numpys_other_forms():
+    ha, _ = _data()
+    a = fa.asarray(ha)
+    hi = np.linspace(-1, 1, 12).astype(np.float32).reshape(3, 4)
+    for call in (lambda x: np.clip(x, None, 0.5), lambda x: np.clip(x, min=-0.5),
+                 lambda x: np.clip(x, -0.5, hi)):
+        want, got = call(ha), call(a)
+        assert isinstance(got, fa.ndarray) and got.dtype == want.dtype
+        np.testing.assert_array_equal(got.get(), want, err_msg=f"seed {SEED}")
+    ints = (ha * 100).astype(np.int32)
+    # a Python int beyond int32 is dropped, as NumPy does, rather than overflowing
+    np.testing.assert_array_equal(np.clip(fa.asarray(ints), -5, 2**40).get(),
+                                  np.clip(ints, -5, 2**40))
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda x: np.mean(x), "np.mean"),
+    (lambda x: np.std(x), "np.std"),
+    (lambda x: np.dot(x, x.T), "np.dot"),
+    (lambda x: np.sort(x), "np.sort"),
+    (lambda x: np.concatenate([x, x]), "np.concatenate"),
+    (lambda x: np.sum(x), "np.sum"),
+    (lambda x: np.allclose(x, x), "np.allclose"),
+    (lambda x: np.linalg.norm(x), "np.linalg.norm"),
+    (lambda x: np.add.reduce(x), "np.add.reduce"),
+    (lambda x: np.maximum.accumulate(x), "np.maximum.accumulate"),
+    (lambda x: np.multiply.outer(x, x), "np.multiply.outer"),
+    (lambda x: np.logaddexp(x, x), "np.logaddexp"),
+    (lambda x: np.where(x > 0), "np.where with one argument"),
+    (lambda x: np.reshape(x, (12,), order="F"), "np.reshape with order='F'"),
+    (lambda x: np.clip(x, 0, 1, casting="unsafe"), "np.clip with casting='unsafe'"),
+    (lambda x: np.add(x, x, where=x > 0), "np.add with where=<ndarray>"),
+])
+def test_a_function_fusedarrays_does_not_implement_raises_naming_it(call, named):
+    x = fa.asarray(_data()[0])
+    with pytest.raises(fa.UnsupportedOperationError) as info:
+        call(x)
+    assert isinstance(info.value, TypeError)
+    assert str(info.value).startswith(named + " ") and "x.get()" in str(info.value), info.value
+
+
+def test_no_numpy_function_copies_a_fa_array_to_the_host_silently():
+    x = fa.asarray(_data()[0])
+    writers = {"save", "savez", "savez_compressed", "savetxt"}   # never handed a path here
+    functions = {id(f): (f"{m.__name__}.{n}", f) for m in (np, np.linalg, np.fft)
+                 for n, f in vars(m).items()
+                 if hasattr(f, "_implementation") and f not in IMPLEMENTED and n not in writers}
+    refused, returned = 0, []
+    for name, f in functions.values():
+        try:
+            result = f(x)
+        except fa.UnsupportedOperationError:
+            refused += 1
+        except TypeError:   # NumPy's own check of the arguments (a missing one) came first
+            pass
+        else:
+            returned.append((name, type(result).__name__))
+    assert not returned
+    assert refused > 100, refused
+
+
+def test_asarray_and_array_copy_to_the_host():
+    ha, _ = _data()
+    x = fa.asarray(ha)
+    for host in (np.asarray(x), np.array(x), np.asarray(x, dtype=np.float64)):
+        assert type(host) is np.ndarray
+        np.testing.assert_array_equal(host, ha.astype(host.dtype))
+
+
+def test_where_and_clip_inside_fuse_are_one_kernel():
+    rng = np.random.default_rng(SEED)
+    hp, hg = rng.standard_normal(64), rng.standard_normal(64) * 3
+
+    @fa.fuse
+    def step(p, g, lr):
+        p -= lr * np.clip(g, -1.0, 1.0)
+        p[...] = np.where(p > 0, p, 0.1 * p)
+
+    p, g = fa.asarray(hp), fa.asarray(hg)
+    fa.reset_stats()
+    step(p, g, 0.5)
+    assert fa.stats()["launches"] == 1
+    hp -= 0.5 * np.clip(hg, -1.0, 1.0)
+    np.testing.assert_allclose(p.get(), np.where(hp > 0, hp, 0.1 * hp), rtol=1e-15,
+                               err_msg=f"seed {SEED}")
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda p: np.mean(p), "np.mean"),
+    (lambda p: np.add.reduce(p), "np.add.reduce"),
+])
+def test_an_unimplemented_function_inside_fuse_says_to_compute_it_outside(call, named):
+    hp = np.random.default_rng(SEED).standard_normal(16)
+
+    @fa.fuse
+    def centre(p):
+        p -= call(p)
+
+    p = fa.asarray(hp)
+    with pytest.raises(fa.UnsupportedOperationError, match="inside fa.fuse") as info:
+        centre(p)
+    assert str(info.value).startswith(named + " ") and "centre" in str(info.value)
+    np.testing.assert_array_equal(p.get(), hp)
