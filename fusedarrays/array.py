@@ -11,6 +11,7 @@ computed, as in NumPy.
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -26,9 +27,15 @@ from .backend import (
 )
 from .errors import AmbiguousTruthValueError
 
-# fuse's tracer (fusedarrays/trace.py) while it traces a function, else None: writes into its
-# placeholders are recorded instead of run, and evaluating a traced value raises.
-_tracer = None
+class _Tracing(threading.local):
+    """fuse's tracer (fusedarrays/trace.py) while this thread traces a function, else None:
+    writes into its placeholders are recorded instead of run, and evaluating a traced value
+    raises. One per thread: another thread's arrays, meanwhile, are not the trace's."""
+
+    tracer = None
+
+
+_tracing = _Tracing()
 
 
 class ScalarParam:
@@ -56,7 +63,7 @@ class ndarray:
                     buffer.readers = [ref]
                 else:
                     append_weak(readers, ref)
-        elif _tracer is None:
+        elif _tracing.tracer is None:
             # A view holding memory (of a base holding memory) is never pending, so its base
             # never needs to settle it (_settle); only fuse's tracer moves such views to a new
             # version of their buffer (trace._move_views), so only it needs them registered.
@@ -94,8 +101,8 @@ class ndarray:
     # -- evaluation -------------------------------------------------------------------------
     def compute(self) -> ndarray:
         """Evaluate (one kernel launch if pending) and return ``self``, now holding memory."""
-        if _tracer is not None:
-            _tracer.check_compute((self,), ".compute()")
+        if _tracing.tracer is not None:
+            _tracing.tracer.check_compute((self,), ".compute()")
         node = self._node
         if (node.realized is None and node.inputs and self._view_of is None
                 and self._views is None):
@@ -108,8 +115,8 @@ class ndarray:
 
     def get(self) -> np.ndarray:
         """A NumPy copy of the values (evaluates first)."""
-        if _tracer is not None:
-            _tracer.check_compute((self,), ".get()")
+        if _tracing.tracer is not None:
+            _tracing.tracer.check_compute((self,), ".get()")
         self.compute()
         node = self._node
         buffer, shape, strides, offset = graph.leaf_view(node)
@@ -123,20 +130,20 @@ class ndarray:
 
     def __array__(self, dtype=None, copy=None):
         # np.asarray(x) and np.array(x) come here (other NumPy functions: __array_function__)
-        if _tracer is not None:
-            _tracer.check_compute((self,), "np.asarray() or np.array()")
+        if _tracing.tracer is not None:
+            _tracing.tracer.check_compute((self,), "np.asarray() or np.array()")
         host = self.get()
         return host if dtype is None else host.astype(dtype)
 
     def _host_value(self, what: str):
         """The one element's value, for ``what`` (a conversion such as ``float()``)."""
-        if _tracer is not None:
-            _tracer.check_compute((self,), what)
+        if _tracing.tracer is not None:
+            _tracing.tracer.check_compute((self,), what)
         return self.item()
 
     def item(self):
-        if _tracer is not None:
-            _tracer.check_compute((self,), ".item()")
+        if _tracing.tracer is not None:
+            _tracing.tracer.check_compute((self,), ".item()")
         if self.size != 1:
             raise ValueError(f"can only convert an array of size 1 to a Python scalar; "
                              f"size is {self.size}")
@@ -154,8 +161,8 @@ class ndarray:
         return int(self._host_value("an index conversion (operator.index, range, a slice)"))
 
     def __bool__(self):
-        if _tracer is not None:
-            _tracer.check_compute((self,), "bool() (an `if`, `while`, `and`, `or` or `not`)")
+        if _tracing.tracer is not None:
+            _tracing.tracer.check_compute((self,), "bool() (an `if`, `while`, `and`, `or` or `not`)")
         if self.size != 1:
             raise AmbiguousTruthValueError(
                 f"The truth value of a fusedarrays array with {self.size} elements is ambiguous "
@@ -164,8 +171,8 @@ class ndarray:
         return bool(self.item())
 
     def __str__(self) -> str:
-        if _tracer is not None:
-            _tracer.check_compute((self,), "str() or print()")
+        if _tracing.tracer is not None:
+            _tracing.tracer.check_compute((self,), "str() or print()")
         return str(self.get())  # printing values evaluates; repr (display.py) never does
 
     # -- conversions and views ----------------------------------------------------------------
@@ -182,8 +189,8 @@ class ndarray:
         try:
             return ndarray(graph.transform(node, fn), view_of=(self, fn))
         except layout.NotAView:
-            if _tracer is not None:
-                _tracer.check_compute((self,), "a view that needs a copy first (e.g. a reshape "
+            if _tracing.tracer is not None:
+                _tracing.tracer.check_compute((self,), "a view that needs a copy first (e.g. a reshape "
                                       "of a transposed array)")
             self.compute()
             return ndarray(graph.transform(self._node, fn), view_of=(self, fn))
@@ -218,8 +225,8 @@ class ndarray:
             base._destination()
             self._node = graph.transform(base._resolved(), fn)
         if self.pending:
-            if _tracer is not None:
-                _tracer.check_compute((self,), "a write into an unevaluated result (y = x + 1; "
+            if _tracing.tracer is not None:
+                _tracing.tracer.check_compute((self,), "a write into an unevaluated result (y = x + 1; "
                                       "y[...] = v; write into an argument instead)")
             self.compute()
         buffer, shape, strides, offset = graph.leaf_view(self._node)
@@ -238,7 +245,7 @@ class ndarray:
 
 def _wrap(node: graph.Node) -> ndarray:
     array = ndarray(node)
-    if node.count > config.get("MAX_NODES") and _tracer is None:
+    if node.count > config.get("MAX_NODES") and _tracing.tracer is None:
         array.compute()
     return array
 
@@ -257,7 +264,7 @@ def _as_node(value, weak_to=None) -> graph.Node:
 
 def runtime_write(target: tuple, node: graph.Node) -> None:
     """Store ``node`` (broadcast) into ``target``, keeping every pending reader's result."""
-    if _tracer is not None and _tracer.records(target, node):
+    if _tracing.tracer is not None and _tracing.tracer.records(target, node):
         return
     buffer = target[0]
     if buffer.readers:
@@ -282,8 +289,8 @@ def compute(*arrays: ndarray):
 
     Returns the arrays (one array if one was given), each now holding memory.
     """
-    if _tracer is not None:
-        _tracer.check_compute(arrays, "fa.compute()")
+    if _tracing.tracer is not None:
+        _tracing.tracer.check_compute(arrays, "fa.compute()")
     todo = []
     for a in arrays:
         root = a

@@ -153,12 +153,19 @@ _active: dict[str, Backend] = {}
 _starting = threading.Lock()
 
 
+_probed: list[bool] = []   # whether a CUDA device is visible, once asked
+
+
 def _cuda_available() -> bool:
-    try:
-        module = importlib.import_module(_MODULES["cuda"])
-    except ImportError:
-        return False
-    return bool(module.CudaBackend.available())
+    # Asked once per process: the probe (loading the driver, cuInit) costs ~100 µs, and "auto"
+    # asks at every array creation. Devices do not come and go under a running process.
+    if not _probed:
+        try:
+            module = importlib.import_module(_MODULES["cuda"])
+            _probed.append(bool(module.CudaBackend.available()))
+        except ImportError:
+            _probed.append(False)
+    return _probed[0]
 
 
 def get_backend(name: str | None = None) -> Backend:

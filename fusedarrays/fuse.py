@@ -104,7 +104,7 @@ class Fused:
         return f"<fa.fuse {self.__qualname__}: {len(self._entries)} signature(s)>"
 
     def __call__(self, *args, **kwargs):
-        if array._tracer is not None:
+        if array._tracing.tracer is not None:
             return self.fn(*args, **kwargs)   # inside another traced function: inline
         repeat = self._repeat
         if repeat is not None and not kwargs:
@@ -124,7 +124,7 @@ class Fused:
     def foreach(self, *args, **kwargs):
         """Apply the function to each tuple of the list arguments: one launch per group of
         tuples with equal dtypes. Returns None, a list per returned array, or a tuple of them."""
-        if array._tracer is not None:
+        if array._tracing.tracer is not None:
             raise UnsupportedOperationError("fuse: .foreach inside a traced function")
         if self._foreach is None:
             from .foreach import ForeachState

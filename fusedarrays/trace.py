@@ -4,7 +4,7 @@ Where it sits: :mod:`fuse` builds a :class:`Tracer` on the first call of a signa
 runs once on *placeholder* arrays (leaves of :class:`TraceBuffer` versions of the argument
 buffers) and on :class:`TracedScalar` stand-ins for its scalar arguments. Ops build graph nodes as
 usual; in-place writes (``m[...] = e``, ``p -= e``, ``out=``) are recorded here instead of run
-(``array.py`` consults ``array._tracer``), each making a new version of the written buffer, and
+(``array.py`` consults ``array._tracing.tracer``), each making a new version of the written buffer, and
 every placeholder view of that buffer moves to the new version, so a later statement reads the
 new value (sequential semantics). Evaluating a traced value on the host raises.
 
@@ -257,11 +257,11 @@ class Tracer:
         return graph.leaf_view(self.placeholders[position]._node)[0].index
 
     def run(self, fn, args, kwargs):
-        previous, array._tracer = array._tracer, self
+        previous, array._tracing.tracer = array._tracing.tracer, self
         try:
             return fn(*args, **kwargs)
         finally:
-            array._tracer = previous
+            array._tracing.tracer = previous
 
     # -- hooks array.py calls while tracing ---------------------------------------------------
     def records(self, target: tuple, node: graph.Node) -> bool:
