@@ -27,6 +27,7 @@ from .backend import (
 )
 from .errors import AmbiguousTruthValueError
 
+
 class _Tracing(threading.local):
     """fuse's tracer (fusedarrays/trace.py) while this thread traces a function, else None:
     writes into its placeholders are recorded instead of run, and evaluating a traced value
@@ -36,6 +37,13 @@ class _Tracing(threading.local):
 
 
 _tracing = _Tracing()
+
+
+def _no_host_value_while_tracing(arrays: tuple, what: str) -> None:
+    """Raise if this thread is tracing ``arrays`` (they have no host value); else nothing."""
+    tracer = _tracing.tracer
+    if tracer is not None:
+        tracer.check_compute(arrays, what)
 
 
 class ScalarParam:
@@ -101,8 +109,7 @@ class ndarray:
     # -- evaluation -------------------------------------------------------------------------
     def compute(self) -> ndarray:
         """Evaluate (one kernel launch if pending) and return ``self``, now holding memory."""
-        if _tracing.tracer is not None:
-            _tracing.tracer.check_compute((self,), ".compute()")
+        _no_host_value_while_tracing((self,), ".compute()")
         node = self._node
         if (node.realized is None and node.inputs and self._view_of is None
                 and self._views is None):
@@ -115,8 +122,7 @@ class ndarray:
 
     def get(self) -> np.ndarray:
         """A NumPy copy of the values (evaluates first)."""
-        if _tracing.tracer is not None:
-            _tracing.tracer.check_compute((self,), ".get()")
+        _no_host_value_while_tracing((self,), ".get()")
         self.compute()
         node = self._node
         buffer, shape, strides, offset = graph.leaf_view(node)
@@ -130,20 +136,17 @@ class ndarray:
 
     def __array__(self, dtype=None, copy=None):
         # np.asarray(x) and np.array(x) come here (other NumPy functions: __array_function__)
-        if _tracing.tracer is not None:
-            _tracing.tracer.check_compute((self,), "np.asarray() or np.array()")
+        _no_host_value_while_tracing((self,), "np.asarray() or np.array()")
         host = self.get()
         return host if dtype is None else host.astype(dtype)
 
     def _host_value(self, what: str):
         """The one element's value, for ``what`` (a conversion such as ``float()``)."""
-        if _tracing.tracer is not None:
-            _tracing.tracer.check_compute((self,), what)
+        _no_host_value_while_tracing((self,), what)
         return self.item()
 
     def item(self):
-        if _tracing.tracer is not None:
-            _tracing.tracer.check_compute((self,), ".item()")
+        _no_host_value_while_tracing((self,), ".item()")
         if self.size != 1:
             raise ValueError(f"can only convert an array of size 1 to a Python scalar; "
                              f"size is {self.size}")
@@ -161,8 +164,7 @@ class ndarray:
         return int(self._host_value("an index conversion (operator.index, range, a slice)"))
 
     def __bool__(self):
-        if _tracing.tracer is not None:
-            _tracing.tracer.check_compute((self,), "bool() (an `if`, `while`, `and`, `or` or `not`)")
+        _no_host_value_while_tracing((self,), "bool() (an `if`, `while`, `and`, `or` or `not`)")
         if self.size != 1:
             raise AmbiguousTruthValueError(
                 f"The truth value of a fusedarrays array with {self.size} elements is ambiguous "
@@ -171,8 +173,7 @@ class ndarray:
         return bool(self.item())
 
     def __str__(self) -> str:
-        if _tracing.tracer is not None:
-            _tracing.tracer.check_compute((self,), "str() or print()")
+        _no_host_value_while_tracing((self,), "str() or print()")
         return str(self.get())  # printing values evaluates; repr (display.py) never does
 
     # -- conversions and views ----------------------------------------------------------------
@@ -189,9 +190,8 @@ class ndarray:
         try:
             return ndarray(graph.transform(node, fn), view_of=(self, fn))
         except layout.NotAView:
-            if _tracing.tracer is not None:
-                _tracing.tracer.check_compute((self,), "a view that needs a copy first (e.g. a reshape "
-                                      "of a transposed array)")
+            _no_host_value_while_tracing(
+                (self,), "a view that needs a copy first (e.g. a reshape of a transposed array)")
             self.compute()
             return ndarray(graph.transform(self._node, fn), view_of=(self, fn))
 
@@ -225,9 +225,9 @@ class ndarray:
             base._destination()
             self._node = graph.transform(base._resolved(), fn)
         if self.pending:
-            if _tracing.tracer is not None:
-                _tracing.tracer.check_compute((self,), "a write into an unevaluated result (y = x + 1; "
-                                      "y[...] = v; write into an argument instead)")
+            _no_host_value_while_tracing(
+                (self,), "a write into an unevaluated result (y = x + 1; y[...] = v; write into "
+                "an argument instead)")
             self.compute()
         buffer, shape, strides, offset = graph.leaf_view(self._node)
         shape, strides, offset = layout.getitem((shape, strides, offset), key)
@@ -289,8 +289,7 @@ def compute(*arrays: ndarray):
 
     Returns the arrays (one array if one was given), each now holding memory.
     """
-    if _tracing.tracer is not None:
-        _tracing.tracer.check_compute(arrays, "fa.compute()")
+    _no_host_value_while_tracing(arrays, "fa.compute()")
     todo = []
     for a in arrays:
         root = a

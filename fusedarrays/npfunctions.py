@@ -34,9 +34,10 @@ _NO = np._NoValue       # NumPy's "argument not given", as its own signatures de
 def refusal(what: str, instead: str = "") -> UnsupportedOperationError:
     """The error for a NumPy function (``what``: ``np.mean``, ``np.add.reduce``, or with the
     option it can't take) that fusedarrays does not implement on its arrays."""
-    if _lazy._tracing.tracer is not None:
+    tracer = _lazy._tracing.tracer
+    if tracer is not None:
         return UnsupportedOperationError(
-            f"{what} is not implemented by fusedarrays, and inside fa.fuse ({_lazy._tracing.tracer.name}"
+            f"{what} is not implemented by fusedarrays, and inside fa.fuse ({tracer.name}"
             " is being traced) an array has no host values to call NumPy on; compute it "
             "outside the fused function and pass the result in as an argument"
             + (f", or {instead}" if instead else ""))

@@ -4,7 +4,8 @@ Where it sits: :mod:`fuse` builds a :class:`Tracer` on the first call of a signa
 runs once on *placeholder* arrays (leaves of :class:`TraceBuffer` versions of the argument
 buffers) and on :class:`TracedScalar` stand-ins for its scalar arguments. Ops build graph nodes as
 usual; in-place writes (``m[...] = e``, ``p -= e``, ``out=``) are recorded here instead of run
-(``array.py`` consults ``array._tracing.tracer``), each making a new version of the written buffer, and
+(``array.py`` consults ``array._tracing.tracer``, this thread's tracer), each making a new version
+of the written buffer, and
 every placeholder view of that buffer moves to the new version, so a later statement reads the
 new value (sequential semantics). Evaluating a traced value on the host raises.
 
