@@ -291,7 +291,12 @@ TILE_LANES = 4             # a vectorised tile moves 4 elements (16 bytes) per t
 _VECTOR_LANES = {"f32": 4, "i32": 4, "u32": 4, "f16": 8}
 
 
-def schedule(dims: tuple, stride_sets: list[tuple]) -> tuple[str, list[str]]:
+# Static shared memory a block may take: the tiles of the transposed operands must fit.
+SHARED_BYTES = 48 * 1024
+
+
+def schedule(dims: tuple, stride_sets: list[tuple],
+             tile_itemsizes: list[int] | None = None) -> tuple[str, list[str]]:
     """How a kernel walks ``dims`` and each operand's layout class under that walk.
 
     ``flat`` (rank 1): ``C`` unit stride, ``B`` stride 0, ``S`` other. ``rows`` (rank 2, long rows;
@@ -299,7 +304,9 @@ def schedule(dims: tuple, stride_sets: list[tuple]) -> tuple[str, list[str]]:
     the row, ``S`` other. ``tiled``: ``rows`` where some input walks columns contiguously (``T``, a
     transposed operand): it is read through shared-memory tiles so reads and writes both
     coalesce. ``nd`` (rank ≥ 3 or short rows): ``C`` contiguous, ``S`` other, coordinates by
-    division.
+    division. ``tile_itemsizes`` (bytes of one tile element per operand) bounds the tiles: a
+    transposed operand whose tile would pass ``SHARED_BYTES`` with those before it is read
+    strided (``S``) instead.
     """
     if len(dims) == 1:
         return "flat", ["C" if s == (1,) else "B" if s == (0,) else "S" for s in stride_sets]
@@ -307,7 +314,13 @@ def schedule(dims: tuple, stride_sets: list[tuple]) -> tuple[str, list[str]]:
         classes = ["C" if s1 == 1 else "B" if s1 == 0 else "T" if s0 == 1 else "S"
                    for s0, s1 in stride_sets]
         if "T" in classes and dims[0] >= TILE:
-            return "tiled", classes
+            shared = 0
+            for k, cls in enumerate(classes):
+                if cls == "T":
+                    shared += TILE * (TILE + 1) * (tile_itemsizes[k] if tile_itemsizes else 8)
+                    if shared > SHARED_BYTES:
+                        classes[k] = "S"
+            return ("tiled" if "T" in classes else "rows"), classes
         return "rows", ["S" if c == "T" else c for c in classes]
     contiguous = contiguous_strides(dims)
     return "nd", ["C" if tuple(s) == contiguous else "S" for s in stride_sets]

@@ -171,7 +171,10 @@ def _resolved(node: graph.Node) -> graph.Node:
 
 def _finish(shape, views, scalars, body) -> KernelPlan:
     dims, stride_sets = layout.collapse(shape, [v[2] for v in views])
-    schedule, classes = layout.schedule(dims, stride_sets)
+    # a tile holds compute-type values (float16 as float32), bool as a byte: see codegen.tiled
+    tile_bytes = [1 if v[1] == np.bool_ else max(v[1].itemsize, 4) if v[1].kind == "f"
+                  else v[1].itemsize for v in views]
+    schedule, classes = layout.schedule(dims, stride_sets, tile_bytes)
     operands = tuple(
         Operand(buffer, dtype, strides, offset, cls, output)
         for (buffer, dtype, _, offset, output), strides, cls in zip(views, stride_sets, classes))

@@ -80,3 +80,17 @@ def test_every_row_is_complete(row):
     assert row.nin in (1, 2, 3) and row.doc and row.templates
     for template in row.templates.values():
         template.format(*(f"x{k}" for k in range(row.nin)), t="f32", bits=32)
+
+
+def test_tiles_of_transposed_operands_fit_in_shared_memory():
+    """Three float32 tiles (3 × 64 × 65 × 4 bytes) pass the 48 KiB a block may take statically:
+    the third transposed operand is read strided; float64 tiles fit one at a time."""
+    from fusedarrays import layout
+
+    dims, t, c = (300, 400), (1, 300), (400, 1)
+    schedule, classes = layout.schedule(dims, [t, t, t, c], [4, 4, 4, 4])
+    assert schedule == "tiled" and classes == ["T", "T", "S", "C"]
+    schedule, classes = layout.schedule(dims, [t, t, c], [8, 8, 8])
+    assert schedule == "tiled" and classes == ["T", "S", "C"]
+    rows_of = layout.schedule(dims, [t, c], [4, 4])
+    assert rows_of == ("tiled", ["T", "C"])
