@@ -207,7 +207,11 @@ class ndarray:
 def _wrap(node: graph.Node) -> ndarray:
     array = ndarray(node)
     if node.count > config.get("MAX_NODES") and _tracer is None:
-        array.compute()
+        # The count is an upper bound (a shared node counted per use); only past the limit is
+        # the graph walked for the exact number, which the node then keeps.
+        limit = config.get("MAX_NODES")
+        if graph.count_nodes(node, limit) > limit:
+            array.compute()
     return array
 
 

@@ -46,7 +46,7 @@ class Node:
     inputs: tuple[Node, ...]
     attrs: tuple
     serial: int                     # unique per node in this process (interning, never persisted)
-    count: int                      # nodes in this graph (an upper bound: shared nodes recount)
+    count: int                      # an upper bound on the distinct nodes under it: count_nodes
     buffers: frozenset              # the buffers this graph reads
     realized: Node | None           # set by the runtime once computed: the leaf holding the result
 
@@ -287,6 +287,31 @@ def transform(node: Node, fn) -> Node:
         return result
 
     return visit(node, node.shape)
+
+
+def count_nodes(node: Node, limit: int | None = None) -> int:
+    """The distinct nodes of ``node``'s graph, itself included; once past ``limit``, any number
+    past it (the walk stops there).
+
+    ``node.count`` is built as one plus the inputs' counts, so it counts a shared node once per
+    use (``x = x + x * x`` doubles it per step for two new nodes): cheap, and an upper bound. The
+    node limit calls this only once that bound passes the limit; an exact count is stored back on
+    the node, so nodes built on it start their sums from it. Results remembered in ``realized``
+    are not followed: a write can drop them (``runtime.forget_results_reading``), and the stored
+    count must stay an upper bound after that.
+    """
+    seen = {node.serial}            # serials: interned nodes are equal exactly when identical
+    stack = [node]
+    while stack:
+        for i in stack.pop().inputs:
+            if i.serial not in seen:
+                seen.add(i.serial)
+                if i.inputs:
+                    stack.append(i)
+        if limit is not None and len(seen) > limit:
+            return len(seen)
+    node.count = len(seen)
+    return node.count
 
 
 def walk(roots) -> list[Node]:

@@ -200,3 +200,23 @@ def test_a_fresh_leaf_is_what_leaf_returns_for_its_view_and_never_shared():
     del made                                                        # dead: a new node,
     again = graph.leaf(first, f32, (4, 8), (8, 1), 0)               # with the same key
     assert again.serial != serial and again.key == key
+
+
+def test_count_nodes_counts_each_node_once_and_stops_past_a_limit():
+    class Buf:
+        def __init__(self):
+            self.uid, self.align = graph.new_uid(), 256
+
+    f32 = np.dtype(np.float32)
+    node = graph.leaf(Buf(), f32, (4,), (1,), 0)
+    for _ in range(40):                       # 81 distinct nodes, 3**40 uses
+        node = graph.op("add", (node, graph.op("multiply", (node, node), (f32,) * 3)), (f32,) * 3)
+    assert node.count > 3**40
+    assert 10 < graph.count_nodes(node, limit=10) < 81 and node.count > 3**40  # stopped
+    assert graph.count_nodes(node) == 81 and node.count == 81              # exact: stored
+    # Built on it, the kept bound starts from the exact count.
+    doubled = graph.op("add", (node, node), (f32,) * 3)
+    assert doubled.count == 163 and graph.count_nodes(doubled) == 82
+    # A remembered result is not followed: a write can drop it (runtime.forget_results_reading).
+    node.inputs[0].realized = graph.leaf(Buf(), f32, (4,), (1,), 0)
+    assert graph.count_nodes(doubled) == 82
