@@ -103,7 +103,14 @@ def _intern(ident: tuple, kind: str, dtype: np.dtype, shape: tuple, inputs: tupl
     node._key = None
     if len(inputs) == 2:
         a, b = inputs
-        node.count = 1 + a.count + b.count
+        # The common sharing costs two looks: a square (x * x) and an op on a node and one of
+        # its inputs (x + x * x) count what the larger graph counts, plus one.
+        if a is b or a in b.inputs:
+            node.count = 1 + b.count
+        elif b in a.inputs:
+            node.count = 1 + a.count
+        else:
+            node.count = 1 + a.count + b.count
         buffers = a.buffers
         node.buffers = buffers if b.buffers <= buffers else buffers | b.buffers
     elif inputs:
@@ -293,12 +300,18 @@ def count_nodes(node: Node, limit: int | None = None) -> int:
     """The distinct nodes of ``node``'s graph, itself included; once past ``limit``, any number
     past it (the walk stops there).
 
-    ``node.count`` is built as one plus the inputs' counts, so it counts a shared node once per
-    use (``x = x + x * x`` doubles it per step for two new nodes): cheap, and an upper bound. The
-    node limit calls this only once that bound passes the limit; an exact count is stored back on
-    the node, so nodes built on it start their sums from it. Results remembered in ``realized``
-    are not followed: a write can drop them (``runtime.forget_results_reading``), and the stored
-    count must stay an upper bound after that.
+    ``node.count`` is built as one plus the inputs' counts (one input's alone where the other is
+    it or one of its inputs), so it counts a shared node once per use: ``x = sin(x) + cos(x)``
+    doubles it per step for three new nodes. Cheap, and an upper bound. The node limit calls
+    this only once that bound passes the limit; an exact count is stored back on the node, so
+    nodes built on it start their sums from it. Results remembered in ``realized`` are not
+    followed: a write can drop them (``runtime.forget_results_reading``), and the stored count
+    must stay an upper bound after that.
+
+    The walk visits at most ``limit + 1`` nodes. While a graph's distinct nodes stay under the
+    limit but its inputs' counts add up past it (two inputs sharing most of their graphs), each
+    new node built on it walks again: at worst one walk of the limit's size per op (~30 µs at
+    256), until the graph evaluates.
     """
     seen = {node.serial}            # serials: interned nodes are equal exactly when identical
     stack = [node]

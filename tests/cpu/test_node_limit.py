@@ -72,39 +72,43 @@ def test_a_graph_past_the_limit_evaluates_by_itself():
 
 def test_the_limit_is_reached_by_distinct_nodes_not_uses():
     # A limit of 8 (not the default) so that a graph at the limit is small enough to write out:
-    # x, x*x, (x*x)*(x*x), ... counts 1, 3, 7, 15 uses but 1, 2, 3, 4 distinct nodes.
-    values = np.random.default_rng(SEED).uniform(0.8, 1.2, 64).astype(np.float32)
+    # sin(x) + cos(x) reads x twice, so counted per use the graph below has 15 nodes.
+    values = np.random.default_rng(SEED).uniform(-2, 2, 64).astype(np.float32)
     x = fa.asarray(values)
     with config.override(MAX_NODES=8):
         before = launches()
-        r = x
-        for _ in range(7):                  # 8 distinct nodes, 255 uses
-            r = r * r
+        r = -(fa.sin(x) + fa.cos(x))
+        r = fa.sin(r) + fa.cos(r)            # 8 distinct nodes
         assert r.pending and launches() == before and graph.count_nodes(r._node) == 8
-        r = r + r                           # a ninth
+        assert uses(r._node) == 15
+        r = -r                              # a ninth
         assert not r.pending and launches() == before + 1
-    want = values
-    for _ in range(7):
-        want = want * want
-    np.testing.assert_allclose(r.get(), want + want, rtol=1e-6, err_msg=f"seed {SEED}")
+    want = -(np.sin(values) + np.cos(values))
+    want = -(np.sin(want) + np.cos(want))
+    np.testing.assert_allclose(r.get(), want, rtol=1e-5, atol=1e-6, err_msg=f"seed {SEED}")
 
 
-def test_a_heavily_shared_graph_stays_pending_and_builds_fast():
+@pytest.mark.parametrize("step, nodes_a_step", [
+    (lambda x: x + x * x, 2),               # counted per use: 3**60
+    (lambda x: fa.sin(x) + fa.cos(x), 3),   # 2**60, and no shortcut sees the sharing
+])
+def test_a_heavily_shared_graph_stays_pending_and_builds_fast(step, nodes_a_step):
     values = np.random.default_rng(SEED).uniform(0.001, 0.01, 1000).astype(np.float32)
     x = fa.asarray(values)
     before = launches()
     start = time.perf_counter()
-    for _ in range(60):                     # 121 distinct nodes; counted per use, 3**60
-        x = x + x * x
+    for _ in range(60):
+        x = step(x)
     seconds = time.perf_counter() - start
+    distinct = 1 + 60 * nodes_a_step
     assert x.pending and launches() == before
-    assert graph.count_nodes(x._node) == 121
+    assert graph.count_nodes(x._node) == distinct
     # The kept count is an upper bound that walks bring back to the exact number: it grows with
     # the distinct nodes, not with the uses.
-    assert x._node.count <= 3 * 121
+    assert x._node.count <= 3 * distinct
     # About 1 ms; evaluating early (a compile each step) took 140 s. Loose for a loaded machine.
-    assert seconds < 5, f"{seconds:.2f} s to build 120 ops"
+    assert seconds < 5, f"{seconds:.2f} s to build {60 * nodes_a_step} ops"
     want = values
     for _ in range(60):
-        want = want + want * want
+        want = step(want) if nodes_a_step == 2 else np.sin(want) + np.cos(want)
     np.testing.assert_allclose(x.get(), want, rtol=1e-5, err_msg=f"seed {SEED}")

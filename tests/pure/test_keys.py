@@ -208,15 +208,22 @@ def test_count_nodes_counts_each_node_once_and_stops_past_a_limit():
             self.uid, self.align = graph.new_uid(), 256
 
     f32 = np.dtype(np.float32)
-    node = graph.leaf(Buf(), f32, (4,), (1,), 0)
-    for _ in range(40):                       # 81 distinct nodes, 3**40 uses
-        node = graph.op("add", (node, graph.op("multiply", (node, node), (f32,) * 3)), (f32,) * 3)
-    assert node.count > 3**40
-    assert 10 < graph.count_nodes(node, limit=10) < 81 and node.count > 3**40  # stopped
-    assert graph.count_nodes(node) == 81 and node.count == 81              # exact: stored
+    loop = (f32,) * 2
+
+    def op(name, *inputs):
+        return graph.op(name, inputs, (f32,) * (len(inputs) + 1))
+
+    x = graph.leaf(Buf(), f32, (4,), (1,), 0)
+    assert op("multiply", x, x).count == 2 and op("add", x, op("multiply", x, x)).count == 3
+    node = x
+    for _ in range(40):                       # 121 distinct nodes; counted per use, ~2**41
+        node = op("add", graph.op("sin", (node,), loop), graph.op("cos", (node,), loop))
+    assert node.count > 2**40
+    assert 10 < graph.count_nodes(node, limit=10) < 121 and node.count > 2**40  # stopped: kept
+    assert graph.count_nodes(node) == 121 and node.count == 121                # exact: stored
     # Built on it, the kept bound starts from the exact count.
-    doubled = graph.op("add", (node, node), (f32,) * 3)
-    assert doubled.count == 163 and graph.count_nodes(doubled) == 82
+    doubled = op("add", graph.op("sin", (node,), loop), graph.op("cos", (node,), loop))
+    assert doubled.count == 245 and graph.count_nodes(doubled) == 124
     # A remembered result is not followed: a write can drop it (runtime.forget_results_reading).
     node.inputs[0].realized = graph.leaf(Buf(), f32, (4,), (1,), 0)
-    assert graph.count_nodes(doubled) == 82
+    assert graph.count_nodes(doubled) == 124
