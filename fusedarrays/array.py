@@ -245,8 +245,12 @@ class ndarray:
 
 def _wrap(node: graph.Node) -> ndarray:
     array = ndarray(node)
-    if node.count > config.get("MAX_NODES") and _tracing.tracer is None:
-        array.compute()
+    limit = config.get("MAX_NODES")
+    if node.count > limit and _tracing.tracer is None:
+        # The count is an upper bound (a shared node counted per use); only past the limit is
+        # the graph walked for the exact number, which the node then keeps.
+        if graph.count_nodes(node, limit) > limit:
+            array.compute()
     return array
 
 

@@ -70,7 +70,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("BACKEND", _parse_backend, lambda: "auto",
                 "cuda, cpu, sim, or auto (cuda where a GPU is visible, else cpu)."),
         Setting("MAX_NODES", _parse_positive_int, lambda: 256,
-                "A pending graph with more nodes than this evaluates by itself.",
+                "A pending graph with more distinct nodes than this evaluates by itself "
+                "(a shared subexpression counts once).",
                 affects_codegen=False),
         Setting("CACHE", _parse_bool, lambda: True, "0 turns the disk cache off."),
         Setting("CACHE_DIR", str, _default_cache_dir,

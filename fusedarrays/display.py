@@ -43,7 +43,7 @@ def array_repr(a) -> str:
             values = np.array2string(a.get(), separator=", ", prefix="fa.ndarray(") + ", "
         return f"fa.ndarray({values}dtype={a.dtype}, shape={a.shape}, on {buffer.backend.name})"
     return (f"fa.ndarray(pending {graph_label(node)}, dtype={a.dtype}, shape={a.shape}, "
-            f"{node.count} nodes)")
+            f"{graph.count_nodes(node)} nodes)")
 
 
 def array_html(a) -> str:

@@ -46,7 +46,7 @@ class Node:
     inputs: tuple[Node, ...]
     attrs: tuple
     serial: int                     # unique per node in this process (interning, never persisted)
-    count: int                      # nodes in this graph (an upper bound: shared nodes recount)
+    count: int                      # an upper bound on the distinct nodes under it: count_nodes
     buffers: frozenset              # the buffers this graph reads
     realized: Node | None           # set by the runtime once computed: the leaf holding the result
 
@@ -103,7 +103,14 @@ def _intern(ident: tuple, kind: str, dtype: np.dtype, shape: tuple, inputs: tupl
     node._key = None
     if len(inputs) == 2:
         a, b = inputs
-        node.count = 1 + a.count + b.count
+        # The common sharing costs two looks: a square (x * x) and an op on a node and one of
+        # its inputs (x + x * x) count what the larger graph counts, plus one.
+        if a is b or a in b.inputs:
+            node.count = 1 + b.count
+        elif b in a.inputs:
+            node.count = 1 + a.count
+        else:
+            node.count = 1 + a.count + b.count
         buffers = a.buffers
         node.buffers = buffers if b.buffers <= buffers else buffers | b.buffers
     elif inputs:
@@ -287,6 +294,37 @@ def transform(node: Node, fn) -> Node:
         return result
 
     return visit(node, node.shape)
+
+
+def count_nodes(node: Node, limit: int | None = None) -> int:
+    """The distinct nodes of ``node``'s graph, itself included; once past ``limit``, any number
+    past it (the walk stops there).
+
+    ``node.count`` is built as one plus the inputs' counts (one input's alone where the other is
+    it or one of its inputs), so it counts a shared node once per use: ``x = sin(x) + cos(x)``
+    doubles it per step for three new nodes. Cheap, and an upper bound. The node limit calls
+    this only once that bound passes the limit; an exact count is stored back on the node, so
+    nodes built on it start their sums from it. Results remembered in ``realized`` are not
+    followed: a write can drop them (``runtime.forget_results_reading``), and the stored count
+    must stay an upper bound after that.
+
+    The walk visits at most ``limit + 1`` nodes. While a graph's distinct nodes stay under the
+    limit but its inputs' counts add up past it (two inputs sharing most of their graphs), each
+    new node built on it walks again: at worst one walk of the limit's size per op (~30 µs at
+    256), until the graph evaluates.
+    """
+    seen = {node.serial}            # serials: interned nodes are equal exactly when identical
+    stack = [node]
+    while stack:
+        for i in stack.pop().inputs:
+            if i.serial not in seen:
+                seen.add(i.serial)
+                if i.inputs:
+                    stack.append(i)
+        if limit is not None and len(seen) > limit:
+            return len(seen)
+    node.count = len(seen)
+    return node.count
 
 
 def walk(roots) -> list[Node]:

@@ -1,5 +1,6 @@
 """Every op × dtype × layout on the cuda backend against NumPy, and fusion on the device."""
 
+import blackscholes
 import numpy as np
 import pytest
 import semantics
@@ -30,6 +31,22 @@ def test_ten_op_expression_is_one_launch_and_matches():
     # NVVM contracts x*y+z into one FMA (one rounding fewer than NumPy); sqrt of a value near
     # zero magnifies that, hence the absolute tolerance.
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-5)
+
+
+def test_black_scholes_is_one_launch_at_the_default_node_limit():
+    seed = 20261122
+    data = blackscholes.inputs(1 << 20, seed)
+    arrays = {name: fa.asarray(values) for name, values in data.items()}
+    fa.reset_stats()
+    call, put = blackscholes.prices(fa, **arrays)
+    assert call.pending and put.pending and fa.stats()["launches"] == 0
+    fa.compute(call, put)
+    assert fa.stats()["launches"] == 1
+    want_call, want_put = blackscholes.prices(np, **data)
+    # NVVM contracts multiply-adds into FMAs; d1 divides by sigma*sqrt(T) down to 0.016, which
+    # magnifies that rounding by ~60 before the CDF (slope <= 0.4) and a spot up to 100 scale it.
+    for got, want in ((call, want_call), (put, want_put)):
+        np.testing.assert_allclose(got.get(), want, rtol=1e-4, atol=2e-3, err_msg=f"seed {seed}")
 
 
 def test_zero_copy_from_cupy_or_torch():

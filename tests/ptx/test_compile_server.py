@@ -8,7 +8,6 @@ import importlib
 import os
 import signal
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -29,9 +28,22 @@ BAD = ("def fa_bad(n, p0):\n    st_f32(p0, 0, undefined_name)\n", "fa_bad", ("i6
        "sm_90")
 
 
-def kills_its_worker(seconds: float = 0.0) -> tuple:
-    """A job whose source, exec'd by the worker, ends the worker (after ``seconds``)."""
-    source = (f"import os, time\ntime.sleep({seconds})\nos._exit(3)\n"
+def kills_its_worker() -> tuple:
+    """A job whose source, exec'd by the worker, ends the worker."""
+    source = "import os\nos._exit(3)\ndef fa_gone(n, p0):\n    pass\n"
+    return source, "fa_gone", ("i64", "ptr"), "sm_90"
+
+
+def kills_its_server() -> tuple:
+    """A job whose source, exec'd by the worker, kills the server that forked it, so the server
+    dies while this job is at it however slowly anything runs; the worker then waits until it
+    is orphaned (the server gone, not merely signalled) and ends without a result."""
+    source = ("import os, signal, time\n"
+              "server = os.getppid()\n"
+              "os.kill(server, signal.SIGKILL)\n"
+              "while os.getppid() == server:\n"
+              "    time.sleep(0.01)\n"
+              "os._exit(3)\n"
               "def fa_gone(n, p0):\n    pass\n")
     return source, "fa_gone", ("i64", "ptr"), "sm_90"
 
@@ -95,42 +107,59 @@ def test_a_server_that_dies_mid_batch_loses_no_job():
     doomed = compile_server.CompileServer()
     assert doomed.ready(timeout=120), doomed.broken
     (good,) = jobs(plans(lambda x, y: x * y - 7.0))
-    batch = precompile._Batch([kills_its_worker(10.0), good], precompile._NoBar())
-    killer = threading.Timer(2.0, os.kill, (doomed.process.pid, signal.SIGKILL))
+    batch = precompile._Batch([kills_its_server(), good], precompile._NoBar())
+    # Only against a hang: were the server never to die, the dispatcher would wait on it.
+    guard = threading.Timer(300.0, setattr, (batch, "stop", True))
     saved, compile_server._shared = compile_server._shared, doomed
     try:
-        killer.start()
-        batch.dispatch(1)   # job 0 sent, its worker asleep; then the server is killed
+        guard.start()
+        batch.dispatch(1)   # job 0 sent, its worker kills the server; job 1 is never sent
     finally:
-        killer.cancel()
+        guard.cancel()
         compile_server._shared = saved
+    # The dispatcher saw the connection close, which comes a moment before the process can be
+    # reaped: wait for that, not for a time.
+    assert doomed.process.wait(timeout=120) == -signal.SIGKILL and not batch.stop
     assert not doomed.alive() and batch.here == [0] and list(batch.pending) == [1]
 
 
 def test_an_idle_server_ends_and_the_next_batch_starts_another():
     idle = compile_server.CompileServer(idle_seconds=0.5)
     assert idle.ready(timeout=120), idle.broken
-    deadline = time.monotonic() + 30
-    while idle.process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert idle.process.poll() == 0 and not idle.alive()
+    assert idle.process.wait(timeout=120) == 0 and not idle.alive()   # the timeout: a hang
     saved, compile_server._shared = compile_server._shared, idle
     try:
         fresh = compile_server.shared_server()
     finally:
         compile_server._shared = saved
     assert fresh is not idle and fresh.ready(timeout=120), fresh.broken
-    fresh.close()
-    assert fresh.process.returncode == 0   # it ended on its own once its connection closed
+    # It ends on its own once its connection closes. (close() waits a quarter second for that,
+    # then terminates it: on a loaded machine that comes first, so the test waits itself.)
+    fresh.conn.close()
+    assert fresh.process.wait(timeout=120) == 0
 
 
 def test_a_batch_with_a_warm_server_sends_it_jobs_and_keeps_job_order(server, monkeypatch):
     ops = [fa.exp, fa.log1p, fa.cos, fa.tanh, fa.sqrt, fa.floor]
     todo = jobs(plans(*[lambda x, y, f=f: f(x) * y - 0.5 for f in ops]))
     sent = []
-    send = compile_server.CompileServer.send
-    monkeypatch.setattr(compile_server.CompileServer, "send",
-                        lambda self, *message: sent.append(message[0]) or send(self, *message))
+    a_job_sent = threading.Event()
+    send, pipeline = compile_server.CompileServer.send, precompile._pipeline
+
+    def noting_send(self, *message):
+        sent.append(message[0])
+        send(self, *message)
+        if message[0] == "job":
+            a_job_sent.set()
+
+    def pipeline_once_a_job_is_sent(batch):
+        # Else this thread could take every job before the dispatcher thread is scheduled (a
+        # loaded machine): the batch would be right, but would not show that jobs go out.
+        assert a_job_sent.wait(timeout=300), "the dispatcher sent no job"
+        pipeline(batch)
+
+    monkeypatch.setattr(compile_server.CompileServer, "send", noting_send)
+    monkeypatch.setattr(precompile, "_pipeline", pipeline_once_a_job_is_sent)
     results, done_by = precompile.compile_batch(todo, workers=3, progress=False)
     # Which side finishes a job first varies (this thread also takes jobs sent to workers once
     # none is left to start), so the results are checked, not who made them.

@@ -336,3 +336,30 @@ def test_a_fresh_leaf_is_what_leaf_returns_for_its_view_and_never_shared():
     del made                                                        # dead: a new node,
     again = graph.leaf(first, f32, (4, 8), (8, 1), 0)               # with the same key
     assert again.serial != serial and again.key == key
+
+
+def test_count_nodes_counts_each_node_once_and_stops_past_a_limit():
+    class Buf:
+        def __init__(self):
+            self.uid, self.align = graph.new_uid(), 256
+
+    f32 = np.dtype(np.float32)
+    loop = (f32,) * 2
+
+    def op(name, *inputs):
+        return graph.op(name, inputs, (f32,) * (len(inputs) + 1))
+
+    x = graph.leaf(Buf(), f32, (4,), (1,), 0)
+    assert op("multiply", x, x).count == 2 and op("add", x, op("multiply", x, x)).count == 3
+    node = x
+    for _ in range(40):                       # 121 distinct nodes; counted per use, ~2**41
+        node = op("add", graph.op("sin", (node,), loop), graph.op("cos", (node,), loop))
+    assert node.count > 2**40
+    assert 10 < graph.count_nodes(node, limit=10) < 121 and node.count > 2**40  # stopped: kept
+    assert graph.count_nodes(node) == 121 and node.count == 121                # exact: stored
+    # Built on it, the kept bound starts from the exact count.
+    doubled = op("add", graph.op("sin", (node,), loop), graph.op("cos", (node,), loop))
+    assert doubled.count == 245 and graph.count_nodes(doubled) == 124
+    # A remembered result is not followed: a write can drop it (runtime.forget_results_reading).
+    node.inputs[0].realized = graph.leaf(Buf(), f32, (4,), (1,), 0)
+    assert graph.count_nodes(doubled) == 124
