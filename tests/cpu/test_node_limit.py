@@ -75,7 +75,7 @@ def test_the_limit_is_reached_by_distinct_nodes_not_uses():
     # sin(x) + cos(x) reads x twice, so counted per use the graph below has 15 nodes.
     values = np.random.default_rng(SEED).uniform(-2, 2, 64).astype(np.float32)
     x = fa.asarray(values)
-    with config.override(MAX_NODES=8):
+    with config.override(MAX_NODES=8):   # see above: a limit small enough to write out
         before = launches()
         r = -(fa.sin(x) + fa.cos(x))
         r = fa.sin(r) + fa.cos(r)            # 8 distinct nodes
