@@ -38,6 +38,7 @@ from .errors import (
     CompileError,
     DeviceUnavailableError,
     DTypeError,
+    ForkedDeviceError,
     FusedArraysError,
     OutOfMemoryError,
     ReadOnlyArgumentError,
@@ -59,11 +60,11 @@ def backend() -> str:
 
 __all__ = [
     "AmbiguousTruthValueError", "CompileError", "DTypeError", "DeviceUnavailableError",
-    "FusedArraysError", "OutOfMemoryError", "ReadOnlyArgumentError", "ShapeError",
-    "TracerConversionError", "UnsupportedOperationError", "arange", "asarray", "backend",
-    "broadcast_to", "cache_info", "clear_cache", "compute", "empty", "empty_like", "expand_dims",
-    "explain", "free_cached_memory", "full", "full_like", "fuse", "memory_info", "ndarray",
-    "ones", "ones_like", "precompile", "reset_stats", "reshape", "squeeze", "stats", "timings",
-    "transpose", "zeros", "zeros_like",
+    "ForkedDeviceError", "FusedArraysError", "OutOfMemoryError", "ReadOnlyArgumentError",
+    "ShapeError", "TracerConversionError", "UnsupportedOperationError", "arange", "asarray",
+    "backend", "broadcast_to", "cache_info", "clear_cache", "compute", "empty", "empty_like",
+    "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse", "memory_info",
+    "ndarray", "ones", "ones_like", "precompile", "reset_stats", "reshape", "squeeze", "stats",
+    "timings", "transpose", "zeros", "zeros_like",
     *sorted(_elementwise.FUNCTIONS),
 ]

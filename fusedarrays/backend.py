@@ -5,20 +5,25 @@ runtime talks to nothing else. ``cuda`` (``fusedarrays/cuda``) is the real one; 
 (``fusedarrays/cpu``) runs the same plans as a numba parallel loop and is the default without a GPU;
 ``sim`` (``fusedarrays/cuda/sim.py``) runs the generated CUDA source in numba's simulator.
 Backends are imported on first use, so ``import fusedarrays`` imports neither numba nor a driver.
+
+What a fork changes is here too: in a forked child, a backend that can't survive a fork (cuda:
+``fork_safe = False``) refuses every call with :class:`~.errors.ForkedDeviceError`.
 """
 
 from __future__ import annotations
 
 import importlib
 import itertools
+import os
 import threading
+import types
 import weakref
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from . import config
-from .errors import DeviceUnavailableError
+from .errors import DeviceUnavailableError, ForkedDeviceError
 
 _uids = itertools.count(1)
 _MAX_ALIGN = 256
@@ -125,6 +130,7 @@ class Backend(Protocol):
     device_key: str            # what the memory cache is keyed by, e.g. "cuda:0:sm_90"
     arch: str | None           # what the disk cache is keyed by; None: no disk level
     alloc_align: int | None    # every alloc(n > 0) address is a multiple of it (≤ 256), or None
+    fork_safe: bool            # False: unusable in a forked child (read by getattr, default True)
 
     def compile(self, source: str, fn_name: str, param_types: tuple[str, ...],
                 helpers: dict) -> Any: ...
@@ -172,7 +178,9 @@ def get_backend(name: str | None = None) -> Backend:
     """The backend called ``name``, or the configured one (``FUSEDARRAYS_BACKEND``)."""
     name = name or config.get("BACKEND")
     if name == "auto":
-        name = "cuda" if _cuda_available() else "cpu"
+        # An active cuda backend answers for the device (in a fork too, where it refuses with
+        # the reason).
+        name = "cuda" if "cuda" in _active or _cuda_available() else "cpu"
     if name not in _active:
         if name == "cuda" and not _cuda_available():
             raise DeviceUnavailableError(
@@ -229,3 +237,45 @@ def free_cached_memory() -> int:
     True
     """
     return sum(backend.free_cached_memory() for backend in list(_active.values()))
+
+
+# -- fork -----------------------------------------------------------------------------------------
+
+def refuse_after_fork(backend: Backend, parent_pid: int) -> None:
+    """Make every public method of ``backend`` raise :class:`ForkedDeviceError` (in a process
+    forked from ``parent_pid``, which had used it).
+
+    The instance's class is swapped for a subclass whose methods refuse, so every holder of the
+    backend (the active registry, each ``Buffer.backend``, launch recipes) sees the refusal and
+    the parent's hot path pays nothing for it. A fork of such a fork keeps the first parent.
+    """
+    cls = type(backend)
+    if "forked_from" in vars(cls):
+        return
+    used = f"{backend.name} device {backend.device_key!r}"
+
+    def refuse(self, *args, **kwargs):
+        raise ForkedDeviceError(
+            f"this process (pid {os.getpid()}) is a fork of pid {parent_pid}, which had used "
+            f"{used}; CUDA cannot be used in a forked child, and the parent's fusedarrays "
+            "arrays can't be read here. Start worker processes with the 'spawn' start method "
+            "(multiprocessing.get_context('spawn'), or ProcessPoolExecutor(mp_context="
+            "multiprocessing.get_context('spawn'))) and pass them NumPy arrays, or use the GPU "
+            "only in the parent.")
+
+    methods = {name for klass in cls.__mro__[:-1] for name, value in vars(klass).items()
+               if isinstance(value, types.FunctionType) and not name.startswith("_")}
+    # __slots__ = (): the subclass keeps the instance layout, so __class__ can be assigned.
+    namespace = {"__slots__": (), "forked_from": parent_pid, **dict.fromkeys(methods, refuse)}
+    backend.__class__ = type(f"Forked{cls.__name__}", (cls,), namespace)
+
+
+def _after_fork_in_child() -> None:
+    parent = None
+    for backend in _active.values():
+        if not getattr(backend, "fork_safe", True):
+            parent = parent or os.getppid()
+            refuse_after_fork(backend, parent)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

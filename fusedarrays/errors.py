@@ -51,6 +51,10 @@ class OutOfMemoryError(FusedArraysError, MemoryError):
     device hold."""
 
 
+class ForkedDeviceError(DeviceUnavailableError):
+    """The GPU was used in a process forked after its parent had used it (CUDA can't be)."""
+
+
 class CompileError(FusedArraysError, RuntimeError):
     """Compiling a generated kernel failed. ``.source`` holds the generated source."""
 

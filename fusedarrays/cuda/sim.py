@@ -9,6 +9,8 @@ process as the cpu backend and PTX compiles (no ``NUMBA_ENABLE_CUDASIM`` needed)
 
 from __future__ import annotations
 
+import os
+import threading
 import types
 import warnings
 
@@ -92,6 +94,13 @@ def _build_namespace(helpers: dict) -> dict:
     return ns
 
 
+# One simulated kernel at a time: the simulator swaps the kernel function's globals for each
+# block's fake ``cuda`` module, and warnings.catch_warnings is process state. A forked child
+# starts with a lock of its own (a thread of the parent may have held this one at the fork).
+_launching = [threading.Lock()]
+os.register_at_fork(after_in_child=lambda: _launching.__setitem__(0, threading.Lock()))
+
+
 class SimBackend(HostMemory):
     name = "sim"
     device_key = "sim"
@@ -128,7 +137,7 @@ class SimBackend(HostMemory):
             grid = (max(1, min(-(-geometry[2] // block), 2)), min(geometry[1], 3))
         else:
             grid = max(1, min(-(-(geometry[1] if geometry else n) // block), 2))
-        with warnings.catch_warnings():
+        with _launching[0], warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             try:
                 kernel[grid, block](n, *args)
