@@ -2,7 +2,7 @@
 
 A backend compiles kernel source, loads and launches kernels, and allocates and copies memory; the
 runtime talks to nothing else. ``cuda`` (``fusedarrays/cuda``) is the real one; ``cpu``
-(``fusedarrays/cpu``) runs the same plans as a numba parallel loop and is the default without a GPU;
+(``fusedarrays/cpu``) runs the same plans as numba code on threads and is the default without a GPU;
 ``sim`` (``fusedarrays/cuda/sim.py``) runs the generated CUDA source in numba's simulator.
 Backends are imported on first use, so ``import fusedarrays`` imports neither numba nor a driver.
 
@@ -185,7 +185,7 @@ def get_backend(name: str | None = None) -> Backend:
         if name == "cuda" and not _cuda_available():
             raise DeviceUnavailableError(
                 "FUSEDARRAYS_BACKEND=cuda, but no CUDA device is visible. Use "
-                "FUSEDARRAYS_BACKEND=cpu (numba parallel loops) or FUSEDARRAYS_BACKEND=sim "
+                "FUSEDARRAYS_BACKEND=cpu (numba code on threads) or FUSEDARRAYS_BACKEND=sim "
                 "(numba's CUDA simulator, small arrays) on a machine without a GPU.")
         with _starting:
             if name not in _active:

@@ -74,39 +74,40 @@ def _cv_f16(x):
     return half_to_f32(f64_to_half(np.float64(x)))  # noqa: F821
 
 
-_pool: list = [None, 0]   # the chunk threads (made on first use) and their count
-
-
-def _threads() -> int:
+def _cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:   # not on Linux
         return os.cpu_count() or 1
 
 
+_CPUS = _cpus()
+_pool: list = [None, threading.Lock()]   # the chunk threads (made on first use), their lock
+
+
 def _forget_pool() -> None:
-    # A forked child has none of its parent's threads: it makes a pool of its own when needed.
-    _pool[:] = [None, 0]
+    # A forked child has none of its parent's threads (and a thread of the parent may have held
+    # the lock at the fork): it makes a pool of its own when it needs one.
+    _pool[:] = [None, threading.Lock()]
 
 
 os.register_at_fork(after_in_child=_forget_pool)
-_pool_lock = threading.Lock()
 
 
 def run_chunks(kernel, args: tuple) -> None:
     """Run all chunks of ``kernel(k0, k1, *args)``: on this thread when there is one chunk (or
-    the serial setting), else split into one contiguous share per thread, this thread taking the
+    the serial setting), else split into one contiguous share per CPU, this thread taking the
     first. Shares are contiguous so that each thread walks its memory in order."""
     chunks = kernel(0, 0, *args)
-    threads = min(chunks, _threads() if config.get("CPU_PARALLEL") else 1)
+    threads = min(chunks, _CPUS if config.get("CPU_PARALLEL") else 1)
     if threads <= 1:
         kernel(0, chunks, *args)
         return
     pool = _pool[0]
-    if pool is None or _pool[1] < threads - 1:
-        with _pool_lock:
-            if _pool[0] is None or _pool[1] < threads - 1:
-                _pool[:] = [ThreadPoolExecutor(threads - 1, "fusedarrays-cpu"), threads - 1]
+    if pool is None:
+        with _pool[1]:
+            if _pool[0] is None:
+                _pool[0] = ThreadPoolExecutor(_CPUS - 1, "fusedarrays-cpu")
         pool = _pool[0]
     bounds = [chunks * t // threads for t in range(threads + 1)]
     futures = [pool.submit(kernel, bounds[t], bounds[t + 1], *args) for t in range(1, threads)]
