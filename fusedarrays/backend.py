@@ -129,6 +129,7 @@ class Backend(Protocol):
     name: str
     device_key: str            # what the memory cache is keyed by, e.g. "cuda:0:sm_90"
     arch: str | None           # what the disk cache is keyed by; None: no disk level
+    disk_kind: str             # the disk-cache entry a hit loads (with arch): "cubin", "src"
     alloc_align: int | None    # every alloc(n > 0) address is a multiple of it (≤ 256), or None
     fork_safe: bool            # False: unusable in a forked child (read by getattr, default True)
 

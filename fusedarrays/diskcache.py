@@ -201,6 +201,23 @@ class DiskCache:
         self._estimate = None
         return removed
 
+    def folder(self, arch: str) -> Path | None:
+        """arch's folder (made 0700 where missing) for files a backend manages inside it (the
+        cpu backend's kernel modules and numba's cache of them), or None where the cache is
+        unusable or the folder not this user's alone. Its files count in ``info``, ``clear``
+        and the size cap like entries."""
+        self._path(arch, "0" * 64, "x")   # validates arch
+        if not self._usable:
+            return None
+        ours = self._folders_ok.get(arch)
+        if ours is None:
+            try:
+                ours = self._made_ours(arch)
+            except OSError as exc:
+                self._disable(self._folders(arch)[-1], exc)
+                return None
+        return self._folders(arch)[-1] if ours else None
+
     def _path(self, arch: str, key: str, kind: str) -> Path:
         if not (isinstance(key, str) and _KEY_RE.fullmatch(key)):
             raise ValueError(f"disk cache key must be 64 lowercase hex digits (a sha256), {key=}")
@@ -309,9 +326,10 @@ class DiskCache:
         return total
 
     def _scan(self) -> list[tuple[float, int, Path]]:
-        """``(mtime, size, path)`` of every file under ``<root>/v*/<arch>/`` but live temp files."""
+        """``(mtime, size, path)`` of every file under ``<root>/v*/<arch>/`` (and folders in it)
+        but live temp files."""
         try:
-            paths = list(self._root.glob("v*/*/*"))
+            paths = list(self._root.glob("v*/*/**/*"))
         except OSError:
             return []
         found = []

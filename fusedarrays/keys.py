@@ -23,9 +23,8 @@ from .dtypes import BY_CODE
 # the codegen settings (config.py), the toolchain versions (cuda/toolchain.py). The launcher's
 # side of the calling convention (runtime, recipe, cuda/launch, operand_arg, foreach_args)
 # follows plan.py's parameter list and intrinsics' parameter types, so changing the convention
-# changes a file listed here. cpu/backend.py and cpu/half.py join once cpu kernels are kept on
-# disk. tests/pure/test_keys.py checks that every package module these import is listed or
-# excused.
+# changes a file listed here. tests/pure/test_keys.py checks that every package module these
+# import is listed or excused.
 KERNEL_CODE = (
     "codegen.py",           # the kernel source text
     "ops.py",               # each op's source template
@@ -35,6 +34,8 @@ KERNEL_CODE = (
     "devicelib.py",         # helper functions compiled into kernels
     "cuda/intrinsics.py",   # loads, stores, casts and parameter types of the cuda target
     "cuda/compile.py",      # compile options, numba's pass pipeline as trimmed, typing memos
+    "cpu/backend.py",       # the cpu target's loads, stores, casts and math, compile options
+    "cpu/half.py",          # float16 emulated on the cpu target
 )
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))

@@ -26,6 +26,8 @@ import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 from . import codegen, config, graph, layout, runtime
 from .backend import get_backend
 from .errors import DeviceUnavailableError
@@ -58,13 +60,14 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
     Each array is planned as its own evaluation (``a.compute()``); a tuple of arrays as one
     evaluation of them together (``fa.compute(a, b)``); a list is a batch of such arguments.
     Nothing runs and the arrays stay pending. ``arch`` (``"sm_90"``) defaults to the current
-    CUDA device's; given, no GPU is needed. Where the arrays are not on a CUDA device of that
-    arch, the kernels are planned as if their buffers were fresh device allocations (aligned as
-    the pool aligns them). ``workers``: worker processes for a batch, forked by a compile server
-    that the first batch starts (default ``FUSEDARRAYS_COMPILE_WORKERS``, else one fewer than
-    the CPUs from 4 CPUs on; this process compiles too; 0 compiles here only and starts no
-    server). A progress bar shows when the batch takes over a second (``progress=False`` hides
-    it).
+    CUDA device's; given, no GPU is needed. Without ``arch`` on the cpu backend, the cpu kernels
+    are compiled (for the argument types their evaluations pass) into its disk cache. Where the
+    arrays are not on a CUDA device of that arch, the kernels are planned as if their buffers
+    were fresh device allocations (aligned as the pool aligns them). ``workers``: worker
+    processes for a batch, forked by a compile server that the first batch starts (default
+    ``FUSEDARRAYS_COMPILE_WORKERS``, else one fewer than the CPUs from 4 CPUs on; this process
+    compiles too; 0 compiles here only and starts no server). A progress bar shows when the
+    batch takes over a second (``progress=False`` hides it).
 
     Returns ``{"arch", "kernels", "compiled", "cached", "seconds", "workers",
     "worker_kernels"}`` (``worker_kernels``: how many the workers compiled).
@@ -82,6 +85,8 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
               "workers": 0, "worker_kernels": 0}
     device_arch = _device_arch()
     arch = arch or device_arch
+    if arch is None and _active_name() == "cpu":
+        return _precompile_cpu(arrays, report, start)
     if arch is None:
         raise DeviceUnavailableError(
             "fa.precompile needs a GPU arch: no CUDA device is the active backend here, so "
@@ -134,6 +139,34 @@ def _evaluations(arrays) -> list[tuple]:
         else:
             found.append(a if isinstance(a, tuple) else (a,))
     return found
+
+
+def _active_name() -> str | None:
+    try:
+        return get_backend().name
+    except DeviceUnavailableError:
+        return None
+
+
+def _precompile_cpu(arrays, report: dict, start: float) -> dict:
+    """``precompile`` on the cpu backend: each kernel built and compiled by numba for the
+    argument types its evaluation passes (without running it), so the disk cache holds it."""
+    backend = get_backend()
+    seen: set[str] = set()
+    for group in _evaluations(arrays):
+        for plan in kernel_plans(group):
+            if plan.key in seen:
+                continue
+            seen.add(plan.key)
+            compiles = runtime.stats()["compiles"]
+            kernel = runtime.kernel_for(plan, backend)
+            scratch = np.empty(16, np.uint8)   # only the arguments' types matter here
+            args = [backend.operand_arg(scratch, o.dtype, 0) for o in plan.operands]
+            args += plan.int_args() + [runtime.scalar_arg(v, dt) for v, dt in plan.scalars]
+            backend.prepare(kernel, plan.size, args)
+            report["compiled" if runtime.stats()["compiles"] > compiles else "cached"] += 1
+    report.update(arch=backend.arch, kernels=len(seen), seconds=time.perf_counter() - start)
+    return report
 
 
 def _device_arch() -> str | None:

@@ -92,15 +92,21 @@ def disk_key(plan: KernelPlan, arch: str, toolchain: dict[str, str]) -> str:
 
 
 def store(arch: str, dkey: str, parts, artifact: dict) -> bool:
-    """Put a compiled artifact's PTX and cubin on disk (the cubin last: its presence is a hit);
-    True if both are there now."""
+    """Put a compiled artifact's files on disk (PTX and cubin, or the cpu backend's kernel
+    module; the one a hit looks for last: its presence is a hit); True if all are there now."""
     cache = disk_cache()
     meta = {"parts": dict(parts), "entry": artifact["entry"]}
     start = _perf()
-    stored = (cache.put(arch, dkey, "ptx", artifact["ptx"].encode(), meta)
-              and cache.put(arch, dkey, "cubin", artifact["cubin"], meta))
+    # the kind a hit looks for (the cubin, or the cpu backend's kernel module) goes last
+    stored = all(cache.put(arch, dkey, kind, body.encode() if isinstance(body, str) else body,
+                           meta)
+                 for kind, body in _disk_kinds(artifact))
     _add_time("disk write", _perf() - start)
     return stored
+
+
+def _disk_kinds(artifact: dict) -> list[tuple[str, object]]:
+    return [(kind, artifact[kind]) for kind in ("ptx", "cubin", "src") if kind in artifact]
 
 
 def keep_artifact(arch: str, dkey: str | None, plan: KernelPlan, artifact: dict) -> bool:
@@ -108,7 +114,8 @@ def keep_artifact(arch: str, dkey: str | None, plan: KernelPlan, artifact: dict)
     is on and usable, else in this process's memory (False)."""
     if dkey is not None and config.get("CACHE") and store(arch, dkey, plan.key_parts, artifact):
         return True
-    _artifacts[(arch, plan.key)] = {"cubin": artifact["cubin"], "entry": artifact["entry"]}
+    _artifacts[(arch, plan.key)] = {kind: artifact[kind] for kind in ("cubin", "src", "entry")
+                                    if kind in artifact}
     return False
 
 
@@ -135,15 +142,16 @@ def kernel_for(plan: KernelPlan, backend: Backend, render=None):
         artifact = _artifacts.get((backend.arch, plan.key))
         if artifact is None and config.get("CACHE"):
             dkey = disk_key(plan, backend.arch, backend.toolchain())
+            kind = backend.disk_kind
             with _timed("disk read"):
-                hit = disk_cache().get(backend.arch, dkey, "cubin")
+                hit = disk_cache().get(backend.arch, dkey, kind)
             if hit is not None:
-                artifact = {"cubin": hit[0], "entry": hit[1]["entry"]}
+                artifact = {kind: hit[0], "entry": hit[1]["entry"]}
                 _stats["disk_hits"] += 1
                 note_kernel(plan, f"loaded from the disk cache ({backend.arch})")
         if artifact is not None:
             with _timed("load"):
-                kernel = _memory[mkey] = backend.load(artifact, ptypes)
+                kernel = _memory[mkey] = backend.load(_with_folder(artifact, backend), ptypes)
             return kernel
     kernel = _compile_and_load(plan, backend, ptypes, dkey, render or codegen.render_kernel)
     _memory[mkey] = kernel
@@ -163,7 +171,17 @@ def _compile_and_load(plan, backend, ptypes, dkey, render):
     if backend.arch is not None:  # so other devices of this arch load it, not compile it
         keep_artifact(backend.arch, dkey, plan, artifact)
     with _timed("load"):
-        return backend.load(artifact, ptypes)
+        return backend.load(_with_folder(artifact, backend), ptypes)
+
+
+def _with_folder(artifact, backend):
+    """The artifact with ``folder``: where the backend may keep files of its own for its arch
+    (the cpu backend's kernel modules and numba's cache of them), None without a usable disk
+    cache."""
+    if isinstance(artifact, dict) and backend.arch is not None:
+        artifact = dict(artifact, folder=disk_cache().folder(backend.arch)
+                        if config.get("CACHE") else None)
+    return artifact
 
 
 # -- launching ------------------------------------------------------------------------------------

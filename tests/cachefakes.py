@@ -1,8 +1,8 @@
 """Backends with a disk level that run without a GPU, for the kernel-cache tests.
 
-- :class:`DiskCpuBackend`: the cpu backend with an ``arch``, so the runtime keeps its kernels on
-  disk. The "cubin" it stores is the generated cpu source; loading one compiles that source with
-  numba's CPU target. Results are real, so cache behaviour is checked together with values.
+- :class:`DiskCpuBackend`: the cpu backend (its own disk level: the kernel source as a ``src``
+  entry) under a test arch and device name of its own, recording what it loads. Results are
+  real, so cache behaviour is checked together with values.
 - :class:`FakeCudaBackend`: named ``cuda``, arch ``sm_90``; compiles with the real numba-cuda →
   PTX → nvJitLink path (no GPU needed) and records what it loads and launches instead of running
   it: the warm-start tests check that a second process loads the same cubin without numba.
@@ -45,29 +45,20 @@ def _cpu_base():
 
 
 class DiskCpuBackend(_cpu_base()):
-    arch = "sm_test"
     device_key = "cpu-disk"
 
     def __init__(self, device_key: str = "cpu-disk"):
         super().__init__()
+        self.arch = "sm_test"
         self.device_key = device_key
         self.loads: list[str] = []
 
     def toolchain(self) -> dict[str, str]:
         return toolchain()
 
-    def compile(self, source, fn_name, param_types, helpers):
-        return {"ptx": source, "cubin": source.encode(), "entry": fn_name,
-                "kernel": super().compile(source, fn_name, param_types, helpers)}
-
     def load(self, artifact, param_types):
         self.loads.append(artifact["entry"])
-        if "kernel" in artifact:
-            return artifact["kernel"]
-        from fusedarrays import devicelib
-
-        source = artifact["cubin"].decode()
-        return super().compile(source, artifact["entry"], param_types, devicelib.helpers())
+        return super().load(artifact, param_types)
 
 
 class FakeCudaBackend:
@@ -75,6 +66,7 @@ class FakeCudaBackend:
 
     name = "cuda"
     arch = "sm_90"
+    disk_kind = "cubin"
     alloc_align = None  # address() says
 
     def __init__(self, device_key: str = "fake:0:sm_90"):

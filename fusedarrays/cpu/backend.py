@@ -11,13 +11,23 @@ the calling thread taking the first share. Not numba's ``parallel=True``: its pa
 about a second more per kernel compile than the serial function, and its OpenMP threading layer
 kills any ``fork()`` child of a process that used it. Python threads survive as a pool that a
 forked child simply makes anew, and calls from several user threads at once are safe.
-Compiled kernels live in the runtime's memory cache; this backend has no disk level (``arch`` is
-None).
+Disk level: a kernel's source is a disk-cache entry (kind ``src``, keyed by the arch
+``cpu-<machine>-<LLVM host CPU>`` and numba's, llvmlite's and the CPU features' versions), and it is
+loaded as a module file in the arch's folder (written once, by ``os.replace``, with a fixed
+modification time) whose function numba compiles with ``cache=True``: numba keeps the machine
+code beside it, keyed by that file's size and time, so a second process loads it instead of
+compiling. The entry carries the checksum; numba's files are numba's, and one that fails to load
+is dropped and the kernel compiled again (a miss, never an error).
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import math
 import os
+import platform
+import re
+import sys
 import threading
 import types
 from concurrent.futures import ThreadPoolExecutor
@@ -118,16 +128,33 @@ def run_chunks(kernel, args: tuple) -> None:
             future.result()
 
 
+_MODULE_TIME = 1_000_000_000   # every kernel module file's mtime: numba's cache keys on it
+
+
 class CpuBackend(HostMemory):
     name = "cpu"
     device_key = "cpu"
-    arch = None
+    disk_kind = "src"
 
     def __init__(self):
+        import llvmlite
+        import llvmlite.binding as llvm
         import numba  # the backend is the only place that imports numba on this path
 
         self._numba = numba
         self._namespace: dict | None = None
+        # At NUMBA_OPT=0 numba calls the helpers through addresses it refuses to cache (with a
+        # warning per kernel): then the kernels' machine code stays in memory.
+        self._numba_caches = int(numba.config.OPT) > 0
+        host = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{platform.machine()}-{llvm.get_host_cpu_name()}")
+        self.arch = f"cpu-{host}"[:64]
+        features = llvm.get_host_cpu_features().flatten()
+        self._toolchain = {"numba": numba.__version__, "llvmlite": llvmlite.__version__,
+                           "cpu features": hashlib.sha256(features.encode()).hexdigest()[:16]}
+
+    def toolchain(self) -> dict[str, str]:
+        """What shapes the machine code besides the source: part of every disk key."""
+        return self._toolchain
 
     def _jit(self, fn, ns: dict):
         rebound = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
@@ -157,23 +184,58 @@ class CpuBackend(HostMemory):
         return ns
 
     def compile(self, source: str, fn_name: str, param_types: tuple[str, ...], helpers: dict):
-        ns = dict(self.namespace(helpers))
+        """The kernel module's source (numba compiles at the first call, which knows the
+        argument types); a source that does not parse fails here."""
         try:
-            exec(compile(source, f"<fusedarrays kernel {fn_name}>", "exec"), ns)
-            return self._numba.njit(nogil=True, error_model="numpy")(ns[fn_name]), source
-        except Exception as exc:
+            compile(source, f"<fusedarrays kernel {fn_name}>", "exec")
+        except SyntaxError as exc:
             raise CompileError(f"cpu backend failed to build {fn_name}: {exc}", source) from exc
+        return {"src": source.encode(), "entry": fn_name}
 
-    def load(self, artifact, param_types):
-        return artifact
+    def load(self, artifact: dict, param_types) -> list:
+        """``[dispatcher, source, module file or None]`` of the artifact's kernel: from a module
+        file in ``artifact["folder"]`` with numba's cache on where there is one, else in memory."""
 
-    def launch(self, kernel, n: int, args: list, geometry: tuple = ()) -> None:
-        # numba specialises on the first call's argument types, so typing errors surface here.
-        dispatcher, source = kernel
+        source, name = artifact["src"].decode(), artifact["entry"]
+        folder = artifact.get("folder")
+        path = (_module_file(folder, source)
+                if folder is not None and self._numba_caches else None)
+        return [self._dispatcher(source, name, path), source, path]
+
+    def _dispatcher(self, source: str, name: str, path: str | None):
+        from .. import devicelib
+
+        # A module of its own, findable by name: numba's cache rebuilds a loaded kernel's
+        # environment by importing the function's module.
+        module = types.ModuleType(f"fusedarrays_kernels.{name}")
+        module.__dict__.update(self.namespace(devicelib.helpers()))
+        module.__file__ = path
+        sys.modules[module.__name__] = module
         try:
-            run_chunks(dispatcher, (n, *args))
+            exec(compile(source, path or f"<fusedarrays kernel {name}>", "exec"), module.__dict__)
+            return self._numba.njit(nogil=True, error_model="numpy",
+                                    cache=path is not None)(module.__dict__[name])
+        except Exception as exc:
+            raise CompileError(f"cpu backend failed to build {name}: {exc}", source) from exc
+
+    def launch(self, kernel: list, n: int, args: list, geometry: tuple = ()) -> None:
+        # numba specialises on the first call's argument types, so typing errors surface here.
+        try:
+            run_chunks(kernel[0], (n, *args))
         except Exception as exc:  # kernels compiled with error_model="numpy" raise nothing else
-            raise CompileError(f"cpu backend failed to compile: {exc}", source) from exc
+            if kernel[2] is None:
+                raise CompileError(f"cpu backend failed to compile: {exc}", kernel[1]) from exc
+            # numba's cached machine code would not load (a damaged file): drop it, compile
+            # again in memory, and go on
+            _forget_numba_cache(kernel[2])
+            kernel[0], kernel[2] = self._dispatcher(kernel[1], kernel[0].py_func.__name__,
+                                                    None), None
+            self.launch(kernel, n, args, geometry)
+
+    def prepare(self, kernel: list, n: int, args: list) -> None:
+        """Compile ``kernel`` for these argument types without running it (``k0 == k1``: the
+        kernel returns its chunk count before touching memory), so numba's cache holds it."""
+        kernel[0](0, 0, n, *args)
 
 
     def operand_arg(self, storage, dtype: np.dtype, elem_offset: int):
@@ -195,3 +257,40 @@ class CpuBackend(HostMemory):
                 column.append(self.operand_arg(*row[k]))
             columns.append(column)
         return [(meta, 0), len(rows), *columns], None
+
+
+def _module_file(folder, source: str) -> str | None:
+    """The path of ``source`` as a module file in ``folder``, written once (by ``os.replace``
+    from a temp file, so a reader never sees half of it) with a fixed modification time; a file
+    whose text differs is replaced, with numba's cache of it. None if it can't be written."""
+    path = os.path.join(str(folder), "k" + hashlib.sha256(source.encode()).hexdigest()[:40]
+                        + ".py")
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == source:
+                return path
+        _forget_numba_cache(path)
+    except OSError:
+        pass
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(source)
+        os.utime(tmp, (_MODULE_TIME, _MODULE_TIME))
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return None
+    return path
+
+
+def _forget_numba_cache(path: str) -> None:
+    """Remove numba's cache files of the module file ``path`` (its ``__pycache__`` entries)."""
+    folder, stem = os.path.split(path)
+    cache = os.path.join(folder, "__pycache__")
+    with contextlib.suppress(OSError):
+        for name in os.listdir(cache):
+            if name.startswith(stem[:-3] + "."):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(cache, name))

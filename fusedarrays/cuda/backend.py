@@ -42,6 +42,7 @@ class CudaBackend:
 
     name = "cuda"
     alloc_align = memory.POOL_ALIGN   # the pool's blocks (and zero bytes, address 0)
+    disk_kind = "cubin"               # what a disk-cache hit loads
     # A CUDA context does not survive fork(): in a forked child every method refuses, naming the
     # 'spawn' start method (fusedarrays/backend.py, refuse_after_fork).
     fork_safe = False

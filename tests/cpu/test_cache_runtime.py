@@ -47,7 +47,7 @@ def axpb(a, b, scale=1.5):
     return got
 
 
-def entries(root: Path, kind: str = "cubin") -> list[Path]:
+def entries(root: Path, kind: str = "src") -> list[Path]:
     return sorted((root / f"v{FORMAT}" / "sm_test").glob(f"*.{kind}"))
 
 
@@ -57,9 +57,11 @@ def test_a_second_process_loads_from_disk(cache_dir):
     fa.reset_stats()
     axpb(a, b)
     assert fa.stats()["compiles"] == 1 and fa.stats()["disk_hits"] == 0
-    assert len(entries(cache_dir)) == 1 and len(entries(cache_dir, "ptx")) == 1
+    # one entry: the kernel's source (its module file and numba's cache of it come at numba's
+    # default optimisation level only; tests/cpu/test_cpu_disk_cache.py runs that)
+    assert len(entries(cache_dir)) == 1
     info = fa.cache_info()
-    assert info["dir"] == str(cache_dir) and info["entries"] == 2 and info["bytes"] > 0
+    assert info["dir"] == str(cache_dir) and info["entries"] == 1 and info["bytes"] > 0
     second = new_device()
     fa.reset_stats()
     axpb(rand(seed=2), rand(seed=3), scale=-2.0)
@@ -208,8 +210,8 @@ def test_cache_off_writes_nothing_and_still_compiles_once_per_arch(cache_dir):
 def test_clear_cache_empties_the_folder_and_memory(cache_dir):
     new_device()
     axpb(rand(), rand(seed=1))
-    assert fa.cache_info()["entries"] == 2
-    assert fa.clear_cache() == 2
+    assert fa.cache_info()["entries"] == 1
+    assert fa.clear_cache() == 1
     assert fa.cache_info()["entries"] == 0 and fa.cache_info()["memory_entries"] == 0
     fa.reset_stats()
     axpb(rand(), rand(seed=1))
@@ -217,11 +219,11 @@ def test_clear_cache_empties_the_folder_and_memory(cache_dir):
 
 
 def test_the_size_cap_trims_old_entries(cache_dir):
-    with config.override(CACHE_SIZE=6000):   # the subject: a cap a few entries pass
+    with config.override(CACHE_SIZE=3000):   # the subject: a cap a few entries pass
         new_device()
         for dtype in (np.float32, np.float64, np.int32, np.int64, np.int16):
             axpb(rand(dtype=np.float64).astype(dtype), rand(seed=1).astype(dtype), 3)
-        assert 0 < fa.cache_info()["bytes"] <= 6000
+        assert 0 < fa.cache_info()["bytes"] <= 3000
         assert len(entries(cache_dir)) < 5
 
 

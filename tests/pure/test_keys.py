@@ -150,6 +150,7 @@ NOT_KERNEL_CODE = {
     "keys.py": "builds the key; shapes no code",
     "errors.py": "error messages",
     "cuda/toolchain.py": "the versions it reads are key parts",
+    "backend.py": "buffers and the seam; the cpu backend takes HostMemory from it, no kernel code",
 }
 
 
