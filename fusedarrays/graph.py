@@ -131,9 +131,12 @@ def _intern(ident: tuple, kind: str, dtype: np.dtype, shape: tuple, inputs: tupl
 
 
 def _sweep() -> None:
+    # Threads build nodes (and sweep) at once: iterate a copy (one C call, no thread switch
+    # inside), and remove an entry only while it still holds the dead reference.
     global _sweep_at
-    for ident in [i for i, ref in _interned.items() if ref() is None]:
-        del _interned[ident]
+    for ident, ref in _interned.copy().items():
+        if ref() is None and _interned.get(ident) is ref:
+            _interned.pop(ident, None)
     _sweep_at = max(4096, 2 * len(_interned))
 
 
