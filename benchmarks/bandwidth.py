@@ -24,9 +24,10 @@ import time
 import numpy as np
 
 import fusedarrays as fa
-from fusedarrays import layout, runtime
-from fusedarrays.backend import new_buffer
-from fusedarrays.plan import plan_kernel
+from fusedarrays.compiler.plan import plan_kernel
+from fusedarrays.ir import layout
+from fusedarrays.runtime import realize as runtime
+from fusedarrays.runtime.backend import new_buffer
 
 
 def median_ms(fn, sync, event=None, repeat=15, batch=10):

@@ -28,9 +28,10 @@ os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
 import numpy as np  # noqa: E402
 
 import fusedarrays as fa  # noqa: E402
-from fusedarrays import codegen, config  # noqa: E402
+from fusedarrays import config  # noqa: E402
+from fusedarrays.compiler import codegen  # noqa: E402
 
-precompile = importlib.import_module("fusedarrays.precompile")
+precompile = importlib.import_module("fusedarrays.runtime.precompile")
 UNARY = ["sin", "cos", "tan", "exp", "exp2", "expm1", "log1p", "sqrt", "cbrt", "tanh",
          "arctan", "sinh", "cosh", "arcsinh", "floor", "rint"]
 

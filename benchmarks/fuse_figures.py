@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 import fusedarrays as fa
-from fusedarrays import graph
+from fusedarrays.ir import graph
 
 ADAM = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8)
 

@@ -35,7 +35,7 @@ from fusedarrays import config
 
 
 def stub_backend(pool: bool = False):
-    backend = importlib.import_module("fusedarrays.backend").get_backend()
+    backend = importlib.import_module("fusedarrays.runtime.backend").get_backend()
     storage = np.empty(4096, np.uint8)
     backend.launch = lambda kernel, n, args, geometry=(): None
     backend.alloc = lambda nbytes: storage

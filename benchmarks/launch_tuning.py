@@ -24,8 +24,8 @@ import time
 import numpy as np
 
 import fusedarrays as fa
-from fusedarrays import runtime
 from fusedarrays.cuda import launch as launch_module
+from fusedarrays.runtime import realize as runtime
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bandwidth  # noqa: E402  (its kernel_only and median_ms)

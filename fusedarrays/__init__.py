@@ -7,32 +7,22 @@
 array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 """
 
-__version__ = "0.1.0"
-
-from . import elementwise as _elementwise
-from . import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
-from .array import (
+from .api import elementwise as _elementwise
+from .api import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
+from .api.array import asarray, compute, ndarray
+from .api.creation import (
     arange,
-    asarray,
-    broadcast_to,
-    compute,
     empty,
     empty_like,
-    expand_dims,
     full,
     full_like,
-    ndarray,
     ones,
     ones_like,
-    reshape,
-    squeeze,
-    transpose,
     zeros,
     zeros_like,
 )
-from .backend import free_cached_memory, memory_info
-from .backend import get_backend as _get_backend
-from .display import explain
+from .api.display import explain
+from .api.manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
 from .errors import (
     AmbiguousTruthValueError,
     CompileError,
@@ -46,9 +36,13 @@ from .errors import (
     TracerConversionError,
     UnsupportedOperationError,
 )
-from .fuse import fuse
-from .precompile import precompile
-from .runtime import cache_info, clear_cache, reset_stats, stats, timings
+from .fuse.function import fuse
+from .runtime.backend import free_cached_memory, memory_info
+from .runtime.backend import get_backend as _get_backend
+from .runtime.precompile import precompile
+from .runtime.realize import cache_info, clear_cache
+from .runtime.records import reset_stats, stats, timings
+from .version import __version__  # noqa: F401
 
 globals().update(_elementwise.FUNCTIONS)
 

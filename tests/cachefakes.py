@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-backend_module = importlib.import_module("fusedarrays.backend")
+backend_module = importlib.import_module("fusedarrays.runtime.backend")
 BASE = 0x7F00_0000_0000
 
 

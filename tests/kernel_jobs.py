@@ -10,9 +10,10 @@ import re
 import numpy as np
 
 import fusedarrays as fa
-from fusedarrays import codegen, config
+from fusedarrays import config
+from fusedarrays.compiler import codegen
 
-precompile = importlib.import_module("fusedarrays.precompile")
+precompile = importlib.import_module("fusedarrays.runtime.precompile")
 
 
 def plans(*exprs, n=1024):

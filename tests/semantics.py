@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import fusedarrays as fa
-from fusedarrays import config, ops
+from fusedarrays import config
+from fusedarrays.ir import ops
 
 DTYPES = [np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
                                 "uint32", "uint64", "float16", "float32", "float64")]

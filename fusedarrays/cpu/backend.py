@@ -35,8 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .. import config
-from ..backend import HostMemory
 from ..errors import CompileError
+from ..runtime.backend import HostMemory
 from . import half
 
 _INT_CASTS = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
@@ -203,7 +203,7 @@ class CpuBackend(HostMemory):
         return [self._dispatcher(source, name, path), source, path]
 
     def _dispatcher(self, source: str, name: str, path: str | None):
-        from .. import devicelib
+        from ..compiler import devicelib
 
         # A module of its own, findable by name: numba's cache rebuilds a loaded kernel's
         # environment by importing the function's module.

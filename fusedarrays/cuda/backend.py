@@ -19,7 +19,7 @@ import threading
 
 import numpy as np
 
-from ..backend import MemoryInfo
+from ..runtime.backend import MemoryInfo
 from . import memory
 from .launch import Launcher
 from .load import load_kernel

@@ -147,7 +147,7 @@ def serve(fd: int, idle_seconds: float = IDLE_SECONDS) -> None:
 
 def _serve(conn: Connection, idle_seconds: float) -> None:
     try:
-        import fusedarrays.cuda.warm  # noqa: F401 - importing it is the warm-up
+        from . import warm  # noqa: F401 - importing it is the warm-up
         threads = _native_threads()
         if len(threads) > 1:   # a fork would copy another thread's locks, not the thread
             raise RuntimeError(f"threads {threads} after warming up; a fork needs one")

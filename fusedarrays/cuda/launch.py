@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from cuda.core import LEGACY_DEFAULT_STREAM, Kernel, LaunchConfig, launch
 
-from ..layout import TILE_THREADS
+from ..ir.layout import TILE_THREADS
 
 BLOCK = 256
 BLOCKS_PER_SM = 32  # grid-stride loop: more blocks than this only adds scheduling overhead

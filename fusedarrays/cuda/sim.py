@@ -17,10 +17,10 @@ import warnings
 import numpy as np
 
 from .. import config
-from ..backend import HostMemory
-from ..dtypes import BY_CODE
 from ..errors import CompileError
-from ..layout import TILE_THREADS
+from ..ir.dtypes import BY_CODE
+from ..ir.layout import TILE_THREADS
+from ..runtime.backend import HostMemory
 
 _MATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "log": np.log,
                "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sin": np.sin,

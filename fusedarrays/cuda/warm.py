@@ -12,7 +12,7 @@ that use it again. Each worker links its own kernel.
 
 from __future__ import annotations
 
-from .. import devicelib
+from ..compiler import devicelib
 from .compile import compile_ptx
 
 _SOURCE = "def fa_warm(n, p0):\n    i = cv_i64(cuda.grid(1))\n    if i < n:\n" \

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 import fusedarrays as fa
-from fusedarrays import config, ops
+from fusedarrays import config
 from fusedarrays.cuda.backend import CudaBackend
+from fusedarrays.ir import ops
 
 
 @pytest.mark.skipif(CudaBackend.available(), reason="a CUDA device is visible here")

@@ -16,8 +16,9 @@ import pytest
 from cachefakes import DiskCpuBackend, backend_module, install
 
 import fusedarrays as fa
-from fusedarrays import config, runtime
-from fusedarrays.diskcache import FORMAT
+from fusedarrays import config
+from fusedarrays.runtime import realize as runtime
+from fusedarrays.runtime.diskcache import FORMAT
 
 _devices = itertools.count()
 
@@ -145,7 +146,7 @@ def test_a_toolchain_version_change_misses(cache_dir, monkeypatch):
 
 def test_an_edit_to_the_kernel_code_misses(cache_dir, tmp_path_factory, monkeypatch):
     # The kernel code read from a copy, so that one of its files can be edited.
-    from fusedarrays import keys
+    from fusedarrays.compiler import keys
 
     copy = tmp_path_factory.mktemp("package")
     for name in keys.KERNEL_CODE:
@@ -160,7 +161,7 @@ def test_an_edit_to_the_kernel_code_misses(cache_dir, tmp_path_factory, monkeypa
     fa.reset_stats()
     axpb(a, b)
     assert fa.stats()["compiles"] == 0 and fa.stats()["disk_hits"] == 1
-    helpers = copy / "devicelib.py"
+    helpers = copy / "compiler" / "devicelib.py"
     helpers.write_text(helpers.read_text().replace("cv_i64(0)", "cv_i64(0 * a)", 1))
     monkeypatch.setattr(keys, "_code_version", None)  # as a new process would read it
     new_device()

@@ -21,10 +21,11 @@ import numpy as np
 import pytest
 
 import fusedarrays as fa
-from fusedarrays import config, runtime
+from fusedarrays import config
 from fusedarrays.cuda.sim import SimBackend
+from fusedarrays.runtime import realize as runtime
 
-backend_module = importlib.import_module("fusedarrays.backend")  # fa.backend is a function
+backend_module = importlib.import_module("fusedarrays.runtime.backend")  # fa.backend is a function
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SEED = 20261123
 

@@ -15,7 +15,7 @@ from childenv import pythonpath
 
 import fusedarrays as fa
 from fusedarrays import config
-from fusedarrays.backend import MemoryInfo
+from fusedarrays.runtime.backend import MemoryInfo
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

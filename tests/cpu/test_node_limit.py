@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import fusedarrays as fa
-from fusedarrays import config, graph
+from fusedarrays import config
+from fusedarrays.ir import graph
 
 SEED = 20261122
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import fusedarrays as fa
-from fusedarrays import config, graph, ops
-from fusedarrays.npfunctions import IMPLEMENTED
+from fusedarrays import config
+from fusedarrays.api.npfunctions import IMPLEMENTED
+from fusedarrays.ir import graph, ops
 
 SEED = 20240611
 

@@ -13,11 +13,12 @@ pytest.importorskip("numba.cuda")
 from kernel_jobs import jobs, normal, plans  # noqa: E402
 
 import fusedarrays as fa  # noqa: E402
-from fusedarrays import config, devicelib  # noqa: E402
+from fusedarrays import config  # noqa: E402
+from fusedarrays.compiler import devicelib  # noqa: E402
 from fusedarrays.cuda import compile as cc  # noqa: E402
 from fusedarrays.cuda import intrinsics  # noqa: E402
 
-precompile = importlib.import_module("fusedarrays.precompile")
+precompile = importlib.import_module("fusedarrays.runtime.precompile")
 
 
 def test_an_intrinsic_signature_typed_before_skips_numbas_registry_refresh(monkeypatch):
@@ -176,8 +177,8 @@ def test_a_compile_error_reads_as_plain_text_and_numbas_colours_come_back():
 def every_op_plans():
     """Flat kernels that together use every op of the table for each dtype it takes (twelve ops
     to a kernel, each its own output), plus a row walk, a tile and float16 lanes."""
-    from fusedarrays import dtypes, ops
     from fusedarrays.errors import FusedArraysError
+    from fusedarrays.ir import dtypes, ops
 
     rng = np.random.default_rng(2)
     found = []

@@ -22,7 +22,7 @@ import fusedarrays as fa  # noqa: E402
 from fusedarrays.cuda import compile as cc  # noqa: E402
 from fusedarrays.cuda import compile_server  # noqa: E402
 
-precompile = importlib.import_module("fusedarrays.precompile")
+precompile = importlib.import_module("fusedarrays.runtime.precompile")
 
 BAD = ("def fa_bad(n, p0):\n    st_f32(p0, 0, undefined_name)\n", "fa_bad", ("i64", "ptr"),
        "sm_90")

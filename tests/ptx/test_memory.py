@@ -92,8 +92,8 @@ def test_the_cache_keeps_at_most_its_cap(monkeypatch):
 
 
 def test_a_new_buffer_takes_the_pool_alignment_and_frees_its_block_when_it_dies(monkeypatch):
-    from fusedarrays.backend import new_buffer
     from fusedarrays.cuda import memory
+    from fusedarrays.runtime.backend import new_buffer
 
     cache = memory._BlockCache()
     monkeypatch.setattr(memory, "_BLOCKS", cache)
@@ -267,8 +267,8 @@ def test_give_back_empties_the_cache_and_trims_the_pool(monkeypatch, cache):
 
 
 def test_memory_info_and_free_cached_memory_through_the_backend(monkeypatch, cache):
-    from fusedarrays.backend import MemoryInfo
     from fusedarrays.cuda import memory
+    from fusedarrays.runtime.backend import MemoryInfo
 
     driver = FakeDriver(free=60 * GIB, total=80 * GIB).install(monkeypatch)
     pool = FakePool()

@@ -16,13 +16,13 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from fusedarrays.cuda.compile import (  # noqa: E402
+from fusedarrays.cuda.compile import (
     arch_cc,
     compile_ptx,
     entry_name,
     link_cubin,
     toolchain_versions,
-)
+)  # noqa: E402
 from fusedarrays.errors import CompileError  # noqa: E402
 
 ARCH = "sm_90"

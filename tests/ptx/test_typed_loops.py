@@ -20,11 +20,12 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from fusedarrays import codegen, devicelib, dtypes, graph, layout, ops  # noqa: E402
-from fusedarrays.dtypes import BY_CODE, CODES, COMPUTE_CODE  # noqa: E402
-from fusedarrays.elementwise import loop_dtypes  # noqa: E402
+from fusedarrays.api.elementwise import loop_dtypes  # noqa: E402
+from fusedarrays.compiler import codegen, devicelib  # noqa: E402
+from fusedarrays.compiler.plan import plan_kernel  # noqa: E402
 from fusedarrays.errors import UnsupportedOperationError  # noqa: E402
-from fusedarrays.plan import plan_kernel  # noqa: E402
+from fusedarrays.ir import dtypes, graph, layout, ops  # noqa: E402
+from fusedarrays.ir.dtypes import BY_CODE, CODES, COMPUTE_CODE  # noqa: E402
 
 CHUNK = 20  # templates typed per generated function (a longer tuple display compiles otherwise)
 

@@ -18,9 +18,10 @@ from childenv import pythonpath
 pytest.importorskip("numba.cuda")
 
 import fusedarrays as fa  # noqa: E402
-from fusedarrays import config, runtime  # noqa: E402
-from fusedarrays.diskcache import FORMAT, DiskCache  # noqa: E402
+from fusedarrays import config  # noqa: E402
 from fusedarrays.errors import DeviceUnavailableError  # noqa: E402
+from fusedarrays.runtime import realize as runtime  # noqa: E402
+from fusedarrays.runtime.diskcache import FORMAT, DiskCache  # noqa: E402
 
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
@@ -183,7 +184,7 @@ def test_devices_of_one_arch_share_one_compile(tmp_path):
 
 
 def test_the_warm_path_imports_no_numba():
-    code = ("import sys, fusedarrays, fusedarrays.runtime, fusedarrays.precompile, "
+    code = ("import sys, fusedarrays, fusedarrays.runtime.realize, fusedarrays.runtime.precompile, "
             "fusedarrays.cuda.backend, fusedarrays.cuda.load, fusedarrays.cuda.launch, "
             "fusedarrays.cuda.memory\n"
             "from fusedarrays.cuda.compile import toolchain_versions\n"

@@ -9,7 +9,7 @@ import importlib
 import threading
 import time
 
-backend = importlib.import_module("fusedarrays.backend")   # fa.backend is the function
+backend = importlib.import_module("fusedarrays.runtime.backend")   # fa.backend is the function
 
 starts = []
 

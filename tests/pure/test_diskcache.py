@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from childenv import pythonpath
 
-from fusedarrays import diskcache
-from fusedarrays.diskcache import FORMAT, DiskCache
+from fusedarrays.runtime import diskcache
+from fusedarrays.runtime.diskcache import FORMAT, DiskCache
 
 REPO = Path(__file__).resolve().parents[2]
 ARCH = "sm_90"
@@ -79,7 +79,7 @@ def test_another_process_reads_ours_and_writes_one_we_read(tmp_path):
     child = run_python(
         """
         import hashlib, json, sys
-        from fusedarrays.diskcache import DiskCache
+        from fusedarrays.runtime.diskcache import DiskCache
         root, ours, theirs = sys.argv[1:]
         cache = DiskCache(root)
         body, meta = cache.get("sm_90", ours, "ptx")
@@ -319,7 +319,7 @@ def test_malformed_arguments_raise_value_error(tmp_path, arch, key, kind, meta):
 
 WRITER = """
     import hashlib, sys, time
-    from fusedarrays.diskcache import DiskCache
+    from fusedarrays.runtime.diskcache import DiskCache
 
     def body_of(key):  # the same rule as body_of in the test module
         return hashlib.shake_256(key.encode()).digest(1024 + int(key[:4], 16) % 4096)

@@ -16,9 +16,13 @@ from pathlib import Path
 import numpy as np
 from childenv import pythonpath
 
-from fusedarrays import config, graph, keys, layout, records, runtime
+from fusedarrays import config
+from fusedarrays.compiler import keys
+from fusedarrays.compiler.plan import plan_kernel
 from fusedarrays.cuda import toolchain as cuda_toolchain
-from fusedarrays.plan import plan_kernel
+from fusedarrays.ir import graph, layout
+from fusedarrays.runtime import realize as runtime
+from fusedarrays.runtime import records
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,9 +30,10 @@ REPO = Path(__file__).resolve().parents[2]
 KEYS_SCRIPT = """
 import json, sys
 import numpy as np
-from fusedarrays import graph, layout, runtime
+from fusedarrays.ir import graph, layout
+from fusedarrays.runtime import realize as runtime
 from fusedarrays.cuda.toolchain import toolchain_versions
-from fusedarrays.plan import plan_kernel
+from fusedarrays.compiler.plan import plan_kernel
 
 class Buf:
     def __init__(self):
@@ -146,11 +151,15 @@ def test_the_kernel_code_is_hashed_once_per_process(monkeypatch):
 # Modules the kernel code imports that are not hashed, and why (keys.KERNEL_CODE's comment).
 NOT_KERNEL_CODE = {
     "config.py": "the codegen settings are a key part by value",
-    "graph.py": "reaches a kernel only through the plan's instructions, a key part by value",
-    "keys.py": "builds the key; shapes no code",
+    "ir/graph.py": "reaches a kernel only through the plan's instructions, a key part by value",
+    "compiler/keys.py": "builds the key; shapes no code",
     "errors.py": "error messages",
+    "ir/__init__.py": "the folder's description, no code",
+    "compiler/__init__.py": "the folder's description, no code",
+    "version.py": "the package version is a key part by value",
     "cuda/toolchain.py": "the versions it reads are key parts",
-    "backend.py": "buffers and the seam; the cpu backend takes HostMemory from it, no kernel code",
+    "runtime/backend.py": ("buffers and the seam; the cpu backend takes HostMemory from it, "
+                           "no kernel code"),
 }
 
 
@@ -164,8 +173,9 @@ def _package_imports(name: str) -> set[str]:
             base = path.parent
             for _ in range(node.level - 1):
                 base = base.parent
-            stems = ([node.module] if node.module
-                     else [alias.name for alias in node.names])
+            stems = [node.module] if node.module else []
+            stems += [f"{node.module}.{alias.name}" if node.module else alias.name
+                      for alias in node.names]
             for stem in stems:
                 target = base.joinpath(*stem.split("."))
                 for candidate in (target.with_suffix(".py"), target / "__init__.py"):
@@ -180,7 +190,8 @@ def _package_imports(name: str) -> set[str]:
 
 def test_every_module_the_kernel_code_imports_is_hashed_or_excused():
     imported = set().union(*(_package_imports(name) for name in keys.KERNEL_CODE))
-    assert "devicelib.py" in imported and "cuda/intrinsics.py" in imported  # the walk works
+    # the walk works
+    assert "compiler/devicelib.py" in imported and "cuda/intrinsics.py" in imported
     unexplained = imported - set(keys.KERNEL_CODE) - set(NOT_KERNEL_CODE)
     assert not unexplained, f"hash them (keys.KERNEL_CODE) or say why not: {unexplained}"
     assert not set(NOT_KERNEL_CODE) & set(keys.KERNEL_CODE)
@@ -193,9 +204,10 @@ EDITED_SCRIPT = """
 import json, sys
 import numpy as np
 import fusedarrays
-from fusedarrays import graph, layout, runtime
-from fusedarrays.diskcache import DiskCache
-from fusedarrays.plan import plan_kernel
+from fusedarrays.ir import graph, layout
+from fusedarrays.runtime import realize as runtime
+from fusedarrays.runtime.diskcache import DiskCache
+from fusedarrays.compiler.plan import plan_kernel
 
 class Buf:
     def __init__(self):
@@ -217,7 +229,7 @@ def test_a_helper_edited_in_a_copy_of_the_package_is_a_disk_miss(tmp_path):
     ignore = shutil.ignore_patterns("__pycache__")
     for copy in ("original", "edited"):
         shutil.copytree(REPO / "fusedarrays", tmp_path / copy / "fusedarrays", ignore=ignore)
-    helpers = tmp_path / "edited" / "fusedarrays" / "devicelib.py"
+    helpers = tmp_path / "edited" / "fusedarrays" / "compiler" / "devicelib.py"
     text = helpers.read_text()
     assert "        return cv_i64(0)\n" in text
     helpers.write_text(text.replace("        return cv_i64(0)\n",
@@ -279,9 +291,9 @@ def test_the_runtime_explains_against_kernels_of_the_same_expression(monkeypatch
     # compiled (another dtype, other settings) may be nearer to ``second`` than ``first`` is.
     monkeypatch.setattr(records, "_by_family", {})
     first, second = _plan("float32"), _plan("float64")
-    assert runtime.family(first) == runtime.family(second)
-    runtime.note_kernel(first, "first compile of this graph")
-    assert runtime.why_compile(second).startswith("in0 dtype float32 → float64; ")
+    assert records.family(first) == records.family(second)
+    records.note_kernel(first, "first compile of this graph")
+    assert records.why_compile(second).startswith("in0 dtype float32 → float64; ")
 
 
 def test_part_changes_read_as_words():
@@ -294,7 +306,7 @@ def test_part_changes_read_as_words():
 
 
 def test_timings_is_a_mapping_that_prints_as_a_table():
-    t = runtime.Timings({"codegen": (1, 0.002), "nvvm": (2, 0.25), "launch": (4000, 0.02)})
+    t = records.Timings({"codegen": (1, 0.002), "nvvm": (2, 0.25), "launch": (4000, 0.02)})
     assert t["nvvm"] == (2, 0.25) and dict(t)["launch"] == (4000, 0.02)
     assert json.loads(json.dumps(t)) == {"codegen": [1, 0.002], "nvvm": [2, 0.25],
                                          "launch": [4000, 0.02]}

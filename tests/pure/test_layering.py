@@ -1,5 +1,5 @@
-"""The layering of ARCHITECTURE.md, enforced by parsing imports; and a free ``import
-fusedarrays``."""
+"""The package's floors (ARCHITECTURE.md), enforced by parsing imports; no import circles; a free
+``import fusedarrays``."""
 
 import ast
 import pathlib
@@ -7,53 +7,105 @@ import subprocess
 import sys
 
 PKG = pathlib.Path(__file__).resolve().parents[2] / "fusedarrays"
-# Lower layers never import higher ones. Same-layer imports are allowed.
-LAYERS = [
-    {"errors", "config"},
-    {"dtypes", "ops", "devicelib"},
-    {"graph", "layout"},
-    {"plan", "codegen", "keys"},
-    {"diskcache", "records"},
-    {"backend", "cuda", "cpu"},
-    {"runtime", "precompile"},
-    {"array", "elementwise", "npfunctions", "arguments", "fuse", "trace", "foreach", "recipe"},
-    {"display", "__main__", "__init__"},
+# Floors, lowest first: a module imports only from its own floor or lower ones.
+FLOORS = [
+    {"errors", "config", "version"},   # the ground
+    {"ir"},                            # pure data: ops, dtypes, graph, layout
+    {"compiler"},                      # pure: plan, codegen, devicelib, keys
+    {"runtime"},                       # realize, launch records, backend seam, caches, precompile
+    {"cuda", "cpu"},                   # the backends: the only places that import numba, drivers
+    {"api"},                           # what users touch
+    {"fuse"},                          # @fa.fuse: tracing, foreach, argument packers
+    {"__init__", "__main__"},
 ]
-RANK = {name: k for k, layer in enumerate(LAYERS) for name in layer}
+FLOOR = {room: k for k, rooms in enumerate(FLOORS) for room in rooms}
+# Only the backend seam names the backends' modules (by string, imported on first use).
+BACKENDS = {"cuda", "cpu"}
 
 
-def _module_name(path: pathlib.Path) -> str:
-    rel = path.relative_to(PKG)
-    return rel.parts[0].removesuffix(".py")
+def _module(path: pathlib.Path) -> str:
+    """Dotted name under the package: ``ir.graph``, ``config``, ``cuda.backend``."""
+    parts = list(path.relative_to(PKG).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(parts)
+
+
+def _room(module: str) -> str:
+    return module.split(".")[0]
+
+
+MODULES = {_module(p): p for p in PKG.rglob("*.py")}
 
 
 def _imports(path: pathlib.Path):
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level > 0:
-            parts = (node.module or "").split(".")
-            if node.level == 1 and path.parent != PKG:
-                yield _module_name(path)  # inside a subpackage: its own layer
-                continue
-            if parts[0]:
-                yield parts[0]
-            else:
-                yield from (alias.name for alias in node.names)
+    """Package modules that ``path`` imports, anywhere in the file (function bodies too)."""
+    own = _module(path).split(".")
+    package = own if path.name == "__init__.py" and len(own) > 1 else own[:-1]
+    if path.parent == PKG:
+        package = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and path.name != "__main__.py":   # it runs fa as users do
+            assert not any(a.name.split(".")[0] == "fusedarrays" for a in node.names), path
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        assert node.level > 0 or not (node.module or "").startswith("fusedarrays"), (
+            f"{path}: import the package relatively")
+        if node.level == 0:
+            continue
+        base = package[:len(package) - (node.level - 1)]
+        if node.module:
+            base = base + node.module.split(".")
+        found_module = ".".join(base)
+        for alias in node.names:
+            sub = ".".join(base + [alias.name])
+            if sub in MODULES:
+                yield sub
+            elif found_module in MODULES:
+                yield found_module
 
 
-def test_no_module_imports_a_higher_layer():
+def test_no_module_imports_a_higher_floor():
     bad = []
-    for path in PKG.rglob("*.py"):
-        own = RANK[_module_name(path)]
+    for module, path in MODULES.items():
+        own = FLOOR[_room(module)]
         for target in _imports(path):
-            if target in RANK and RANK[target] > own and _module_name(path) != "__init__":
-                bad.append(f"{path.relative_to(PKG)} imports {target}")
+            if FLOOR[_room(target)] > own:
+                bad.append(f"{module} imports {target}")
     assert not bad, bad
 
 
-def test_every_module_is_placed_in_a_layer():
-    names = {_module_name(p) for p in PKG.rglob("*.py")}
-    assert names <= set(RANK), names - set(RANK)
+def test_only_the_backend_seam_names_the_backends():
+    bad = [f"{module} imports {target}" for module, path in MODULES.items()
+           if _room(module) not in BACKENDS for target in _imports(path)
+           if _room(target) in BACKENDS]
+    assert not bad, bad
+    seam = (PKG / "runtime" / "backend.py").read_text()
+    assert "fusedarrays.cuda.backend" in seam and "fusedarrays.cpu.backend" in seam
+
+
+def test_every_module_is_on_a_floor():
+    rooms = {_room(m) for m in MODULES}
+    assert rooms <= set(FLOOR), rooms - set(FLOOR)
+
+
+def test_no_import_circles():
+    graph = {m: set(_imports(p)) - {m} for m, p in MODULES.items()}
+    done: set = set()
+
+    def visit(module, path):
+        if module in path:
+            cycle = path[path.index(module):] + [module]
+            raise AssertionError("import circle: " + " → ".join(cycle))
+        if module in done:
+            return
+        for target in sorted(graph[module]):
+            visit(target, path + [module])
+        done.add(module)
+
+    for module in sorted(graph):
+        if module != "__init__":   # the namespace imports everything; nothing imports it
+            visit(module, [])
 
 
 def test_import_is_free_of_numba_and_drivers():

@@ -6,8 +6,9 @@ import pathlib
 import numpy as np
 import pytest
 
-from fusedarrays import codegen, graph, layout, ops
-from fusedarrays.plan import plan_kernel
+from fusedarrays.compiler import codegen
+from fusedarrays.compiler.plan import plan_kernel
+from fusedarrays.ir import graph, layout, ops
 
 SNAPSHOTS = pathlib.Path(__file__).parent / "snapshots"
 
@@ -85,7 +86,7 @@ def test_every_row_is_complete(row):
 def test_tiles_of_transposed_operands_fit_in_shared_memory():
     """Three float32 tiles (3 × 64 × 65 × 4 bytes) pass the 48 KiB a block may take statically:
     the third transposed operand is read strided; float64 tiles fit one at a time."""
-    from fusedarrays import layout
+    from fusedarrays.ir import layout
 
     dims, t, c = (300, 400), (1, 300), (400, 1)
     schedule, classes = layout.schedule(dims, [t, t, t, c], [4, 4, 4, 4])

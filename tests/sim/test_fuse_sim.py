@@ -85,7 +85,7 @@ def test_aliasing_and_two_outputs():
 def test_foreach_kernel_compiles_to_ptx_for_sm_90():
     """The multi-tensor kernel the sim just ran, as the cuda backend compiles it (no GPU)."""
     pytest.importorskip("numba.cuda")
-    from fusedarrays import codegen, devicelib
+    from fusedarrays.compiler import codegen, devicelib
     from fusedarrays.cuda.compile import compile_ptx
 
     lists = [[fa.asarray(a)] for a in ex.state(8, 2)]

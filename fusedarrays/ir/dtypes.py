@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import DTypeError, UnsupportedOperationError
+from ..errors import DTypeError, UnsupportedOperationError
 
 CODES: dict[np.dtype, str] = {
     np.dtype(np.bool_): "b1",
@@ -93,7 +93,7 @@ def resolve(ufunc: np.ufunc, op_name: str, types) -> tuple[np.dtype, ...]:
     except (TypeError, np.exceptions.DTypePromotionError) as exc:
         shown = ", ".join(str(t) for t in types)
         raise UnsupportedOperationError(
-            f"{op_name} is not defined for ({shown}): {exc}. See fusedarrays.ops.OPS for the "
+            f"{op_name} is not defined for ({shown}): {exc}. See fusedarrays.ir.ops.OPS for the "
             f"ops and fusedarrays.dtypes.SUPPORTED for the dtypes"
         ) from None
     for dt in dts:

@@ -19,25 +19,19 @@ import weakref
 
 import numpy as np
 
-from . import codegen, config, devicelib, graph, keys, layout
+from .. import config
+from ..compiler import codegen, devicelib, keys
+from ..compiler.plan import KernelPlan, plan_kernel
+from ..ir import graph, layout
 from .backend import Backend, Buffer, append_weak, new_buffer
 from .diskcache import DiskCache
-from .plan import KernelPlan, plan_kernel
-from .records import (  # noqa: F401 - re-exported: fa.stats, fa.timings, display, fuse
-    STAGES,
-    Timings,
+from .records import (
     _add_time,
     _perf,
     _stats,
     _timed,
-    compiled_info,
-    count_launch,
-    family,
     note_compile,
     note_kernel,
-    reset_stats,
-    stats,
-    timings,
     why_compile,
 )
 

@@ -12,10 +12,11 @@ import weakref
 
 import numpy as np
 
-from . import array, dtypes, graph
-from .array import ndarray
-from .backend import Buffer, get_backend
-from .errors import ReadOnlyArgumentError, UnsupportedOperationError
+from ..api import array
+from ..api.array import ndarray
+from ..errors import ReadOnlyArgumentError, UnsupportedOperationError
+from ..ir import dtypes, graph
+from ..runtime.backend import Buffer, get_backend
 
 _NUMPY_BUFFERS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 

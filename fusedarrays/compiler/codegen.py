@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import ops
-from .dtypes import BY_CODE, COMPUTE_CODE
-from .layout import TILE, TILE_THREADS
+from ..ir import ops
+from ..ir.dtypes import BY_CODE, COMPUTE_CODE
+from ..ir.layout import TILE, TILE_THREADS
 from .plan import ForeachPlan, Instr, KernelPlan, operand_params
 
 

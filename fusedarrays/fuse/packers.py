@@ -4,7 +4,7 @@ Where it sits: between :mod:`fuse` (and :mod:`foreach`), which trace and plan on
 and the backend's launch. For each planned launch, :func:`make_packer` writes a small Python
 function that maps the call's values to the kernel arguments after ``n``: each operand's pointer
 (from an argument's, an output's or a temporary's storage, with the offset
-``runtime.launch_plan`` would fold in), the plan's integer parameters, and each scalar parameter
+``realize.launch_plan`` would fold in), the plan's integer parameters, and each scalar parameter
 computed on the host from the traced scalars (``1 - beta1 ** step``) and converted to its kernel
 type. A cached call runs it and launches: no tracing, no planning, no interpretation.
 """
@@ -15,7 +15,7 @@ import functools
 
 import numpy as np
 
-from . import runtime
+from ..runtime import realize
 from .trace import TracedScalar
 
 
@@ -38,9 +38,9 @@ def _named(names: dict, value) -> str:
 
 
 def _converter(dtype: np.dtype):
-    """Host value → kernel parameter, as :func:`runtime.scalar_arg` converts it."""
+    """Host value → kernel parameter, as :func:`realize.scalar_arg` converts it."""
     if dtype == np.float16 or dtype == np.bool_:
-        return functools.partial(runtime.scalar_arg, dtype=dtype)
+        return functools.partial(realize.scalar_arg, dtype=dtype)
     return dtype.type
 
 
@@ -87,7 +87,7 @@ class _Packer:
 
 def make_packer(plan, sources: tuple, roots: dict, backend):
     """A generated ``pack(A, O, T)`` → the launch arguments after ``n``: each operand's pointer
-    from argument, output or temporary storage (as ``runtime.launch_plan`` passes it), the plan's
+    from argument, output or temporary storage (as ``realize.launch_plan`` passes it), the plan's
     integer parameters, and each scalar computed from the call's values ``A``."""
     packer = _Packer()
     names = packer.names

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import config, graph, keys, layout
-from .dtypes import CODES
-from .errors import ShapeError
+from .. import config
+from ..errors import ShapeError
+from ..ir import graph, layout
+from ..ir.dtypes import CODES
+from . import keys
 
 
 @dataclass(frozen=True)

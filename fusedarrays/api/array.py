@@ -16,20 +16,21 @@ import weakref
 
 import numpy as np
 
-from . import config, dtypes, graph, layout, runtime
-from .backend import (
+from .. import config
+from ..errors import AmbiguousTruthValueError
+from ..ir import dtypes, graph, layout
+from ..runtime import realize
+from ..runtime.backend import (
     Backend,
     Buffer,
     append_weak,
     buffer_from_host,
     get_backend,
-    new_buffer,
 )
-from .errors import AmbiguousTruthValueError
 
 
 class _Tracing(threading.local):
-    """fuse's tracer (fusedarrays/trace.py) while this thread traces a function, else None:
+    """fuse's tracer (fusedarrays/fuse/trace.py) while this thread traces a function, else None:
     writes into its placeholders are recorded instead of run, and evaluating a traced value
     raises. One per thread: another thread's arrays, meanwhile, are not the trace's."""
 
@@ -115,7 +116,7 @@ class ndarray:
                 and self._views is None):
             # The common case, kept short (it is on every evaluation's host time): a pending
             # expression that is no view and has none; what compute() does for it, exactly.
-            self._node = runtime.compute_nodes([node], _backend_of(node))[0]
+            self._node = realize.compute_nodes([node], _backend_of(node))[0]
             return self
         compute(self)
         return self
@@ -233,14 +234,8 @@ class ndarray:
         shape, strides, offset = layout.getitem((shape, strides, offset), key)
         return buffer, self.dtype, shape, strides, offset
 
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .elementwise import array_ufunc
-        return array_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        # np.where, np.reshape …: fusedarrays.npfunctions.IMPLEMENTED, or a refusal naming func
-        from .npfunctions import array_function
-        return array_function(func, types, args, kwargs)
+    # Operators, __array_ufunc__ (np.<ufunc>(x)) and __array_function__ (np.where, np.reshape …)
+    # are installed by elementwise.py and npfunctions.py, from the op table and IMPLEMENTED.
 
 
 def _wrap(node: graph.Node) -> ndarray:
@@ -278,14 +273,14 @@ def runtime_write(target: tuple, node: graph.Node) -> None:
     # Before the aliasing check: once the results remembered from or in this buffer are
     # dropped, a graph reaches it only through its own leaves, so one look at the graph's
     # buffers replaces the walk for the usual write, whose value never reads its destination.
-    runtime.forget_results_reading(buffer)
+    realize.forget_results_reading(buffer)
     node = node.realized or node
-    if buffer in node.buffers and runtime.reads_through_other_map(node, buffer, target):
-        (node,) = runtime.compute_nodes([node], buffer.backend)
-        runtime.forget_results_reading(buffer)   # the staged copy was read from it
+    if buffer in node.buffers and realize.reads_through_other_map(node, buffer, target):
+        (node,) = realize.compute_nodes([node], buffer.backend)
+        realize.forget_results_reading(buffer)   # the staged copy was read from it
     if node.shape != target[2]:
         layout.broadcast_strides(node.shape, (0,) * node.ndim, target[2])  # raises if it can't
-    runtime.run([(node, target)])
+    realize.run([(node, target)])
 
 
 def compute(*arrays: ndarray):
@@ -306,7 +301,7 @@ def compute(*arrays: ndarray):
         node = a._resolved()
         groups.setdefault((_backend_of(node), node.shape), []).append(a)
     for (backend, _), group in groups.items():
-        runtime.compute_nodes([a._node for a in group], backend)
+        realize.compute_nodes([a._node for a in group], backend)
         for a in group:
             _settle(a)
     for a in arrays:
@@ -353,68 +348,3 @@ def asarray(obj, dtype=None) -> ndarray:
     dt = dtypes.as_dtype(host.dtype, what="array of dtype")
     buffer = buffer_from_host(backend, host)
     return ndarray(graph.leaf(buffer, dt, host.shape, layout.contiguous_strides(host.shape), 0))
-
-
-def empty(shape, dtype=float) -> ndarray:
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    dt = dtypes.as_dtype(dtype)
-    buffer = new_buffer(get_backend(), layout.size_of(shape) * dt.itemsize)
-    return ndarray(graph.leaf(buffer, dt, shape, layout.contiguous_strides(shape), 0))
-
-
-def full(shape, fill_value, dtype=None) -> ndarray:
-    if dtype is None:
-        dtype = np.asarray(fill_value).dtype
-    out = empty(shape, dtype)
-    if out.size:
-        out[...] = fill_value
-    return out
-
-
-def zeros(shape, dtype=float) -> ndarray:
-    return full(shape, 0, dtype)
-
-
-def ones(shape, dtype=float) -> ndarray:
-    return full(shape, 1, dtype)
-
-
-def empty_like(a, dtype=None) -> ndarray:
-    return empty(np.shape(a) if not isinstance(a, ndarray) else a.shape, dtype or a.dtype)
-
-
-def zeros_like(a, dtype=None) -> ndarray:
-    return full(a.shape, 0, dtype or a.dtype)
-
-
-def ones_like(a, dtype=None) -> ndarray:
-    return full(a.shape, 1, dtype or a.dtype)
-
-
-def full_like(a, fill_value, dtype=None) -> ndarray:
-    return full(a.shape, fill_value, dtype or a.dtype)
-
-
-def arange(start, stop=None, step=1, dtype=None) -> ndarray:
-    return asarray(np.arange(start, stop, step, dtype=dtype))
-
-
-def broadcast_to(a, shape) -> ndarray:
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return asarray(a)._view(lambda v: layout.broadcast_to(v, shape))
-
-
-def expand_dims(a, axis) -> ndarray:
-    return asarray(a)._view(lambda v: layout.expand_dims(v, axis))
-
-
-def squeeze(a, axis=None) -> ndarray:
-    return asarray(a).squeeze(axis)
-
-
-def reshape(a, shape) -> ndarray:
-    return asarray(a).reshape(shape)
-
-
-def transpose(a, axes=None) -> ndarray:
-    return asarray(a).transpose(axes)

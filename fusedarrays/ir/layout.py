@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from .errors import ShapeError
+from ..errors import ShapeError
 
 
 class NotAView(Exception):

@@ -11,7 +11,7 @@ loads that tensor's operand addresses from a table of pointers
 call with the very same arrays as the last one (an optimizer loop) reuses the groups and tables:
 it compares identities, computes the scalars and launches.
 
-A group's signature is :data:`fuse.SIGNATURE_PARTS` of the shared (non-list) arguments and, per
+A group's signature is :data:`signature.SIGNATURE_PARTS` of the shared (non-list) arguments and, per
 list, its dtype and which lists share a buffer within a tuple; shapes and sizes are not in it
 (they are table data). The arrays of a tuple must share its shape and be contiguous; tensors of
 different tuples must not overlap where one of them is written. Arrays must be lists: a shared
@@ -23,19 +23,16 @@ from __future__ import annotations
 
 import operator
 
-from . import codegen, graph, layout, runtime
+from ..api.array import ndarray
+from ..compiler import codegen
+from ..compiler.plan import foreach_meta, plan_foreach
+from ..errors import ShapeError, UnsupportedOperationError
+from ..ir import graph, layout
+from ..runtime import realize, records
+from ..runtime.backend import new_buffer
 from .arguments import Imports, classify, hashable
-from .array import ndarray
-from .backend import new_buffer
-from .errors import ShapeError, UnsupportedOperationError
-from .fuse import (
-    codegen_settings,
-    describe_change,
-    prepare_write,
-    traced_call,
-)
-from .plan import foreach_meta, plan_foreach
-from .recipe import make_scalar_packer
+from .packers import make_scalar_packer
+from .signature import codegen_settings, describe_change, prepare_write, traced_call
 from .trace import span
 
 _NODE, _READERS = operator.attrgetter("_node"), operator.attrgetter("readers")
@@ -66,7 +63,7 @@ class Entry:
         sources = [(kind, column_of[k] if kind == "arg" else k) for kind, k in sources]
         self.sources = list(dict.fromkeys(sources))
         self.plan = plan_foreach(plan, tuple(self.sources.index(s) for s in sources))
-        self.kernel = runtime.kernel_for(self.plan, backend, codegen.render_foreach_kernel)
+        self.kernel = realize.kernel_for(self.plan, backend, codegen.render_foreach_kernel)
         self.written_columns = sorted({column_of[r] for r in program.written})
         # per written buffer, every list column viewing it
         self.writes_through = tuple(tuple(c for c, p in enumerate(lists)
@@ -111,7 +108,7 @@ class _Group:
                     self.tables = tables
             backend.launch(entry.kernel, self.padded, tables[0] + entry.pack(values),
                            ("flat", self.padded // entry.plan.vector_width))
-            runtime.count_launch()
+            records.count_launch()
         return [[ndarray(graph.leaf(o, dt, shape, layout.contiguous_strides(shape), 0))
                  for o, shape in zip(column, self.shapes)]
                 for column, dt in zip(outs, entry.output_dtypes)]

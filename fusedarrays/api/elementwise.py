@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes, graph, ops
+from ..errors import UnsupportedOperationError
+from ..ir import dtypes, graph, ops
 from .array import ScalarParam, _as_node, _wrap, asarray, ndarray, runtime_write
-from .errors import UnsupportedOperationError
+from .refusals import options_text, refusal
 
 _CODES = dtypes.CODES
 
@@ -51,7 +52,7 @@ def loop_dtypes(row: ops.Op, types: list) -> tuple[np.dtype, ...]:
     if row.template(ops.template_kind(row, loop)) is None:
         shown = ", ".join(str(t) for t in types)
         raise UnsupportedOperationError(
-            f"{row.name} is not supported for ({shown}); see fusedarrays.ops.OPS['{row.name}']")
+            f"{row.name} is not supported for ({shown}); see fusedarrays.ir.ops.OPS['{row.name}']")
     return loop
 
 
@@ -196,12 +197,17 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     """``np.<ufunc>(fa_array, ...)`` → the lazy op from the table."""
     row = ops.BY_UFUNC.get(ufunc)
     if method != "__call__" or row is None:
-        from .npfunctions import refusal
         raise refusal(f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}"))
     out = kwargs.pop("out", None)
     unknown = {k: v for k, v in kwargs.items() if v is not None}
     if unknown:
-        from .npfunctions import options_text, refusal
         raise refusal(f"np.{ufunc.__name__} with {options_text(unknown)}",
                       f"fa.{row.name}(..., out=...) takes no other options")
     return apply(row, *inputs, out=out)
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return array_ufunc(ufunc, method, inputs, kwargs)
+
+
+ndarray.__array_ufunc__ = _array_ufunc

@@ -32,11 +32,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import array, graph, layout
-from .array import ScalarParam, ndarray
-from .backend import Buffer
-from .errors import TracerConversionError, UnsupportedOperationError
-from .plan import plan_kernel
+from ..api import array
+from ..api.array import ScalarParam, ndarray
+from ..compiler.plan import plan_kernel
+from ..errors import TracerConversionError, UnsupportedOperationError
+from ..ir import graph, layout
+from ..runtime.backend import Buffer
 
 _HINT = ("traced functions must be straight-line array code; pass values that choose code paths "
          "as static arguments (fa.fuse(fn, static_argnames=...)) or as bools")
@@ -49,6 +50,7 @@ class TraceBuffer(Buffer):
     dropped once the program is planned."""
 
     __slots__ = ("role", "index", "version")
+    traced = True
 
     def __init__(self, like, role: str, index: int, version: int = 0):
         super().__init__(like.storage, like.nbytes, like.backend)

@@ -12,10 +12,11 @@ import html
 
 import numpy as np
 
-from . import codegen, graph, layout, runtime
+from ..compiler import codegen
+from ..compiler.plan import KernelPlan, plan_kernel
+from ..ir import graph, layout
+from ..runtime import realize, records
 from .array import ndarray
-from .plan import KernelPlan, plan_kernel
-from .trace import TraceBuffer
 
 _LABEL_NODES = 12
 
@@ -37,7 +38,7 @@ def array_repr(a) -> str:
     if node.is_leaf:
         buffer = graph.leaf_view(node)[0]
         values = ""
-        if isinstance(buffer, TraceBuffer):   # fa.fuse's placeholder: no values yet
+        if buffer.traced:   # fa.fuse's placeholder: no values yet
             values = "traced argument, "
         elif a.size <= 1000:
             values = np.array2string(a.get(), separator=", ", prefix="fa.ndarray(") + ", "
@@ -64,10 +65,10 @@ class Explanation:
         self.plan = plan
         self.source = codegen.render_kernel(plan, target)
         self.arch = arch
-        info = runtime.compiled_info(plan.key)
+        info = records.compiled_info(plan.key)
         # Why it compiled (or was loaded), else what a compile now would say.
         self.why = info["why"] if info else (
-            f"not compiled in this process yet; it would be: {runtime.why_compile(plan)}")
+            f"not compiled in this process yet; it would be: {records.why_compile(plan)}")
         self._ptx: str | None = None
 
     @property
@@ -82,11 +83,11 @@ class Explanation:
     def ptx(self) -> str:
         """PTX for ``arch`` (default sm_90), compiled without a GPU."""
         if self._ptx is None:
-            from . import devicelib
-            from .cuda.compile import compile_ptx
-            self._ptx, _ = compile_ptx(codegen.render_kernel(self.plan, "cuda"), self.plan.name,
-                                       self.plan.param_types(), self.arch or "sm_90",
-                                       devicelib.helpers())
+            from ..compiler import devicelib
+            from ..runtime.backend import arch_compiler
+            self._ptx, _ = arch_compiler().ptx(
+                codegen.render_kernel(self.plan, "cuda"), self.plan.name,
+                self.plan.param_types(), self.arch or "sm_90", devicelib.helpers())
         return self._ptx
 
     def __str__(self) -> str:
@@ -111,7 +112,7 @@ class Explanation:
 def explain(a, arch: str | None = None) -> Explanation:
     """How ``a`` evaluates: the plan and kernel source (nothing is compiled or run). For a fused
     function (``fa.fuse``): its signatures, why each traced, and their kernels."""
-    from .backend import get_backend
+    from ..runtime.backend import get_backend
 
     if hasattr(a, "_fa_explain"):
         return a._fa_explain(arch)
@@ -121,7 +122,7 @@ def explain(a, arch: str | None = None) -> Explanation:
         node = graph.op("copy", (node,), (node.dtype, node.dtype))
     out = (_Placeholder(), node.dtype, node.shape, layout.contiguous_strides(node.shape), 0)
     plan = plan_kernel([(node, out)])
-    target = "cuda" if arch else runtime.target_of(get_backend())
+    target = "cuda" if arch else realize.target_of(get_backend())
     return Explanation(plan, target, arch)
 
 

@@ -13,47 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import array as _lazy
-from .array import (
-    asarray,
-    broadcast_to,
-    empty,
-    expand_dims,
-    full,
-    ndarray,
-    reshape,
-    squeeze,
-    transpose,
-)
+from .array import asarray, ndarray
+from .creation import empty, full
 from .elementwise import FUNCTIONS
-from .errors import UnsupportedOperationError
+from .manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
+from .refusals import options_text, refusal
 
 _NO = np._NoValue       # NumPy's "argument not given", as its own signatures default to
-
-
-def refusal(what: str, instead: str = "") -> UnsupportedOperationError:
-    """The error for a NumPy function (``what``: ``np.mean``, ``np.add.reduce``, or with the
-    option it can't take) that fusedarrays does not implement on its arrays."""
-    tracer = _lazy._tracing.tracer
-    if tracer is not None:
-        return UnsupportedOperationError(
-            f"{what} is not implemented by fusedarrays, and inside fa.fuse ({tracer.name}"
-            " is being traced) an array has no host values to call NumPy on; compute it "
-            "outside the fused function and pass the result in as an argument"
-            + (f", or {instead}" if instead else ""))
-    call = what.split(" ")[0]
-    return UnsupportedOperationError(
-        f"{what} is not implemented by fusedarrays; "
-        + (f"{instead}, or " if instead else "")
-        + f"call NumPy on the host values instead: {call}(x.get()) "
-        "(fusedarrays.npfunctions.IMPLEMENTED lists the NumPy functions it implements, "
-        "fusedarrays.ops.OPS its ufuncs)")
-
-
-def options_text(options: dict) -> str:
-    """``casting='unsafe', where=<ndarray>``: the options a refusal names, values short."""
-    return ", ".join(f"{k}={v!r}" if isinstance(v, (str, int, float, type(None)))
-                     else f"{k}=<{type(v).__name__}>" for k, v in sorted(options.items()))
 
 
 def _only(name: str, **given) -> None:
@@ -190,3 +156,10 @@ def array_function(func, types, args, kwargs):
         module = getattr(func, "__module__", None) or "numpy"
         raise refusal(module.replace("numpy", "np", 1) + "." + func.__name__)
     return impl(*args, **kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    return array_function(func, types, args, kwargs)
+
+
+ndarray.__array_function__ = _array_function

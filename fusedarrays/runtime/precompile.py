@@ -28,10 +28,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import codegen, config, graph, layout, runtime
-from .backend import get_backend
-from .errors import DeviceUnavailableError
-from .plan import KernelPlan, plan_kernel
+from .. import config
+from ..compiler import codegen
+from ..compiler.plan import KernelPlan, plan_kernel
+from ..errors import DeviceUnavailableError
+from ..ir import graph, layout
+from . import realize, records
+from .backend import arch_compiler, get_backend
 
 _POOL_ALIGN = 256  # a stream-ordered pool allocation is aligned to at least this
 # From this many CPUs a batch gets workers by default. The compile server's warm-up costs a CPU
@@ -77,9 +80,7 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
     >>> fa.precompile(fa.sqrt(x) + 1, x * 2, arch="sm_90")["kernels"]  # doctest: +SKIP
     2
     """
-    from .cuda.compile import arch_cc
-    from .cuda.toolchain import toolchain_versions
-
+    compiler = arch_compiler()
     start = time.perf_counter()
     report = {"arch": arch, "kernels": 0, "compiled": 0, "cached": 0, "seconds": 0.0,
               "workers": 0, "worker_kernels": 0}
@@ -91,11 +92,11 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
         raise DeviceUnavailableError(
             "fa.precompile needs a GPU arch: no CUDA device is the active backend here, so "
             "pass one, e.g. fa.precompile(y, arch='sm_90') (no GPU is needed then)")
-    arch_cc(arch)  # a malformed arch fails here, before any work
+    compiler.check(arch)  # a malformed arch fails here, before any work
     plans = []
     for group in _evaluations(arrays):
         plans += kernel_plans(group, real_buffers=arch == device_arch)
-    todo, report["cached"] = _misses(plans, arch, toolchain_versions())
+    todo, report["cached"] = _misses(plans, arch, compiler.toolchain())
     jobs = [(codegen.render_kernel(p, "cuda"), p.name, p.param_types(), arch)
             for p in todo.values()]
     results, done_by = compile_batch(jobs, workers, progress)
@@ -103,8 +104,8 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
     in_memory = 0
     for (dkey, plan), job, (ptx, cubin, entry, times) in zip(todo.items(), jobs, results):
         artifact = {"ptx": ptx, "cubin": cubin, "entry": entry}
-        in_memory += not runtime.keep_artifact(arch, dkey, plan, artifact)
-        runtime.note_compile(plan, f"precompiled for {arch}", job[0], times)
+        in_memory += not realize.keep_artifact(arch, dkey, plan, artifact)
+        records.note_compile(plan, f"precompiled for {arch}", job[0], times)
     if in_memory:
         warnings.warn(f"fa.precompile: the kernel disk cache is off or unusable, so {in_memory} "
                       f"kernel(s) for {arch} are kept in this process's memory only "
@@ -116,11 +117,11 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
 
 def _misses(plans: list[KernelPlan], arch: str, toolchain: dict) -> tuple[dict, int]:
     """``({disk key: plan} not in the disk cache, how many are)``, each kernel once."""
-    cache = runtime.disk_cache()
+    cache = realize.disk_cache()
     todo: dict[str, KernelPlan] = {}
     cached: set[str] = set()
     for plan in plans:
-        dkey = runtime.disk_key(plan, arch, toolchain)
+        dkey = realize.disk_key(plan, arch, toolchain)
         if dkey in todo or dkey in cached:
             continue
         if cache.get(arch, dkey, "cubin") is not None:
@@ -158,13 +159,13 @@ def _precompile_cpu(arrays, report: dict, start: float) -> dict:
             if plan.key in seen:
                 continue
             seen.add(plan.key)
-            compiles = runtime.stats()["compiles"]
-            kernel = runtime.kernel_for(plan, backend)
+            compiles = records.stats()["compiles"]
+            kernel = realize.kernel_for(plan, backend)
             scratch = np.empty(16, np.uint8)   # only the arguments' types matter here
             args = [backend.operand_arg(scratch, o.dtype, 0) for o in plan.operands]
-            args += plan.int_args() + [runtime.scalar_arg(v, dt) for v, dt in plan.scalars]
+            args += plan.int_args() + [realize.scalar_arg(v, dt) for v, dt in plan.scalars]
             backend.prepare(kernel, plan.size, args)
-            report["compiled" if runtime.stats()["compiles"] > compiles else "cached"] += 1
+            report["compiled" if records.stats()["compiles"] > compiles else "cached"] += 1
     report.update(arch=backend.arch, kernels=len(seen), seconds=time.perf_counter() - start)
     return report
 
@@ -278,14 +279,14 @@ def default_workers() -> int:
 def _pipeline(batch: _Batch) -> None:
     """This thread's share of a batch: lower here, NVVM and link on :data:`_FINISHERS` threads.
     Returns once every job of the batch (the workers' too) has a result."""
-    from . import devicelib
-    from .cuda.compile import finish_kernel, lower_kernel
+    from ..compiler import devicelib
 
+    compiler = arch_compiler()
     helpers = devicelib.helpers()
 
     def finish(k: int, lowered) -> None:
         try:
-            batch.finish(k, finish_kernel(lowered))
+            batch.finish(k, compiler.finish(lowered))
         except Exception as e:
             batch.finish(k, e)
 
@@ -300,7 +301,7 @@ def _pipeline(batch: _Batch) -> None:
         with ThreadPoolExecutor(threads, thread_name_prefix="fusedarrays-nvvm") as finishers:
             while (k := batch.take(from_back=True)) is not None:
                 try:
-                    lowered = lower_kernel(*batch.jobs[k], helpers)
+                    lowered = compiler.lower(*batch.jobs[k], helpers)
                 except Exception as e:
                     batch.finish(k, e)
                     continue
@@ -372,10 +373,8 @@ class _Batch:
 
     def dispatch(self, workers: int) -> None:
         """The dispatcher thread: jobs to the compile server, up to ``workers`` at a time."""
-        from .cuda.compile_server import shared_server
-
         try:
-            server = shared_server()
+            server = arch_compiler().server()
         except OSError:   # no process could be started: this batch compiles here
             return
         if not server.lock.acquire(blocking=False):

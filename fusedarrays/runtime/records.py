@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from . import keys
-from .plan import KernelPlan
+from ..compiler import keys
+from ..compiler.plan import KernelPlan
 
 _perf = time.perf_counter
 _stats: Counter = Counter()

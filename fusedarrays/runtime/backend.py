@@ -22,8 +22,8 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from . import config
-from .errors import DeviceUnavailableError, ForkedDeviceError
+from .. import config
+from ..errors import DeviceUnavailableError, ForkedDeviceError
 
 _uids = itertools.count(1)
 _MAX_ALIGN = 256
@@ -62,6 +62,8 @@ class Buffer:
         # A weak reference to the leaf graph.fresh_leaf made over this buffer (not interned
         # until graph.leaf asks for its view), or None.
         self.fresh: weakref.ref | None = None
+
+    traced = False   # True for fa.fuse's stand-ins while it traces (fuse/trace.py): no memory
 
     def __repr__(self) -> str:
         return f"<Buffer {self.uid} {self.nbytes} bytes on {self.backend.name}>"
@@ -193,6 +195,12 @@ def get_backend(name: str | None = None) -> Backend:
                 module = importlib.import_module(_MODULES[name])
                 _active[name] = getattr(module, _CLASSES[name])()
     return _active[name]
+
+
+def arch_compiler():
+    """The compiler for a GPU arch (``fusedarrays.cuda.arch.ArchCompiler``): PTX and cubins for
+    a named arch, which needs no GPU, so nothing starts the cuda backend for it."""
+    return importlib.import_module("fusedarrays.cuda.arch").COMPILER
 
 
 def new_buffer(backend: Backend, nbytes: int) -> Buffer:

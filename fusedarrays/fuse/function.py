@@ -53,18 +53,27 @@ import functools
 import inspect
 import logging
 
-import numpy as np
-
-from . import array, config, graph, layout, runtime, trace
+from .. import config
+from ..api import array
+from ..api.array import ndarray
+from ..errors import UnsupportedOperationError
+from ..ir import graph, layout
+from ..runtime import realize, records
+from ..runtime.backend import get_backend, new_buffer
+from . import trace
 from .arguments import Imports, classify, hashable
-from .array import compute, ndarray
-from .backend import get_backend, new_buffer
-from .errors import UnsupportedOperationError
-from .recipe import make_packer
+from .explain import Explanation
+from .foreach import ForeachState
+from .packers import make_packer
+from .signature import (  # noqa: F401 - SIGNATURE_PARTS: named in the docstring
+    SIGNATURE_PARTS,
+    codegen_settings,
+    describe_change,
+    prepare_write,
+    traced_call,
+)
 
 log = logging.getLogger("fusedarrays.compile")
-SIGNATURE_PARTS = ("backend", "settings", "arguments", "kind", "dtype", "view", "alignment",
-                   "static", "aliases")
 _MAX_SIGNATURES = 256          # per function; then the table starts over
 _VECTOR_BYTES = layout.VECTOR_BYTES
 
@@ -127,7 +136,6 @@ class Fused:
         if array._tracing.tracer is not None:
             raise UnsupportedOperationError("fuse: .foreach inside a traced function")
         if self._foreach is None:
-            from .foreach import ForeachState
             self._foreach = ForeachState(self)
         return self._foreach.call(args, kwargs)
 
@@ -263,40 +271,6 @@ class _Repeat:
         return values
 
 
-_settings_memo: list = [None, None]
-
-
-def codegen_settings() -> tuple:
-    """The settings that change generated code, re-read only when a setting may have changed."""
-    generation = config.generation()
-    if _settings_memo[0] != generation:
-        _settings_memo[:] = [generation, config.codegen_settings()]
-    return _settings_memo[1]
-
-
-def traced_call(fused: Fused, backend, leaves: dict, values: list, key, why: str):
-    """Run ``fused.fn`` once on placeholders (``leaves``: position → leaf to stand in for),
-    traced scalars and static values; return ``(tracer, result)``."""
-    if config.get("LOG_COMPILES"):
-        log.warning("fusedarrays: tracing %s: %s", fused.__qualname__, why)
-    _, _, nargs, kwnames, tokens, _ = key
-    tracer = trace.Tracer(fused.__qualname__, backend)
-    call = []
-    for position, (token, value) in enumerate(zip(tokens, values)):
-        if position in leaves:
-            call.append(tracer.array(position, leaves[position]))
-        elif type(token) is tuple and token[0] == "static":
-            call.append(value)
-        else:
-            who = fused.name_of(position, nargs, kwnames)
-            call.append(trace.TracedScalar(("arg", position), value, who))
-    result = tracer.run(fused.fn, call[:nargs], dict(zip(kwnames, call[nargs:])))
-    fused.traces += 1
-    fused.why = why
-    return tracer, result
-
-
-# -- a traced signature ---------------------------------------------------------------------------
 class _Entry:
     """One signature's program, compiled, with a generated argument packer per launch."""
 
@@ -316,7 +290,7 @@ class _Entry:
         self.single = self.outputs[0] if program.items == ("one", ("out", 0)) else None
         self.launches = []
         for plan, sources in program.launches:
-            kernel = runtime.kernel_for(plan, backend)
+            kernel = realize.kernel_for(plan, backend)
             self.launches.append((kernel, plan.size, plan.geometry(),
                                   make_packer(plan, sources, roots, backend)))
 
@@ -341,7 +315,7 @@ class _Entry:
         for kernel, size, geometry, pack in self.launches:
             if size:
                 backend.launch(kernel, size, pack(values, outs, temps), geometry)
-                runtime.count_launch()
+                records.count_launch()
         if single is not None:
             return ndarray(graph.fresh_leaf(outs[0], single[0], single[1]))
         items = self.program.items
@@ -357,105 +331,3 @@ class _Entry:
             return args[k] if k < len(args) else kwargs[self.key[3][k - len(args)]]
         dt, view, _ = self.outputs[k]
         return ndarray(graph.fresh_leaf(outs[k], dt, view))
-
-
-def prepare_write(buffer) -> None:
-    """Before a fused call overwrites ``buffer``: compute the pending arrays that read it, then
-    drop the results remembered from or in it (as ``array.runtime_write`` does)."""
-    if buffer.readers:
-        pending = [a for a in (r() for r in buffer.readers) if a is not None and a.pending]
-        if pending:
-            compute(*pending)
-    runtime.forget_results_reading(buffer)
-
-
-# -- explaining -----------------------------------------------------------------------------------
-def describe(fused: Fused, key) -> dict[tuple[str, str], str]:
-    """``{(part, subject): value}`` of a signature, its parts named as in SIGNATURE_PARTS."""
-    device, settings, nargs, kwnames, tokens, aliases = key
-    out = {("backend", ""): device,
-           ("settings", ""): ", ".join(f"{name}={value}" for name, value in settings) or "-",
-           ("arguments", ""): f"{nargs} positional" + (f", keywords {', '.join(kwnames)}"
-                                                      if kwnames else "")}
-    arrays = []
-    for position, token in enumerate(tokens):
-        who = fused.name_of(position, nargs, kwnames)
-        if isinstance(token, type):
-            out[("kind", who)], out[("dtype", who)] = "Python scalar", token.__name__
-        elif isinstance(token, np.dtype):
-            out[("kind", who)], out[("dtype", who)] = "NumPy scalar", str(token)
-        elif token[0] == "static":
-            out[("kind", who)], out[("static", who)] = "static", repr(token[1])
-        elif token[0] == "list":
-            out[("kind", who)], out[("dtype", who)] = "list of arrays", str(token[1])
-            arrays.append(who)
-        else:
-            dtype, (shape, strides, offset), aligned, _ = token
-            out[("kind", who)], out[("dtype", who)] = "array", str(dtype)
-            out[("view", who)] = f"shape {shape} strides {strides} offset {offset}"
-            out[("alignment", who)] = ("16-byte aligned" if aligned else
-                                       "not 16-byte aligned")
-            arrays.append(who)
-    shared = [f"{arrays[k]} shares the buffer of {arrays[j]}"
-              for k, j in enumerate(aliases or ()) if j != k]
-    out[("aliases", "")] = "; ".join(shared) or "none"
-    return out
-
-
-def describe_change(fused: Fused, old, new) -> str:
-    """Why signature ``new`` traces: the first call, or each part that differs from ``old``."""
-    if old is None:
-        return "first call"
-    before, after = describe(fused, old), describe(fused, new)
-    if before[("arguments", "")] != after[("arguments", "")]:   # every later part shifts
-        return f"arguments {before[('arguments', '')]} → {after[('arguments', '')]}"
-    changes = [f"{who + ' ' if who else ''}{part} {before.get((part, who), '(none)')} → {value}"
-               for (part, who), value in after.items() if before.get((part, who)) != value]
-    changes += [f"{who + ' ' if who else ''}{part} {value} → (none)"
-                for (part, who), value in before.items() if (part, who) not in after]
-    return "; ".join(changes) or "same signature (the signature table was full)"
-
-
-class Explanation:
-    """What a fused function traced: per signature its parts, why it traced, and its launches
-    (kernel name, key parts, generated source). Nothing compiles or runs."""
-
-    def __init__(self, fused: Fused, arch: str | None = None):
-        self.fused, self.arch = fused, arch
-        self.why, self.traces = fused.why, fused.traces
-
-    def signatures(self) -> list[dict]:
-        from . import codegen, foreach
-        out = []
-        entries = list(self.fused._entries.items())
-        entries += self.fused._foreach.entries() if self.fused._foreach else []
-        for key, entry in entries:
-            target = "cuda" if self.arch else runtime.target_of(entry.backend)
-            if isinstance(entry, foreach.Entry):
-                plans = [(entry.plan, codegen.render_foreach_kernel)]
-            else:
-                plans = [(plan, codegen.render_kernel) for plan, _ in entry.program.launches]
-            kernels = [{"name": plan.name, "parts": plan.key_parts,
-                        "source": render(plan, target)} for plan, render in plans]
-            out.append({"parts": describe(self.fused, key), "why": entry.why,
-                        "kernels": kernels})
-        return out
-
-    def __str__(self) -> str:
-        lines = [f"fa.fuse {self.fused.__qualname__}: {self.traces} trace(s); last: {self.why}"]
-        for k, sig in enumerate(self.signatures()):
-            lines.append(f"signature {k}: traced because {sig['why']}; "
-                         f"{len(sig['kernels'])} launch(es) per call")
-            lines += [f"  {part}{' of ' + who if who else ''}: {value}"
-                      for (part, who), value in sig["parts"].items()]
-            for kernel in sig["kernels"]:
-                lines.append(f"  kernel {kernel['name']}: "
-                             + "; ".join(f"{n}={v}" for n, v in kernel["parts"]))
-                lines += ["    " + ln for ln in kernel["source"].splitlines()]
-        return "\n".join(lines)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        import html
-        return f"<pre>{html.escape(str(self))}</pre>"

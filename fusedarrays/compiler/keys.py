@@ -14,8 +14,8 @@ from __future__ import annotations
 import hashlib
 import os
 
-from . import __version__ as _package_version
-from .dtypes import BY_CODE
+from ..ir.dtypes import BY_CODE
+from ..version import __version__ as _package_version
 
 # The package's files (paths from the package folder) whose code decides a kernel's source text,
 # the helpers compiled beside it, how it is compiled, or its parameter list. The rest enters the
@@ -26,19 +26,19 @@ from .dtypes import BY_CODE
 # changes a file listed here. tests/pure/test_keys.py checks that every package module these
 # import is listed or excused.
 KERNEL_CODE = (
-    "codegen.py",           # the kernel source text
-    "ops.py",               # each op's source template
-    "dtypes.py",            # compute dtypes (float16 computes in float32) and type names
-    "plan.py",              # the instruction list and the kernel's parameters, their order, types
-    "layout.py",            # tile sizes the generated code hard-codes
-    "devicelib.py",         # helper functions compiled into kernels
-    "cuda/intrinsics.py",   # loads, stores, casts and parameter types of the cuda target
-    "cuda/compile.py",      # compile options, numba's pass pipeline as trimmed, typing memos
-    "cpu/backend.py",       # the cpu target's loads, stores, casts and math, compile options
-    "cpu/half.py",          # float16 emulated on the cpu target
+    "compiler/codegen.py",    # the kernel source text
+    "ir/ops.py",              # each op's source template
+    "ir/dtypes.py",           # compute dtypes (float16 computes in float32) and type names
+    "compiler/plan.py",       # instructions; the kernel's parameters, order and types
+    "ir/layout.py",           # tile sizes the generated code hard-codes
+    "compiler/devicelib.py",  # helper functions compiled into kernels
+    "cuda/intrinsics.py",     # loads, stores, casts and parameter types of the cuda target
+    "cuda/compile.py",        # compile options, numba's pass pipeline as trimmed, typing memos
+    "cpu/backend.py",         # the cpu target's loads, stores, casts and math, compile options
+    "cpu/half.py",            # float16 emulated on the cpu target
 )
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fusedarrays/
 _code_version: str | None = None
 
 

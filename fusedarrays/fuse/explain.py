@@ -1,0 +1,52 @@
+"""``f.explain()`` of a fused function: its signatures, why each traced, their kernels."""
+
+from __future__ import annotations
+
+from ..compiler import codegen
+from ..runtime import realize
+from . import foreach
+from .signature import describe
+
+
+class Explanation:
+    """What a fused function traced: per signature its parts, why it traced, and its launches
+    (kernel name, key parts, generated source). Nothing compiles or runs."""
+
+    def __init__(self, fused, arch: str | None = None):
+        self.fused, self.arch = fused, arch
+        self.why, self.traces = fused.why, fused.traces
+
+    def signatures(self) -> list[dict]:
+        out = []
+        entries = list(self.fused._entries.items())
+        entries += self.fused._foreach.entries() if self.fused._foreach else []
+        for key, entry in entries:
+            target = "cuda" if self.arch else realize.target_of(entry.backend)
+            if isinstance(entry, foreach.Entry):
+                plans = [(entry.plan, codegen.render_foreach_kernel)]
+            else:
+                plans = [(plan, codegen.render_kernel) for plan, _ in entry.program.launches]
+            kernels = [{"name": plan.name, "parts": plan.key_parts,
+                        "source": render(plan, target)} for plan, render in plans]
+            out.append({"parts": describe(self.fused, key), "why": entry.why,
+                        "kernels": kernels})
+        return out
+
+    def __str__(self) -> str:
+        lines = [f"fa.fuse {self.fused.__qualname__}: {self.traces} trace(s); last: {self.why}"]
+        for k, sig in enumerate(self.signatures()):
+            lines.append(f"signature {k}: traced because {sig['why']}; "
+                         f"{len(sig['kernels'])} launch(es) per call")
+            lines += [f"  {part}{' of ' + who if who else ''}: {value}"
+                      for (part, who), value in sig["parts"].items()]
+            for kernel in sig["kernels"]:
+                lines.append(f"  kernel {kernel['name']}: "
+                             + "; ".join(f"{n}={v}" for n, v in kernel["parts"]))
+                lines += ["    " + ln for ln in kernel["source"].splitlines()]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        import html
+        return f"<pre>{html.escape(str(self))}</pre>"
