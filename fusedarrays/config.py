@@ -69,7 +69,7 @@ SETTINGS: dict[str, Setting] = {
     for s in (
         Setting("BACKEND", _parse_backend, lambda: "auto",
                 "cuda, cpu, sim, or auto (cuda where a GPU is visible, else cpu)."),
-        Setting("MAX_NODES", _parse_positive_int, lambda: 256,
+        Setting("MAX_NODES", _parse_positive_int, lambda: 512,
                 "A pending graph with more distinct nodes than this evaluates by itself "
                 "(a shared subexpression counts once).",
                 affects_codegen=False),

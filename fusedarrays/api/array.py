@@ -23,7 +23,6 @@ from ..runtime import realize
 from ..runtime.backend import (
     Backend,
     Buffer,
-    append_weak,
     buffer_from_host,
     get_backend,
 )
@@ -65,14 +64,10 @@ class ndarray:
         self._view_of = view_of          # (base array, view function) while this is a view
         self._views: weakref.WeakSet | None = None
         if node.kind != "leaf":
-            ref = weakref.ref(self)
-            for buffer in node.buffers:
-                readers = buffer.readers
-                if readers is None:
-                    buffer.readers = [ref]
-                else:
-                    append_weak(readers, ref)
-        elif _tracing.tracer is None:
+            _pending.append(weakref.ref(self))
+            if len(_pending) > _prune_at[0]:
+                _prune_pending()
+        elif view_of is None or _tracing.tracer is None:
             # A view holding memory (of a base holding memory) is never pending, so its base
             # never needs to settle it (_settle); only fuse's tracer moves such views to a new
             # version of their buffer (trace._move_views), so only it needs them registered.
@@ -238,15 +233,60 @@ class ndarray:
     # are installed by elementwise.py and npfunctions.py, from the op table and IMPLEMENTED.
 
 
+# Weak references to the pending arrays, in creation order: before a buffer is written, those
+# reading it are computed (compute_readers), so a write never changes a pending result. One
+# append per pending array, nothing per buffer: intermediate arrays are made by the thousand and
+# die at once, writes are fewer. Dead and computed entries are pruned at every write's scan and
+# whenever the list doubles; appends need no lock (they only add at the end), prunes take one
+# and replace only the part they scanned.
+_pending: list[weakref.ref] = []
+_prune_at = [1024]
+_pruning = threading.Lock()
+
+
+def _prune_pending(buffer=None) -> list[ndarray]:
+    """Drop dead and computed entries; return the pending arrays reading ``buffer``."""
+    found = []
+    with _pruning:
+        n = len(_pending)
+        live = []
+        for ref in _pending[:n]:
+            a = ref()
+            if a is not None and a.pending:
+                live.append(ref)
+                if buffer is not None and buffer in a._node.buffers:
+                    found.append(a)
+        _pending[:n] = live
+        _prune_at[0] = max(1024, 2 * len(live))
+    return found
+
+
+def compute_readers(buffer) -> None:
+    """Before ``buffer`` is written: compute the pending arrays that read it."""
+    readers = _prune_pending(buffer)
+    if readers:
+        compute(*readers)
+
+
+_max_nodes: list = [None, 0]   # (config generation, MAX_NODES): read once per settings change
+
+
 def _wrap(node: graph.Node) -> ndarray:
     array = ndarray(node)
-    limit = config.get("MAX_NODES")
+    if node.count > _max_nodes[1] or _max_nodes[0] != config._generation:
+        _check_node_limit(node, array)
+    return array
+
+
+def _check_node_limit(node: graph.Node, array: ndarray) -> None:
+    if _max_nodes[0] != config._generation:
+        _max_nodes[:] = [config._generation, config.get("MAX_NODES")]
+    limit = _max_nodes[1]
     if node.count > limit and _tracing.tracer is None:
         # The count is an upper bound (a shared node counted per use); only past the limit is
         # the graph walked for the exact number, which the node then keeps.
         if graph.count_nodes(node, limit) > limit:
             array.compute()
-    return array
 
 
 def _as_node(value, weak_to=None) -> graph.Node:
@@ -266,18 +306,13 @@ def runtime_write(target: tuple, node: graph.Node) -> None:
     if _tracing.tracer is not None and _tracing.tracer.records(target, node):
         return
     buffer = target[0]
-    if buffer.readers:
-        readers = [a for a in (r() for r in buffer.readers) if a is not None and a.pending]
-        if readers:
-            compute(*readers)
-    # Before the aliasing check: once the results remembered from or in this buffer are
-    # dropped, a graph reaches it only through its own leaves, so one look at the graph's
-    # buffers replaces the walk for the usual write, whose value never reads its destination.
-    realize.forget_results_reading(buffer)
+    if _pending:
+        compute_readers(buffer)
+    # A graph reads a buffer only through its leaves (its params), so one look at its buffers
+    # clears the usual write, whose value never reads its destination.
     node = node.realized or node
     if buffer in node.buffers and realize.reads_through_other_map(node, buffer, target):
         (node,) = realize.compute_nodes([node], buffer.backend)
-        realize.forget_results_reading(buffer)   # the staged copy was read from it
     if node.shape != target[2]:
         layout.broadcast_strides(node.shape, (0,) * node.ndim, target[2])  # raises if it can't
     realize.run([(node, target)])

@@ -82,7 +82,13 @@ def build(row: ops.Op, args) -> graph.Node:
         else:
             inputs.append(_as_node(a))
     node = graph.op(row.name, tuple(inputs), loop)
-    _ATTRS[type_key] = node.attrs
+    found = _ATTRS[type_key] = (node.attrs, graph.attrs_id(node.attrs))
+    if row.nin <= 2:
+        kinds = [a._node.dtype if type(a) is ndarray else type(a) for a in args]
+        if all(k is float or k is int or isinstance(k, np.dtype) for k in kinds):
+            # the dtypes ride along in the value: their ids can't be reused while it lives
+            _FAST[row.name][tuple(map(id, kinds)) if row.nin == 2 else id(kinds[0])] = (
+                *found, kinds)
     return node
 
 
@@ -98,9 +104,10 @@ def _build_cached(row: ops.Op, args) -> graph.Node | None:
             type_key.append(kind)                 # as the general path keys a weak scalar
         else:
             return None
-    attrs = _ATTRS.get(tuple(type_key))
-    if attrs is None:
+    found = _ATTRS.get(tuple(type_key))
+    if found is None:
         return None
+    attrs, aid = found
     inputs = []
     for a, want in zip(args, attrs[1]):
         kind = type(a)
@@ -110,32 +117,80 @@ def _build_cached(row: ops.Op, args) -> graph.Node | None:
             if kind is int:
                 dtypes.check_scalar_fits(a, want, row.name)
             inputs.append(graph.scalar(a, want))
-    return graph.op_of(tuple(inputs), attrs)
+    return graph.op_of(tuple(inputs), attrs, aid)
 
 
 def _operand(a, want: np.dtype, name: str) -> graph.Node:
     """An operand of :func:`binary`: an array's node or a weak Python scalar's parameter."""
     if type(a) is ndarray:
-        return a._resolved()
+        node = a._node
+        return node if node.realized is None else a._resolved()
     if type(a) is int:
         dtypes.check_scalar_fits(a, want, name)
     return graph.scalar(a, want)
 
 
-def binary(row: ops.Op, a, b) -> ndarray:
-    """``a <op> b`` for an operator method: :func:`apply` without ``out``, with the common case
-    (arrays and Python scalars whose loop was resolved before) written out, as it runs on every
-    operator call."""
-    ka, kb = type(a), type(b)
-    if (ka is ndarray or ka is float or ka is int) and (kb is ndarray or kb is float
-                                                         or kb is int):
-        attrs = _ATTRS.get((row.name, _CODES[a._node.dtype] if ka is ndarray else ka,
-                            _CODES[b._node.dtype] if kb is ndarray else kb))
-        if attrs is not None:
-            loop = attrs[1]
-            return _wrap(graph.op_of((_operand(a, loop[0], row.name),
-                                      _operand(b, loop[1], row.name)), attrs))
-    return apply(row, a, b)
+# Per binary op: (id of each operand's dtype, or of float / int for a Python scalar) → (attrs,
+# attrs id, the dtypes). Identities, since hashing a NumPy dtype costs more than a dict look-up;
+# a dtype object seen for the first time takes the general path once (build), which fills this.
+_FAST: dict[str, dict] = {row.name: {} for row in ops.OPS.values() if row.nin <= 2}
+_FLOAT, _INT = id(float), id(int)
+
+
+def _binary_method(row: ops.Op, reflected: bool = False):
+    """``a <op> b`` as an operator method (``b <op> a`` where ``reflected``): :func:`apply`
+    without ``out``, with the common case (arrays and Python scalars whose loop was resolved
+    before) written out, as it runs on every operator call: look up the loop by the operands'
+    dtype identities, build the node, wrap."""
+    fast, name = _FAST[row.name], row.name
+
+    def method(a, b):
+        ka, kb = type(a), type(b)
+        if ka is ndarray:
+            na = a._node
+            if kb is ndarray:
+                nb = b._node
+                found = fast.get((id(na.dtype), id(nb.dtype)))
+                if found is not None:
+                    if na.realized is not None:
+                        na = a._resolved()
+                    if nb.realized is not None:
+                        nb = b._resolved()
+                    return _wrap(graph.op_of((na, nb), found[0], found[1]))
+            elif kb is float or kb is int:
+                found = fast.get((id(na.dtype), _FLOAT if kb is float else _INT))
+                if found is not None:
+                    if na.realized is not None:
+                        na = a._resolved()
+                    return _wrap(graph.op_of((na, _operand(b, found[0][1][1], name)),
+                                             found[0], found[1]))
+        elif (ka is float or ka is int) and kb is ndarray:
+            found = fast.get((_FLOAT if ka is float else _INT, id(b._node.dtype)))
+            if found is not None:
+                return _wrap(graph.op_of((_operand(a, found[0][1][0], name),
+                                          _operand(b, found[0][1][1], name)),
+                                         found[0], found[1]))
+        return apply(row, a, b)
+
+    if reflected:
+        return lambda self, other: method(other, self)
+    return method
+
+
+def _unary_method(row: ops.Op):
+    """``fa.<op>(x)`` / ``-x`` on an array whose loop was resolved before, written out."""
+    fast = _FAST[row.name]
+
+    def method(a, out=None):
+        if type(a) is ndarray and out is None:
+            node = a._node
+            found = fast.get(id(node.dtype))
+            if found is not None:
+                if node.realized is not None:
+                    node = a._resolved()
+                return _wrap(graph.op_of((node,), found[0], found[1]))
+        return apply(row, a, out=out)
+    return method
 
 
 def apply(row: ops.Op, *args, out=None):
@@ -164,8 +219,16 @@ def inplace(row: ops.Op, target: ndarray, other) -> ndarray:
 
 
 def _function(row: ops.Op):
-    def fn(*args, out=None):
-        return apply(row, *args, out=out)
+    if row.nin == 1:
+        fn = _unary_method(row)
+    elif row.nin == 2:
+        method = _binary_method(row)
+
+        def fn(a, b, out=None):
+            return method(a, b) if out is None else apply(row, a, b, out=out)
+    else:
+        def fn(*args, out=None):
+            return apply(row, *args, out=out)
     fn.__name__ = row.name
     fn.__qualname__ = row.name
     fn.__doc__ = f"{row.doc}. Elementwise and lazy; values and dtypes as ``np.{row.name}``."
@@ -182,11 +245,12 @@ def _install_operators() -> None:
             continue
         name = row.dunder.strip("_")
         if row.nin == 1:
-            setattr(ndarray, row.dunder, lambda self, _r=row: apply(_r, self))
+            setattr(ndarray, row.dunder, _unary_method(row))
             continue
-        setattr(ndarray, row.dunder, lambda self, other, _r=row: binary(_r, self, other))
+        method = _binary_method(row)
+        setattr(ndarray, row.dunder, method)
         if row.reflected:
-            setattr(ndarray, f"__r{name}__", lambda self, other, _r=row: binary(_r, other, self))
+            setattr(ndarray, f"__r{name}__", _binary_method(row, reflected=True))
             setattr(ndarray, f"__i{name}__", lambda self, other, _r=row: inplace(_r, self, other))
 
 

@@ -69,13 +69,15 @@ class KernelPlan:
     shape: tuple            # iteration shape, as the user sees it
     dims: tuple             # collapsed iteration shape
     operands: tuple[Operand, ...]
-    scalars: tuple[tuple[object, np.dtype], ...]
+    scalars: tuple[tuple[object, np.dtype], ...]   # (value in the planned graph, dtype)
     body: tuple[Instr, ...]
     key_parts: tuple[tuple[str, str], ...]
     key: str
     schedule: str = "flat"  # flat | rows | tiled | nd (layout.schedule)
     vector_width: int = 1
     index_width: int = 64
+    sources: tuple[int, ...] = ()        # per input operand: the position of its first param
+    scalar_sources: tuple[int, ...] = ()  # per scalar parameter: its param's position
 
     @property
     def size(self) -> int:
@@ -123,55 +125,67 @@ class KernelPlan:
         return ("flat", -(-self.size // self.vector_width))
 
 
-def plan_kernel(outputs: list[tuple[graph.Node, tuple]]) -> KernelPlan:
+def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = None
+                ) -> KernelPlan:
     """Plan one kernel computing each ``node`` into its ``(buffer, dtype, shape, strides,
-    offset)``."""
+    offset)``.
+
+    ``params`` are the roots' params as evaluation binds them (default: merged as
+    :func:`graph.roots_params` merges them). Operands are the leaf params in that order (leaves
+    of one buffer, dtype and broadcast view share one), then the outputs; scalar parameters are
+    the scalar params in that order. So a plan made from one graph launches every graph of the
+    same signature with that graph's params in the same places. The planner reads of a leaf
+    only what its sid holds (dtype, view, alignment class), and of buffers only which are one.
+    """
     shape = outputs[0][1][2]
     for node, (_, _, out_shape, _, _) in outputs:
         if tuple(out_shape) != tuple(shape):
             raise ShapeError(f"one kernel computes one shape; got {out_shape} and {shape}")
         layout.broadcast_strides(node.shape, (0,) * node.ndim, shape)
-    roots = [_resolved(node) for node, _ in outputs]
-    order = graph.walk(roots)
-    views, scalars, body, var_of = [], [], [], {}
+    roots = [node for node, _ in outputs]
+    if params is None:
+        params = graph.roots_params(roots)[0]
+    views, scalars, sources = [], [], []
+    var_of: dict[int, int] = {}         # param serial → operand or scalar slot
     view_index: dict[tuple, int] = {}
-    for n in order:
-        n = _resolved(n)
-        if n.key in var_of:
-            continue
-        var = len(var_of)
+    for position, n in enumerate(params):
         if n.kind == "leaf":
             buffer, lshape, lstrides, offset = graph.leaf_view(n)
             full = layout.broadcast_strides(lshape, lstrides, shape)
             ident = (buffer.uid, n.dtype.str, full, offset)
             if ident not in view_index:
                 view_index[ident] = len(views)
-                views.append((buffer, n.dtype, full, offset, False))
-            body.append(Instr(var, "load", view_index[ident], (), CODES[n.dtype]))
+                views.append((buffer, n.dtype, full, offset, False,
+                              graph.align_class(buffer.align)))
+                sources.append(position)
+            var_of[n.serial] = view_index[ident]
+        else:
+            var_of[n.serial] = len(scalars)
+            scalars.append((n.attrs[1], n.dtype, position))
+    body, var = [], {}
+    for n in graph.walk(roots):
+        v = len(body)
+        if n.kind == "leaf":
+            body.append(Instr(v, "load", var_of[n.serial], (), CODES[n.dtype]))
         elif n.kind == "scalar":
-            scalars.append((n.attrs[1], n.dtype))
-            body.append(Instr(var, "scalar", len(scalars) - 1, (), CODES[n.dtype]))
+            body.append(Instr(v, "scalar", var_of[n.serial], (), CODES[n.dtype]))
         elif n.kind == "cast":
-            body.append(Instr(var, "cast", None, (var_of[_resolved(n.inputs[0]).key],),
-                              CODES[n.dtype]))
+            body.append(Instr(v, "cast", None, (var[n.inputs[0].serial],), CODES[n.dtype]))
         else:
             name, loop = n.attrs
-            args = tuple(var_of[_resolved(i).key] for i in n.inputs)
-            body.append(Instr(var, "op", (name, tuple(CODES[d] for d in loop)), args,
+            args = tuple(var[i.serial] for i in n.inputs)
+            body.append(Instr(v, "op", (name, tuple(CODES[d] for d in loop)), args,
                               CODES[n.dtype]))
-        var_of[n.key] = var
+        var[n.serial] = v
     for root, (buffer, dtype, _, strides, offset) in zip(roots, (o[1] for o in outputs)):
-        views.append((buffer, np.dtype(dtype), tuple(strides), offset, True))
-        body.append(Instr(None, "store", len(views) - 1, (var_of[root.key],),
+        views.append((buffer, np.dtype(dtype), tuple(strides), offset, True,
+                      graph.align_class(getattr(buffer, "align", 256))))
+        body.append(Instr(None, "store", len(views) - 1, (var[root.serial],),
                           CODES[np.dtype(dtype)]))
-    return _finish(tuple(shape), views, scalars, body)
+    return _finish(tuple(shape), views, scalars, body, tuple(sources))
 
 
-def _resolved(node: graph.Node) -> graph.Node:
-    return node.realized if node.realized is not None else node
-
-
-def _finish(shape, views, scalars, body) -> KernelPlan:
+def _finish(shape, views, scalars, body, sources=()) -> KernelPlan:
     dims, stride_sets = layout.collapse(shape, [v[2] for v in views])
     # a tile holds compute-type values (float16 as float32), bool as a byte: see codegen.tiled
     tile_bytes = [1 if v[1] == np.bool_ else max(v[1].itemsize, 4) if v[1].kind == "f"
@@ -179,18 +193,18 @@ def _finish(shape, views, scalars, body) -> KernelPlan:
     schedule, classes = layout.schedule(dims, stride_sets, tile_bytes)
     operands = tuple(
         Operand(buffer, dtype, strides, offset, cls, output)
-        for (buffer, dtype, _, offset, output), strides, cls in zip(views, stride_sets, classes))
+        for (buffer, dtype, _, offset, output, _), strides, cls in zip(views, stride_sets,
+                                                                       classes))
     width = layout.vector_width(schedule, [
         (o.layout, o.code, o.strides,
-         layout.lowest_bit(getattr(o.buffer, "align", 256)
-                           | layout.lowest_bit(o.offset * o.dtype.itemsize)))
-        for o in operands])
+         layout.lowest_bit(align | layout.lowest_bit(o.offset * o.dtype.itemsize)))
+        for o, (*_, align) in zip(operands, views)])
     canonical = "\n".join(_canonical(i) for i in body)
     parts = (
         ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
         ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.code}:{o.layout}"
                               for o in operands)),
-        ("scalars", " ".join(CODES[dt] for _, dt in scalars) or "-"),
+        ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", str(len(dims))),
         ("schedule", schedule),
         ("vector_width", str(width)),
@@ -199,8 +213,9 @@ def _finish(shape, views, scalars, body) -> KernelPlan:
     )
     parts = keys.structure_parts(parts)
     key = keys.digest(parts)
-    return KernelPlan(shape, dims, operands, tuple(scalars), tuple(body), parts, key, schedule,
-                      width)
+    return KernelPlan(shape, dims, operands, tuple((v, dt) for v, dt, _ in scalars),
+                      tuple(body), parts, key, schedule, width,
+                      sources=sources, scalar_sources=tuple(p for _, _, p in scalars))
 
 
 def _canonical(i: Instr) -> str:

@@ -23,20 +23,21 @@ from __future__ import annotations
 
 import operator
 
+from ..api import array
 from ..api.array import ndarray
 from ..compiler import codegen
 from ..compiler.plan import foreach_meta, plan_foreach
 from ..errors import ShapeError, UnsupportedOperationError
 from ..ir import graph, layout
-from ..runtime import realize, records
+from ..runtime import realize
 from ..runtime.backend import new_buffer
+from ..runtime.launch import LaunchRecord
 from .arguments import Imports, classify, hashable
 from .packers import make_scalar_packer
 from .signature import codegen_settings, describe_change, prepare_write, traced_call
 from .trace import span
 
-_NODE, _READERS = operator.attrgetter("_node"), operator.attrgetter("readers")
-_DERIVED = operator.attrgetter("derived")
+_NODE = operator.attrgetter("_node")
 _ELEMENTWISE = ("foreach: {name} must be elementwise over its list arguments: one kernel, every "
                 "array it reads or writes one of them and read whole (no views, no broadcasting "
                 "between them, no captured arrays); call it per tensor instead")
@@ -63,13 +64,15 @@ class Entry:
         sources = [(kind, column_of[k] if kind == "arg" else k) for kind, k in sources]
         self.sources = list(dict.fromkeys(sources))
         self.plan = plan_foreach(plan, tuple(self.sources.index(s) for s in sources))
-        self.kernel = realize.kernel_for(self.plan, backend, codegen.render_foreach_kernel)
+        # sized per call (the tensors' total): launched with launch_with
+        self.record = LaunchRecord(backend, realize.kernel_for(
+            self.plan, backend, codegen.render_foreach_kernel), make_scalar_packer(plan, backend),
+            name=self.plan.name)
         self.written_columns = sorted({column_of[r] for r in program.written})
         # per written buffer, every list column viewing it
         self.writes_through = tuple(tuple(c for c, p in enumerate(lists)
                                           if tracer.root_of(p) == r) for r in program.written)
         self.output_dtypes = [dt for dt, _ in program.outputs]
-        self.pack = make_scalar_packer(plan)
 
 
 class _Group:
@@ -91,7 +94,7 @@ class _Group:
     def run(self, values) -> list[list[ndarray]]:
         """Launch over every tensor; return per output a list of new arrays (one per tuple)."""
         entry = self.entry
-        if any(map(_READERS, self.written)) or any(map(_DERIVED, self.written)):
+        if array._pending:
             for buffer in self.written:
                 prepare_write(buffer)
         backend = entry.backend
@@ -106,9 +109,9 @@ class _Group:
                 tables = backend.foreach_args(self.meta, rows)
                 if not outs:
                     self.tables = tables
-            backend.launch(entry.kernel, self.padded, tables[0] + entry.pack(values),
-                           ("flat", self.padded // entry.plan.vector_width))
-            records.count_launch()
+            record = entry.record
+            record.launch_with(tables[0] + record.pack(values), self.padded,
+                               ("flat", self.padded // entry.plan.vector_width))
         return [[ndarray(graph.leaf(o, dt, shape, layout.contiguous_strides(shape), 0))
                  for o, shape in zip(column, self.shapes)]
                 for column, dt in zip(outs, entry.output_dtypes)]

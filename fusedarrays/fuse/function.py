@@ -58,8 +58,9 @@ from ..api import array
 from ..api.array import ndarray
 from ..errors import UnsupportedOperationError
 from ..ir import graph, layout
-from ..runtime import realize, records
+from ..runtime import realize
 from ..runtime.backend import get_backend, new_buffer
+from ..runtime.launch import LaunchRecord
 from . import trace
 from .arguments import Imports, classify, hashable
 from .explain import Explanation
@@ -288,17 +289,15 @@ class _Entry:
                        if s[0] == "const"}
         # the most common result, one new array, is made without going through _item
         self.single = self.outputs[0] if program.items == ("one", ("out", 0)) else None
-        self.launches = []
-        for plan, sources in program.launches:
-            kernel = realize.kernel_for(plan, backend)
-            self.launches.append((kernel, plan.size, plan.geometry(),
-                                  make_packer(plan, sources, roots, backend)))
+        self.launches = [LaunchRecord.of_plan(backend, realize.kernel_for(plan, backend), plan,
+                                              make_packer(plan, sources, roots, backend))
+                         for plan, sources in program.launches if plan.size]
 
     def run(self, values, args, kwargs):
         backend = self.backend
         for p in self.written:
             buffer = values[p].attrs[0]
-            if buffer.readers or buffer.derived:
+            if array._pending:
                 prepare_write(buffer)
             if buffer in self.consts:
                 raise UnsupportedOperationError(
@@ -312,10 +311,8 @@ class _Entry:
         else:
             outs = ()
         temps = [new_buffer(backend, nbytes) for nbytes in temps] if temps else ()
-        for kernel, size, geometry, pack in self.launches:
-            if size:
-                backend.launch(kernel, size, pack(values, outs, temps), geometry)
-                records.count_launch()
+        for record in self.launches:
+            record.launch(values, outs, temps)
         if single is not None:
             return ndarray(graph.fresh_leaf(outs[0], single[0], single[1]))
         items = self.program.items

@@ -12,8 +12,7 @@ import logging
 import numpy as np
 
 from .. import config
-from ..api.array import compute
-from ..runtime import realize
+from ..api import array
 from . import trace
 
 log = logging.getLogger("fusedarrays.compile")
@@ -59,13 +58,10 @@ def traced_call(fused, backend, leaves: dict, values: list, key, why: str):
 
 
 def prepare_write(buffer) -> None:
-    """Before a fused call overwrites ``buffer``: compute the pending arrays that read it, then
-    drop the results remembered from or in it (as ``array.runtime_write`` does)."""
-    if buffer.readers:
-        pending = [a for a in (r() for r in buffer.readers) if a is not None and a.pending]
-        if pending:
-            compute(*pending)
-    realize.forget_results_reading(buffer)
+    """Before a fused call overwrites ``buffer``: compute the pending arrays that read it (as
+    ``array.runtime_write`` does)."""
+    if array._pending:
+        array.compute_readers(buffer)
 
 
 def describe(fused, key) -> dict[tuple[str, str], str]:

@@ -1,14 +1,27 @@
-"""The expression graph: immutable, hash-consed nodes with structural sha256 keys.
+"""The expression graph: immutable nodes that carry, from creation, what evaluating them needs.
 
-A node is a leaf (a view of a buffer), a scalar parameter, a cast, or an op from the op table. Each
-carries its result dtype and shape (NumPy broadcasting, right-aligned) and a Merkle key: sha256 over
-its kind, attributes and its inputs' keys — never ``id()`` or ``hash()``. Building the same op on
-the
-same inputs twice returns the same node, so a shared subexpression is one node and is computed once.
+A node is a leaf (a view of a buffer), a scalar parameter, a cast, or an op from the op table,
+with its result dtype and shape (NumPy broadcasting, right-aligned). Building a node does its
+per-node work once, so that evaluating a graph seen before is a dictionary look-up:
 
-Leaves are keyed by their buffer's ``uid`` and view; scalars by a fresh ``uid`` each, so two scalars
-are never merged and a scalar's *value* is not part of any key (it is a kernel parameter). The
-kernel's structure key is a canonical renumbering made by :mod:`plan`, not these keys.
+- ``sid``, a small interned integer naming its structure: an op's name and loop dtypes, its
+  inputs' sids and where their parameters sit among its own (``params``); a leaf's dtype, view and
+  alignment class; a scalar's dtype. Nodes with equal sids compute the same function of their
+  ``params``, so one kernel plan serves them all. The sid holds exactly what the planner reads of
+  a graph, less the buffers' identities: which leaves share a buffer is the evaluation's part of
+  the key (:mod:`..runtime.realize`).
+- ``params``, its leaves and scalars in canonical order (a dict, node → position): the first
+  input's params, then the new ones of each next input. Evaluation binds them to the kernel's
+  arguments in that order. A leaf or scalar is its own only param (``params`` is None: a dict
+  holding the node itself would be a reference cycle, keeping buffers alive until a collection).
+- ``count`` (an upper bound on its distinct nodes, for the node limit) and ``buffers`` (the
+  buffers it reads: writes compute pending readers first).
+
+Leaves are interned (one node per buffer, dtype and view), so a view read twice is one param and
+one load. Ops are not: building ``a * b`` twice gives two nodes (the kernel's compiler merges the
+repeated arithmetic), and a node's remembered result (``realized``) is read only by the arrays
+holding that node, never by the graphs built on it, so a write into a result never reaches them.
+``key`` (a structural sha256, computed when asked) names a node in text, for display.
 """
 
 from __future__ import annotations
@@ -23,32 +36,55 @@ from . import layout
 
 _uids = itertools.count(1)
 _serials = itertools.count(1)
-# identity → weak reference to the node. A plain dict of plain weak references, swept of dead
-# entries whenever it doubles: WeakValueDictionary costs ~2 µs a node, on every operator call.
+# (buffer uid, dtype, view) → weak reference to the leaf. A plain dict of plain weak references,
+# swept of dead entries whenever it doubles (WeakValueDictionary costs ~2 µs an entry).
 _interned: dict[tuple, weakref.ref] = {}
 _sweep_at = 4096
 _DTYPE_TYPES = frozenset(type(np.dtype(c)) for c in "?bhilqBHILQefd")
+# Structure → sid. Numbers are never reused: once the table is cleared (a process making new
+# shapes forever), a structure seen again gets a new number, which only costs a cache miss.
+_sids: dict[tuple, int] = {}
+_next_sid = itertools.count(1)
+_MAX_SIDS = 1 << 20
+# Alignment classes: the planner asks only whether an address allows 16-byte (vector) accesses.
+VECTOR_ALIGN = layout.VECTOR_BYTES
 
 
 def new_uid() -> int:
     return next(_uids)
 
 
+def align_class(align: int) -> int:
+    """What a key holds of a buffer's alignment: the planner's vector width reads no more."""
+    return align if align < VECTOR_ALIGN else VECTOR_ALIGN
+
+
+def _sid(structure: tuple) -> int:
+    found = _sids.get(structure)
+    if found is None:
+        if len(_sids) >= _MAX_SIDS:
+            _sids.clear()
+        found = _sids.setdefault(structure, next(_next_sid))
+    return found
+
+
 class Node:
     """One immutable graph node. Build with the constructors below, never directly."""
 
-    __slots__ = ("kind", "dtype", "shape", "inputs", "attrs", "serial", "_key", "count",
-                 "buffers", "realized", "__weakref__")
+    __slots__ = ("kind", "dtype", "shape", "inputs", "attrs", "sid", "params", "serial", "_key",
+                 "count", "buffers", "realized", "__weakref__")
 
     kind: str
     dtype: np.dtype
     shape: tuple[int, ...]
     inputs: tuple[Node, ...]
     attrs: tuple
-    serial: int                     # unique per node in this process (interning, never persisted)
+    sid: int                        # interned structure (module docstring)
+    params: dict | None             # leaves and scalars → position; None: the node itself
+    serial: int                     # unique per node in this process (never persisted)
     count: int                      # an upper bound on the distinct nodes under it: count_nodes
     buffers: frozenset              # the buffers this graph reads
-    realized: Node | None           # set by the runtime once computed: the leaf holding the result
+    realized: Node | None           # set once computed: the leaf holding the result
 
     @property
     def key(self) -> str:
@@ -63,6 +99,10 @@ class Node:
     def is_leaf(self) -> bool:
         return self.kind == "leaf"
 
+    def param_list(self) -> list[Node]:
+        """The params in order (a leaf or scalar: itself)."""
+        return [self] if self.params is None else list(self.params)
+
     def __repr__(self) -> str:
         return f"<Node {self.kind} {self.label()} {self.dtype} {self.shape}>"
 
@@ -76,62 +116,75 @@ class Node:
         return f"buffer{self.attrs[0].uid}"
 
 
-def _make(kind: str, dtype: np.dtype, shape: tuple, inputs: tuple, attrs: tuple,
-          key_attrs: tuple) -> Node:
-    # Interning is keyed by the inputs' serials, not their sha256 keys: an interned node holds its
-    # inputs, so while an entry lives its inputs' serials name them uniquely. The sha256 key is
-    # computed on first use (plan, display), off the hot path of building an expression.
-    if len(inputs) == 2:  # most ops: no comprehension (a frame of its own before 3.12)
-        a, b = inputs
-        ident = (kind, dtype, shape, key_attrs, (a.serial, b.serial))
-    else:
-        ident = (kind, dtype, shape, key_attrs, tuple([i.serial for i in inputs]))
-    ref = _interned.get(ident)
-    if ref is not None:
-        found = ref()
+def merge_params(first: Node, other: Node) -> tuple[dict, object]:
+    """``(params, placement)`` of a node over ``first`` and ``other``: ``first``'s params, then
+    ``other``'s new ones; ``placement`` says where ``other``'s params sit (None: right after
+    ``first``'s, in order; an int: ``other`` is a param, at that position; a tuple: each of its
+    params' positions; ``"="``: ``other`` is ``first``)."""
+    pa, pb = first.params, other.params
+    if pb is None:                      # a leaf or scalar: most ops' second operand
+        if pa is None:
+            if first is other:
+                return {first: 0}, "="
+            return {first: 0, other: 1}, None
+        found = pa.get(other)
         if found is not None:
-            return found
-    return _intern(ident, kind, dtype, shape, inputs, attrs)
+            return pa, found
+        params = pa.copy()
+        params[other] = len(pa)
+        return params, None
+    if first is other:
+        return pa, "="
+    if pa is None:
+        if first not in pb:
+            params = {first: 0}
+            params.update(zip(pb, range(1, len(pb) + 1)))
+            return params, None
+        params = {first: 0}
+    elif pa.keys().isdisjoint(pb):
+        params = pa.copy()
+        params.update(zip(pb, range(len(pa), len(pa) + len(pb))))
+        return params, None
+    else:
+        params = pa.copy()
+    for p in pb:
+        if p not in params:
+            params[p] = len(params)
+    return params, tuple(map(params.__getitem__, pb))
 
 
-def _intern(ident: tuple, kind: str, dtype: np.dtype, shape: tuple, inputs: tuple,
-            attrs: tuple) -> Node:
-    """A new node, interned under ``ident`` (which no live node holds)."""
+def roots_params(roots: list[Node]) -> tuple[dict, tuple]:
+    """The params of several roots evaluated together, merged as an op's inputs are, and the
+    structure of the whole (the roots' sids and placements) for the evaluation's key."""
+    params = roots[0].params if roots[0].params is not None else {roots[0]: 0}
+    structure = [roots[0].sid]
+    for root in roots[1:]:
+        holder = _Holder(params)
+        params, placement = merge_params(holder, root)
+        structure += [root.sid, placement]
+    return params, tuple(structure)
+
+
+class _Holder:
+    """Stands in for a node whose params are ``params`` (merging several roots' params)."""
+
+    __slots__ = ("params",)
+
+    def __init__(self, params: dict):
+        self.params = params
+
+
+def _new(kind: str, dtype: np.dtype, shape: tuple, inputs: tuple, attrs: tuple) -> Node:
     node = Node()
     node.kind, node.dtype, node.shape, node.inputs, node.attrs = kind, dtype, shape, inputs, attrs
     node.serial = next(_serials)
     node._key = None
-    if len(inputs) == 2:
-        a, b = inputs
-        # The common sharing costs two looks: a square (x * x) and an op on a node and one of
-        # its inputs (x + x * x) count what the larger graph counts, plus one.
-        if a is b or a in b.inputs:
-            node.count = 1 + b.count
-        elif b in a.inputs:
-            node.count = 1 + a.count
-        else:
-            node.count = 1 + a.count + b.count
-        buffers = a.buffers
-        node.buffers = buffers if b.buffers <= buffers else buffers | b.buffers
-    elif inputs:
-        node.count = 1 + sum([i.count for i in inputs])
-        buffers = inputs[0].buffers
-        for i in inputs[1:]:
-            if not i.buffers <= buffers:
-                buffers = buffers | i.buffers
-        node.buffers = buffers
-    else:
-        node.count = 1
-        node.buffers = frozenset()
     node.realized = None
-    _interned[ident] = weakref.ref(node)
-    if len(_interned) > _sweep_at:
-        _sweep()
     return node
 
 
 def _sweep() -> None:
-    # Threads build nodes (and sweep) at once: iterate a copy (one C call, no thread switch
+    # Threads build leaves (and sweep) at once: iterate a copy (one C call, no thread switch
     # inside), and remove an entry only while it still holds the dead reference.
     global _sweep_at
     for ident, ref in _interned.copy().items():
@@ -168,21 +221,31 @@ def _sha256_key(node: Node) -> str:
     return node._key
 
 
+def _leaf_node(buffer, dtype: np.dtype, view: tuple) -> Node:
+    node = _new("leaf", dtype, view[0], (), (buffer, view))
+    node.sid = _sid(("leaf", dtype, view, align_class(buffer.align)))
+    node.params = None
+    node.count = 1
+    node.buffers = frozenset((buffer,))
+    return node
+
+
 def leaf(buffer, dtype: np.dtype, shape: tuple, strides: tuple, offset: int) -> Node:
     """A view of ``buffer`` (an object with a ``uid``): element strides and element offset."""
     view = (tuple(shape), tuple(strides), int(offset))
     dtype = np.dtype(dtype)
-    ident = ("leaf", dtype, view[0], (buffer.uid, view), ())
+    ident = (buffer.uid, dtype, view)
     ref = _interned.get(ident)
     node = ref() if ref is not None else None
     if node is None:
         ref = getattr(buffer, "fresh", None)
         node = ref() if ref is not None else None
-        if node is not None and node.dtype == dtype and node.attrs[1] == view:
-            _interned[ident] = ref          # the fresh leaf's view: from now on found here
-        else:
-            node = _intern(ident, "leaf", dtype, view[0], (), (buffer, view))
-            node.buffers = frozenset((buffer,))
+        if node is None or node.dtype != dtype or node.attrs[1] != view:
+            node = _leaf_node(buffer, dtype, view)
+            ref = weakref.ref(node)
+        _interned[ident] = ref      # a fresh leaf's view too: from now on found here
+        if len(_interned) > _sweep_at:
+            _sweep()
     return node
 
 
@@ -196,30 +259,26 @@ def fresh_leaf(buffer, dtype: np.dtype, view: tuple) -> Node:
     keeps a weak reference to it instead, where :func:`leaf` finds it, so a view of the whole
     result (``r[...]``) is still this very node. Call it at most once per buffer.
     """
-    node = Node()
-    node.kind = "leaf"
-    node.dtype = dtype
-    node.shape = view[0]
-    node.inputs = ()
-    node.attrs = (buffer, view)
-    node.serial = next(_serials)
-    node._key = None
-    node.count = 1
-    node.buffers = frozenset((buffer,))
-    node.realized = None
+    node = _leaf_node(buffer, dtype, view)
     buffer.fresh = weakref.ref(node)
     return node
 
 
+_scalar_sids: dict[np.dtype, int] = {}
+
+
 def scalar(value, dtype: np.dtype) -> Node:
     """A scalar kernel parameter of ``dtype``; each call makes a distinct parameter."""
-    # Never merged with another scalar, so never interned.
     if type(dtype) not in _DTYPE_TYPES:
         dtype = np.dtype(dtype)
     node = Node()
     node.kind, node.dtype, node.shape, node.inputs = "scalar", dtype, (), ()
     node.attrs = (next(_uids), value)
     node.serial = next(_serials)
+    sid = _scalar_sids.get(dtype)
+    if sid is None:
+        sid = _scalar_sids[dtype] = _sid(("scalar", dtype))
+    node.sid, node.params = sid, None
     node._key, node.count, node.buffers, node.realized = None, 1, frozenset(), None
     return node
 
@@ -228,7 +287,9 @@ def cast(node: Node, dtype: np.dtype) -> Node:
     dtype = np.dtype(dtype)
     if node.dtype == dtype:
         return node
-    return _make("cast", dtype, node.shape, (node,), (), ())
+    cast_node = _new("cast", dtype, node.shape, (node,), ())
+    _combine(cast_node, (node,), ("cast", dtype))
+    return cast_node
 
 
 def op(name: str, inputs: tuple[Node, ...], loop: tuple[np.dtype, ...]) -> Node:
@@ -237,13 +298,50 @@ def op(name: str, inputs: tuple[Node, ...], loop: tuple[np.dtype, ...]) -> Node:
         if type(d) not in _DTYPE_TYPES:
             loop = tuple(np.dtype(d) for d in loop)
             break
-    return op_of(inputs, (name, tuple(loop)))
+    attrs = (name, tuple(loop))
+    return op_of(tuple(inputs), attrs, attrs_id(attrs))
 
 
-def op_of(inputs: tuple[Node, ...], attrs: tuple) -> Node:
-    """:func:`op` with ``attrs`` = ``(name, loop)`` as :func:`op` makes it: a tuple of NumPy
-    dtypes (the operator path keeps one per op and operand types, so nothing is converted)."""
-    inputs = tuple(inputs)
+_attrs_ids: dict[tuple, int] = {}
+
+
+def attrs_id(attrs: tuple) -> int:
+    """A small number for an op's ``(name, loop dtypes)``: what its sid holds of them (hashing
+    dtypes at every op costs more than the rest of the key)."""
+    found = _attrs_ids.get(attrs)
+    if found is None:
+        found = _attrs_ids.setdefault(attrs, len(_attrs_ids) + 1)
+    return found
+
+
+def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
+    """:func:`op` with ``attrs`` = ``(name, loop)`` as :func:`op` makes it (a tuple of NumPy
+    dtypes) and ``aid`` its :func:`attrs_id`: the operator path keeps both per op and operand
+    types, so nothing is converted or hashed but the sid's numbers."""
+    node = Node()
+    node.kind, node.dtype, node.inputs, node.attrs = "op", attrs[1][-1], inputs, attrs
+    node.serial = next(_serials)
+    node._key = node.realized = None
+    if len(inputs) == 2:    # most ops, written out: this runs for every operator
+        a, b = inputs
+        sa, sb = a.shape, b.shape
+        node.shape = sa if sa == sb or not sb else sb if not sa else layout.broadcast_shapes(sa,
+                                                                                              sb)
+        node.params, placement = merge_params(a, b)
+        structure = (aid, a.sid, b.sid, placement)
+        sid = _sids.get(structure)
+        node.sid = sid if sid is not None else _sid(structure)
+        # The common sharing costs two looks: a square (x * x) and an op on a node and one of
+        # its inputs (x + x * x) count what the larger graph counts, plus one.
+        if a is b or a in b.inputs:
+            node.count = 1 + b.count
+        elif b in a.inputs:
+            node.count = 1 + a.count
+        else:
+            node.count = 1 + a.count + b.count
+        buffers = a.buffers
+        node.buffers = buffers if b.buffers <= buffers else buffers | b.buffers
+        return node
     shape = ()
     for i in inputs:  # the common cases without broadcasting: equal shapes, or 0-d scalars
         if i.shape and i.shape != shape:
@@ -251,7 +349,26 @@ def op_of(inputs: tuple[Node, ...], attrs: tuple) -> Node:
                 shape = layout.broadcast_shapes(*[i.shape for i in inputs])
                 break
             shape = i.shape
-    return _make("op", attrs[1][-1], shape, inputs, attrs, attrs)
+    node.shape = shape
+    _combine(node, inputs, aid)
+    return node
+
+
+def _combine(node: Node, inputs: tuple, head) -> None:
+    """An op or cast node's params, sid, count and buffers over any number of inputs."""
+    first = inputs[0]
+    params = first.params if first.params is not None else {first: 0}
+    structure = [head, first.sid]
+    buffers = first.buffers
+    for other in inputs[1:]:
+        params, placement = merge_params(_Holder(params), other)
+        structure += [other.sid, placement]
+        if not other.buffers <= buffers:
+            buffers = buffers | other.buffers
+    node.params = params
+    node.sid = _sid(tuple(structure))
+    node.count = 1 + sum([i.count for i in inputs])
+    node.buffers = buffers
 
 
 def leaf_view(node: Node) -> tuple[object, tuple, tuple, int]:
@@ -308,15 +425,14 @@ def count_nodes(node: Node, limit: int | None = None) -> int:
     doubles it per step for three new nodes. Cheap, and an upper bound. The node limit calls
     this only once that bound passes the limit; an exact count is stored back on the node, so
     nodes built on it start their sums from it. Results remembered in ``realized`` are not
-    followed: a write can drop them (``runtime.forget_results_reading``), and the stored count
-    must stay an upper bound after that.
+    followed: evaluation doesn't follow them either.
 
     The walk visits at most ``limit + 1`` nodes. While a graph's distinct nodes stay under the
     limit but its inputs' counts add up past it (two inputs sharing most of their graphs), each
     new node built on it walks again: at worst one walk of the limit's size per op (~30 µs at
     256), until the graph evaluates.
     """
-    seen = {node.serial}            # serials: interned nodes are equal exactly when identical
+    seen = {node.serial}
     stack = [node]
     while stack:
         for i in stack.pop().inputs:
@@ -331,9 +447,10 @@ def count_nodes(node: Node, limit: int | None = None) -> int:
 
 
 def walk(roots) -> list[Node]:
-    """Every node reachable from ``roots``, inputs before users, each once (deterministic)."""
+    """Every node reachable from ``roots``, inputs before users, each once (deterministic).
+    Remembered results (``realized``) are not followed: a graph is evaluated from its params."""
     order: list[Node] = []
-    seen: set[int] = set()          # serials: interned nodes are equal exactly when identical
+    seen: set[int] = set()
     stack: list = list(roots)[::-1]
     while stack:
         n = stack.pop()
@@ -343,7 +460,6 @@ def walk(roots) -> list[Node]:
                 seen.add(n.serial)
                 order.append(n)
             continue
-        n = n.realized or n
         if n.serial in seen:
             continue
         if not n.inputs:

@@ -30,14 +30,9 @@ _MAX_ALIGN = 256
 
 
 class Buffer:
-    """Memory a backend allocated (or imported), plus what the runtime tracks about it.
+    """Memory a backend allocated (or imported), plus what the runtime tracks about it."""
 
-    ``readers`` holds the pending arrays whose graphs read this buffer, so that an in-place write
-    can compute them first: writing into a buffer never changes a pending result; ``derived`` the
-    computed nodes read from it or stored in it, whose remembered results a write makes stale.
-    """
-
-    __slots__ = ("uid", "storage", "nbytes", "backend", "readers", "derived", "align", "fresh",
+    __slots__ = ("uid", "storage", "nbytes", "backend", "align", "fresh",
                  "__weakref__")
 
     def __init__(self, storage: Any, nbytes: int, backend: Backend, align: int | None = None):
@@ -51,14 +46,6 @@ class Buffer:
             address = backend.address(storage)
             align = min(_MAX_ALIGN, address & -address) if address else _MAX_ALIGN
         self.align = align
-        # Weak references to the pending arrays reading this buffer (dead ones pruned as it
-        # grows; no callbacks, which would cost a microsecond per intermediate array), or None
-        # until the first: most buffers (results) never get a reader.
-        self.readers: list[weakref.ref] | None = None
-        # Weak references to computed nodes whose remembered result was read from this buffer
-        # or is held in it:
-        # runtime.forget_results_reading drops those results before the buffer is written.
-        self.derived: list[weakref.ref] | None = None
         # A weak reference to the leaf graph.fresh_leaf made over this buffer (not interned
         # until graph.leaf asks for its view), or None.
         self.fresh: weakref.ref | None = None
@@ -67,19 +54,6 @@ class Buffer:
 
     def __repr__(self) -> str:
         return f"<Buffer {self.uid} {self.nbytes} bytes on {self.backend.name}>"
-
-
-def append_weak(refs: list | None, ref: weakref.ref) -> list:
-    """``refs`` (a buffer's ``readers`` or ``derived``, None until the first) with ``ref``
-    appended; dead references are dropped when the length reaches a power of two, so an append
-    costs amortised O(1) and no callback runs when an array dies."""
-    if refs is None:
-        return [ref]
-    refs.append(ref)
-    n = len(refs)
-    if n >= 32 and not n & (n - 1):
-        refs[:] = [r for r in refs if r() is not None]
-    return refs
 
 
 class MemoryInfo(NamedTuple):

@@ -35,6 +35,7 @@ from ..errors import DeviceUnavailableError
 from ..ir import graph, layout
 from . import realize, records
 from .backend import arch_compiler, get_backend
+from .launch import scalar_arg
 
 _POOL_ALIGN = 256  # a stream-ordered pool allocation is aligned to at least this
 # From this many CPUs a batch gets workers by default. The compile server's warm-up costs a CPU
@@ -163,7 +164,7 @@ def _precompile_cpu(arrays, report: dict, start: float) -> dict:
             kernel = realize.kernel_for(plan, backend)
             scratch = np.empty(16, np.uint8)   # only the arguments' types matter here
             args = [backend.operand_arg(scratch, o.dtype, 0) for o in plan.operands]
-            args += plan.int_args() + [realize.scalar_arg(v, dt) for v, dt in plan.scalars]
+            args += plan.int_args() + [scalar_arg(v, dt) for v, dt in plan.scalars]
             backend.prepare(kernel, plan.size, args)
             report["compiled" if records.stats()["compiles"] > compiles else "cached"] += 1
     report.update(arch=backend.arch, kernels=len(seen), seconds=time.perf_counter() - start)
@@ -220,10 +221,10 @@ def _with_stand_in_buffers(nodes: list[graph.Node]) -> list[graph.Node]:
         elif n.kind == "scalar":
             built[n.serial] = n
         else:
-            inputs = tuple(built[(i.realized or i).serial] for i in n.inputs)
+            inputs = tuple(built[i.serial] for i in n.inputs)
             built[n.serial] = (graph.cast(inputs[0], n.dtype) if n.kind == "cast"
                                else graph.op(n.attrs[0], inputs, n.attrs[1]))
-    return [built[(n.realized or n).serial] for n in nodes]
+    return [built[n.serial] for n in nodes]
 
 
 def compile_batch(jobs: list[tuple], workers: int | None = None, progress: bool | None = None

@@ -6,25 +6,24 @@ one kernel launch. Kernels are kept in memory per ``(device, structure key)``; o
 cubin without compiling (or importing numba). Counters, stage timings and why each kernel
 compiled are recorded in :mod:`records` (re-exported here).
 
-The hot path (an expression evaluated again with the same structure and sizes) skips planning:
-:func:`run` traces the graph into a cheap signature and reuses the *launch recipe* (loaded kernel,
-which buffer feeds which pointer, the integer parameters, scalar converters) that the first such
-evaluation derived from its :class:`~.plan.KernelPlan`.
+The hot path (an expression evaluated again with the same structure and sizes) is a dictionary
+look-up: every node carries its structure's sid and its params from creation (``ir/graph.py``),
+so :func:`run` keys the evaluation without walking the graph and finds the *launch record*
+(``launch.py``: loaded kernel, generated argument packer, geometry) that the first such
+evaluation built from its :class:`~.plan.KernelPlan`; packing binds the graph's params.
 """
 
 from __future__ import annotations
 
 import logging
-import weakref
-
-import numpy as np
 
 from .. import config
 from ..compiler import codegen, devicelib, keys
 from ..compiler.plan import KernelPlan, plan_kernel
 from ..ir import graph, layout
-from .backend import Backend, Buffer, append_weak, new_buffer
+from .backend import Backend, Buffer, new_buffer
 from .diskcache import DiskCache
+from .launch import LaunchRecord, graph_packer
 from .records import (
     _add_time,
     _perf,
@@ -40,8 +39,6 @@ log = logging.getLogger("fusedarrays.compile")
 _memory: dict[tuple[str, str], object] = {}
 _disk: dict[tuple, DiskCache] = {}
 _artifacts: dict[tuple[str, str], dict] = {}  # (arch, key) → cubin where there's no disk level
-_recipes: dict[tuple, _Recipe] = {}      # trace signature → launch recipe (the hot path)
-_MAX_RECIPES = 4096                      # then the table starts over (a loop of new shapes)
 
 
 # -- the disk level -------------------------------------------------------------------------------
@@ -76,7 +73,7 @@ def clear_cache() -> int:
     The next evaluation of every expression compiles again (and writes the disk cache again).
     """
     _memory.clear()
-    _recipes.clear()
+    _records.clear()
     _artifacts.clear()
     return disk_cache().clear()
 
@@ -178,180 +175,68 @@ def _with_folder(artifact, backend):
     return artifact
 
 
-# -- launching ------------------------------------------------------------------------------------
-
-def scalar_arg(value, dtype: np.dtype):
-    """A scalar parameter in its kernel type: float16 travels as float32, bool as uint8."""
-    if dtype == np.float16:
-        return np.float32(np.float16(value))
-    if dtype == np.bool_:
-        return np.uint8(bool(value))
-    return dtype.type(value)
+# -- evaluating -----------------------------------------------------------------------------------
+# (backend, structure, distinct buffers read, outputs) → launch record. The structure is the
+# root's sid (several roots: their sids and placements); where leaves share a buffer, or an output
+# is read, which ones is part of the key too (_record_for). Everything the planner reads is in it.
+_records: dict[tuple, LaunchRecord] = {}
+_MAX_RECORDS = 4096                      # then the table starts over (a loop of new shapes)
+_settings_seen: list = [None, None]      # (config generation, codegen settings) of the table
 
 
-def _scalar_converter(dtype: np.dtype):
-    if dtype == np.float16 or dtype == np.bool_:
-        return lambda value: scalar_arg(value, dtype)
-    return dtype.type
-
-
-def _elem_offset(operand) -> int:
-    """The element offset folded into an operand's pointer (0 where it is a parameter)."""
-    return operand.offset if operand.folded else 0
-
-
-def launch_plan(plan: KernelPlan) -> None:
-    """Compile-or-fetch and launch one planned kernel (nothing to do for an empty shape)."""
-    if plan.size == 0:
-        return
-    backend = plan.operands[-1].buffer.backend
-    kernel = kernel_for(plan, backend)
-    args = [backend.operand_arg(o.buffer.storage, o.dtype, _elem_offset(o))
-            for o in plan.operands]
-    args += plan.int_args()
-    args += [scalar_arg(v, dt) for v, dt in plan.scalars]
-    with _timed("launch"):
-        backend.launch(kernel, plan.size, args, plan.geometry())
-    _stats["launches"] += 1
-
-
-class _Recipe:
-    """How to launch a planned kernel again given only the buffers and scalar values of a graph
-    with the same trace signature: everything else the plan decided is fixed by the signature."""
-
-    __slots__ = ("backend", "kernel", "size", "geometry", "operands", "ints", "converters")
-
-    def __init__(self, backend, kernel, plan: KernelPlan, operands: tuple):
-        self.backend = backend
-        self.kernel = kernel
-        self.size = plan.size
-        self.geometry = plan.geometry()
-        self.operands = operands            # (index into the trace's buffers, dtype, offset)
-        self.ints = tuple(plan.int_args())
-        self.converters = tuple(_scalar_converter(dt) for _, dt in plan.scalars)
-
-
-def _trace(outputs: list[tuple[graph.Node, tuple]]):
-    """``(signature, buffers, scalar values)`` of the kernel computing ``outputs``.
-
-    The signature holds everything :func:`~.plan.plan_kernel` reads — every node's kind, dtype,
-    op and inputs (in plan order), each leaf's view, which leaves and outputs share a buffer and
-    each buffer's alignment, the output views, the codegen settings and the device — and nothing
-    it doesn't (buffer identities, scalar values). Equal signatures therefore plan equal kernels
-    with equal integer parameters. Anything new that the planner reads must be added here.
-
-    One pass in :func:`graph.walk`'s order (inputs first, each node once; :func:`_recipe_of`
-    checks that the plan saw the same order), written out here because it runs on every call.
-    """
-    entries, values, buffers = [], [], []
-    where: dict[int, int] = {}
-    bufs: dict[Buffer, int] = {}
-    stack: list = [node for node, _ in outputs][::-1]
-    while stack:
-        n = stack.pop()
-        if type(n) is tuple:                    # (node,): its inputs are placed
-            n = n[0]
-            if n.serial in where:
-                continue
-            ins = n.inputs
-            if len(ins) == 2:  # most ops: no comprehension (a frame of its own before 3.12)
-                a, b = ins
-                inputs = (where[(a.realized or a).serial], where[(b.realized or b).serial])
-            else:
-                inputs = tuple([where[(i.realized or i).serial] for i in ins])
-            entries.append((3, n.attrs, inputs) if n.kind == "op" else (2, n.dtype, inputs))
-        else:
-            n = n.realized or n
-            if n.serial in where:
-                continue
-            if n.inputs:
-                stack.append((n,))
-                stack.extend(n.inputs[::-1])
-                continue
-            if n.kind == "leaf":
-                buffer, view = n.attrs
-                b = bufs.get(buffer)
-                if b is None:
-                    b = bufs[buffer] = len(buffers)
-                    buffers.append(buffer)
-                entries.append((0, n.dtype, view, b))
-            else:
-                values.append(n.attrs[1])
-                entries.append((1, n.dtype))
-        where[n.serial] = len(entries) - 1
-    outs = []
-    for node, (buffer, dtype, shape, strides, offset) in outputs:
-        b = bufs.get(buffer)
-        if b is None:
-            b = bufs[buffer] = len(buffers)
-            buffers.append(buffer)
-        outs.append((where[(node.realized or node).serial], dtype, tuple(shape), tuple(strides),
-                     offset, b))
-    # Alignment matters up to the widest vector access; more would only split signatures.
-    aligns = tuple([min(b.align, layout.VECTOR_BYTES) for b in buffers])
-    signature = (tuple(entries), tuple(outs), aligns, buffers[-1].backend.device_key,
-                 _codegen_settings())
-    return signature, buffers, values
-
-
-_settings_memo: list = [None, None]
-
-
-def _codegen_settings():
+def _check_settings() -> None:
+    """Start the record table over when a setting that changes generated code changed."""
     generation = config.generation()
-    if _settings_memo[0] != generation:
-        _settings_memo[:] = [generation, config.codegen_settings()]
-    return _settings_memo[1]
-
-
-def _recipe_of(plan: KernelPlan, buffers: list, values: list) -> _Recipe | None:
-    """The plan's launch as a recipe over the trace's buffers; None if the plan doesn't map
-    onto the trace (then every evaluation of it plans, which is slower but still right)."""
-    index = {id(b): k for k, b in enumerate(buffers)}
-    operands = []
-    for o in plan.operands:
-        k = index.get(id(o.buffer))
-        if k is None:
-            return None
-        operands.append((k, o.dtype, _elem_offset(o)))
-    if len(plan.scalars) != len(values) or any(
-            v is not w for (v, _), w in zip(plan.scalars, values)):
-        return None  # the plan ordered its scalars differently from the trace
-    backend = buffers[-1].backend
-    return _Recipe(backend, kernel_for(plan, backend), plan, tuple(operands))
+    if _settings_seen[0] != generation:
+        settings = config.codegen_settings()
+        if settings != _settings_seen[1]:
+            _records.clear()
+        _settings_seen[:] = [generation, settings]
 
 
 def run(outputs: list[tuple[graph.Node, tuple]]) -> None:
     """Compute each node into its ``(buffer, dtype, shape, strides, offset)`` in one launch."""
-    signature, buffers, values = _trace(outputs)
-    recipe = _recipes.get(signature)
-    stage = "launch"
-    if recipe is None:
-        with _timed("plan"):
-            plan = plan_kernel(outputs)
-        if plan.size == 0:
-            return
-        compiles = _stats["compiles"]
-        recipe = _recipe_of(plan, buffers, values)
-        if _stats["compiles"] != compiles:
-            stage = "first launch"  # where a backend compiles lazily (cpu: numba's first call)
-        if recipe is None:
-            launch_plan(plan)
-            return
-        if len(_recipes) >= _MAX_RECIPES:
-            _recipes.clear()
-        _recipes[signature] = recipe
+    if _settings_seen[0] != config.generation():
+        _check_settings()
+    if len(outputs) == 1:
+        node = outputs[0][0]
+        params = node.params if node.params is not None else {node: 0}
+        structure, buffers = node.sid, node.buffers
+    else:
+        roots = [node for node, _ in outputs]
+        params, structure = graph.roots_params(roots)
+        buffers = frozenset().union(*[r.buffers for r in roots])
+    targets = tuple([(dtype, shape, strides, offset, graph.align_class(b.align), b in buffers)
+                     for _, (b, dtype, shape, strides, offset) in outputs])
+    key = (outputs[0][1][0].backend, structure, len(buffers), targets)
+    record = _records.get(key)
+    if record is None:
+        record = _record_for(outputs, params, key)
     else:
         _stats["memory_hits"] += 1
-    backend = recipe.backend
-    operand_arg = backend.operand_arg
-    args = [operand_arg(buffers[k].storage, dtype, offset) for k, dtype, offset in recipe.operands]
-    args += recipe.ints
-    args += [convert(v) for convert, v in zip(recipe.converters, values)]
-    start = _perf()
-    backend.launch(recipe.kernel, recipe.size, args, recipe.geometry)
-    _add_time(stage, _perf() - start)
-    _stats["launches"] += 1
+    record.launch(params, [target[0] for _, target in outputs])
+
+
+def _record_for(outputs: list, params: dict, key: tuple) -> LaunchRecord:
+    """The record of an evaluation that missed the table by ``key``: found under the key with
+    which leaves and outputs share buffers (where some do), else planned and built."""
+    mine = [p.attrs[0] for p in params if p.kind == "leaf"] + [t[0] for _, t in outputs]
+    if len(set(mine)) < len(mine):
+        numbers: dict = {}
+        key += (tuple([numbers.setdefault(b, len(numbers)) for b in mine]),)
+        record = _records.get(key)
+        if record is not None:
+            _stats["memory_hits"] += 1
+            return record
+    with _timed("plan"):
+        plan = plan_kernel(outputs, params)
+    backend = outputs[0][1][0].backend
+    kernel = kernel_for(plan, backend) if plan.size else None
+    record = LaunchRecord.of_plan(backend, kernel, plan, graph_packer(plan, len(params), backend))
+    if len(_records) >= _MAX_RECORDS:
+        _records.clear()
+    _records[key] = record
+    return record
 
 
 def compute_nodes(nodes: list[graph.Node], backend: Backend) -> list[graph.Node]:
@@ -375,15 +260,14 @@ def compute_nodes(nodes: list[graph.Node], backend: Backend) -> list[graph.Node]
     for k, result in enumerate(results):
         if result is None:
             node, (buffer, dtype, shape, strides, _) = next(done)
-            leaf = graph.leaf(buffer, dtype, shape, strides, 0)
-            node.realized = leaf
-            _remember_derived(node, buffer)
-            results[k] = leaf
+            results[k] = node.realized = graph.fresh_leaf(buffer, dtype, (shape, strides, 0))
     return results
 
 
 def _compute_one(node: graph.Node, backend: Backend) -> graph.Node:
-    """:func:`compute_nodes` of one pending node, kept short: every evaluation runs it."""
+    """:func:`compute_nodes` of one pending node, kept short: every evaluation runs it. A fresh
+    result is never read by the graph, so its key is the sid, the distinct buffers and the
+    result's alignment class."""
     shape, dtype = node.shape, node.dtype
     strides = _strides.get(shape)
     if strides is None:
@@ -391,44 +275,22 @@ def _compute_one(node: graph.Node, backend: Backend) -> graph.Node:
             _strides.clear()
         strides = _strides[shape] = layout.contiguous_strides(shape)
     buffer = new_buffer(backend, layout.size_of(shape) * dtype.itemsize)
-    run([(node, (buffer, dtype, shape, strides, 0))])
+    if _settings_seen[0] != config.generation():
+        _check_settings()
+    key = (backend, node.sid, len(node.buffers), graph.align_class(buffer.align))
+    record = _records.get(key)
+    if record is None:
+        record = _record_for([(node, (buffer, dtype, shape, strides, 0))], node.params, key)
+    else:
+        _stats["memory_hits"] += 1
+    record.launch(node.params, (buffer,))
     # The buffer is new, so no node views it yet: no look-up (node's dtype and shape are what
     # graph.leaf would make them).
     leaf = node.realized = graph.fresh_leaf(buffer, dtype, (shape, strides, 0))
-    _remember_derived(node, buffer)
     return leaf
 
 
 _strides: dict[tuple, tuple] = {}  # shape → contiguous element strides
-
-
-def forget_results_reading(buffer: Buffer) -> None:
-    """Before ``buffer`` is written: results computed from it, and results stored in it, no
-    longer stand for their nodes.
-
-    Nodes are hash-consed, so building ``a * b`` again returns the node computed before, and its
-    remembered result; once ``a``'s memory changes, that result is stale and must be dropped
-    (arrays already holding it keep it, as NumPy arrays keep their values). Likewise once the
-    memory holding ``a * b``'s result is written (``p = a * b; p.compute(); p += 1``): a pending
-    graph built on ``a * b`` before it was computed reads the result through ``realized`` and
-    would see the write; dropped, it computes ``a * b`` again from ``a`` and ``b``. Afterwards no
-    graph reaches ``buffer`` except through its own leaves (in its node's ``buffers``).
-    """
-    if buffer.derived:
-        for ref in buffer.derived:
-            node = ref()
-            if node is not None:
-                node.realized = None
-        buffer.derived = None
-
-
-def _remember_derived(node: graph.Node, held_in: Buffer) -> None:
-    """Note ``node``'s remembered result (held in ``held_in``) on the buffers that a write
-    makes it stale by: those it was read from and its own."""
-    ref = weakref.ref(node)
-    for source in node.buffers:
-        source.derived = append_weak(source.derived, ref)
-    held_in.derived = append_weak(held_in.derived, ref)
 
 
 def reads_through_other_map(node: graph.Node, buffer: Buffer, target: tuple) -> bool:
@@ -439,8 +301,7 @@ def reads_through_other_map(node: graph.Node, buffer: Buffer, target: tuple) -> 
     """
     _, _, shape, strides, offset = target
     want = layout.broadcast_strides(shape, strides, shape)
-    for n in graph.walk([node]):
-        n = n.realized or n
+    for n in node.param_list():
         if n.is_leaf:
             buf, lshape, lstrides, loffset = graph.leaf_view(n)
             if buf is buffer and (loffset != offset or

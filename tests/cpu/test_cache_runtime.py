@@ -286,7 +286,7 @@ def test_same_signature_plans_once_and_new_values_arrive(cpu):
 def test_sharing_pattern_and_views_are_part_of_the_signature(cpu):
     a, b = rand(), rand(seed=1)
     x, y = fa.asarray(a), fa.asarray(b)
-    for _ in range(3):  # alternate so a wrongly shared recipe would show
+    for _ in range(3):  # alternate so a wrongly shared launch record would show
         np.testing.assert_allclose((x * y).get(), a * b)
         np.testing.assert_allclose((x * x).get(), a * a)
         np.testing.assert_allclose((x[1:] * y[:-1]).get(), a[1:] * b[:-1])

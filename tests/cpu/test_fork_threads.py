@@ -51,7 +51,7 @@ def _child_evaluates(seed: int, n: int) -> int:
     """In a forked child: drop the inherited kernels (so this process builds its own) and
     evaluate; 0 if the values are NumPy's."""
     runtime._memory.clear()
-    runtime._recipes.clear()
+    runtime._records.clear()
     _, pid, got = forkwork.evaluate(("cpu", seed, n))
     ok = pid == os.getpid() and np.allclose(got, forkwork.expected(seed, n), rtol=1e-6)
     return 0 if ok else 2

@@ -46,7 +46,7 @@ def test_write_through_another_map_into_a_computed_result_it_reads():
 
 
 def test_writes_whose_value_never_reads_the_destination_match_numpy():
-    """The usual statement: no staging, no walk; repeated, so the launch recipe is reused."""
+    """The usual statement: no staging, no walk; repeated, so the launch record is reused."""
     xh, bh, sh = rand(40, 40), rand(40), rand(40)
     x, b, s = fa.asarray(xh), fa.asarray(bh), fa.asarray(sh)
     out = fa.empty((40, 40), np.float32)

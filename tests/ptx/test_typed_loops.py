@@ -153,6 +153,7 @@ def test_mixed_and_half_loops_keep_their_casts():
 
 
 class FakeBuffer:
+    align = 256   # a pool block's alignment
     def __init__(self):
         self.uid = graph.new_uid()
 

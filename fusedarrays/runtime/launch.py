@@ -1,0 +1,148 @@
+"""Launch records: what every launch of fusedarrays is made from, and the code that packs them.
+
+A :class:`LaunchRecord` is built once per signature from a plan: the loaded kernel, a generated
+argument packer and the launch geometry. Lazy evaluation (:mod:`realize`, one record per graph
+structure and binding), ``fa.fuse`` (one per launch of a traced program) and ``foreach`` (one per
+traced group) all launch through :meth:`LaunchRecord.launch_with`; nothing else launches.
+
+A packer is straight-line Python written for its plan (:class:`Packer`): each operand's pointer
+from where that signature's caller keeps the buffer, the plan's integer parameters as constants,
+and each scalar parameter converted to its kernel type. Generated code rather than a loop over a
+table: a cached evaluation's host time is the point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .records import _add_time, _perf, _stats
+
+
+def scalar_arg(value, dtype: np.dtype):
+    """A scalar parameter in its kernel type: float16 travels as float32, bool as uint8."""
+    if dtype == np.float16:
+        return np.float32(np.float16(value))
+    if dtype == np.bool_:
+        return np.uint8(bool(value))
+    return dtype.type(value)
+
+
+def converter(dtype: np.dtype):
+    """Host value → kernel parameter of ``dtype``, as :func:`scalar_arg` converts it."""
+    if dtype == np.float16 or dtype == np.bool_:
+        return lambda value: scalar_arg(value, dtype)
+    return dtype.type
+
+
+def elem_offset(operand) -> int:
+    """The element offset folded into an operand's pointer (0 where it is a parameter)."""
+    return operand.offset if operand.folded else 0
+
+
+class LaunchRecord:
+    """A planned kernel, ready to launch: ``pack(*inputs)`` gives the arguments after ``n``."""
+
+    __slots__ = ("backend", "kernel", "size", "geometry", "pack", "name", "launched")
+
+    def __init__(self, backend, kernel, pack, size: int = 0, geometry: tuple | None = None,
+                 name: str = ""):
+        self.backend, self.kernel, self.pack = backend, kernel, pack
+        self.size, self.geometry, self.name = size, geometry, name
+        self.launched = False
+
+    @classmethod
+    def of_plan(cls, backend, kernel, plan, pack) -> LaunchRecord:
+        """The record launching ``plan`` (a :class:`~..compiler.plan.KernelPlan`) whole."""
+        return cls(backend, kernel, pack, plan.size, plan.geometry() if plan.size else None,
+                   plan.name)
+
+    def launch(self, *inputs) -> None:
+        """Pack ``inputs`` (the signature's buffers and values) and launch."""
+        if self.size:
+            self.launch_with(self.pack(*inputs), self.size, self.geometry)
+
+    def launch_with(self, args: list, size: int, geometry: tuple) -> None:
+        """Launch over ``size`` elements with ``args`` after ``n``: the one call of
+        ``backend.launch`` in the package. The first launch of a record is timed apart from
+        the others: where a backend compiles lazily (cpu: numba's first call), it compiles."""
+        start = _perf()
+        self.backend.launch(self.kernel, size, args, geometry)
+        if self.launched:
+            _add_time("launch", _perf() - start)
+        else:
+            self.launched = True
+            _add_time("first launch", _perf() - start)
+        _stats["launches"] += 1
+
+
+class Packer:
+    """Straight-line source of a generated ``pack`` function.
+
+    Parts are Python expressions over the function's parameters; ``names`` are its globals
+    (constants and functions enter by name, never by repr). A memoised part converts only when
+    the object it comes from is a new one (``M[slot]`` holds the pair, replaced in one store, so
+    concurrent calls never see a torn pair): an optimizer loop passes the same arrays and mostly
+    the same scalar objects at every step.
+    """
+
+    def __init__(self, backend):
+        self.names: dict = {"M": [], "oparg": backend.operand_arg}
+        self.lines: list[str] = []
+        self.parts: list[str] = []
+
+    def name(self, value) -> str:
+        """A global name for ``value`` in the generated code."""
+        name = f"k{len(self.names)}"
+        self.names[name] = value
+        return name
+
+    def pointer(self, storage: str, dtype: np.dtype, offset: int, memo: bool = False) -> None:
+        """Operand pointer from the storage expression ``storage``."""
+        convert = f"oparg({{}}, {self.name(dtype)}, {offset})"
+        if memo:
+            self.memo(storage, convert.format("s"))
+        else:
+            self.parts.append(convert.format(storage))
+
+    def memo(self, source: str, convert: str) -> None:
+        slot = len(self.names["M"])
+        self.names["M"].append((None, None))
+        self.lines += [f"s = {source}", f"m{slot} = M[{slot}]", f"if m{slot}[0] is not s:",
+                       f"    m{slot} = M[{slot}] = (s, {convert})"]
+        self.parts.append(f"m{slot}[1]")
+
+    def ints(self, plan) -> None:
+        ints = plan.int_args()
+        if ints:
+            self.parts.append("*" + self.name(tuple(ints)))
+
+    def scalar(self, value: str, dtype: np.dtype) -> None:
+        """A scalar parameter computed by the expression ``value``, converted to ``dtype``."""
+        self.parts.append(f"{self.name(converter(dtype))}({value})")
+
+    def constant(self, value, dtype: np.dtype) -> None:
+        self.parts.append(self.name(converter(dtype)(value)))
+
+    def function(self, params: str, what: str, unpack: str | None = None):
+        body = ([unpack] if unpack else []) + self.lines
+        body.append("return [" + ", ".join(self.parts) + "]")
+        source = f"def pack({params}):\n" + "".join(f"    {ln}\n" for ln in body)
+        exec(compile(source, f"<fusedarrays {what}>", "exec"), self.names)
+        return self.names["pack"]
+
+
+def graph_packer(plan, nparams: int, backend):
+    """``pack(P, O)`` for lazy evaluation: ``P`` the evaluated graph's params (a leaf's buffer
+    and a scalar's value sit where the plan's graph had them), ``O`` the output buffers."""
+    packer = Packer(backend)
+    inputs = [o for o in plan.operands if not o.output]
+    for o, position in zip(inputs, plan.sources):
+        packer.pointer(f"p{position}.attrs[0].storage", o.dtype, elem_offset(o))
+    for k, o in enumerate(plan.operands[len(inputs):]):
+        packer.pointer(f"O[{k}].storage", o.dtype, elem_offset(o))
+    packer.ints(plan)
+    for (_, dtype), position in zip(plan.scalars, plan.scalar_sources):
+        packer.scalar(f"p{position}.attrs[1]", dtype)
+    names = ", ".join(f"p{k}" for k in range(nparams))
+    return packer.function("P, O", f"packer {plan.name}",
+                           unpack=f"{names}{',' if nparams == 1 else ''} = P")
