@@ -190,7 +190,7 @@ class Row(dict):
     def peer(self, name: str, measure) -> Row:
         """``measure()``: the peer's figure in this row's unit, or why it has none."""
         try:
-            value = measure() if self.run.peers else "not measured (--no-peers or --smoke)"
+            value = measure() if self.run.peers else "not measured"
         except ImportError as exc:
             value = f"not installed ({exc.name or exc})"
         except Exception as exc:  # a peer that can't run this workload is a finding
@@ -286,10 +286,10 @@ class Run:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             with open(path, "w") as f:
                 json.dump(record, f, indent=1, default=str)
-        print(f"\n{'figure':<60} {'fusedarrays':>11} {'target':>9}  peers (same run)")
+        print(f"\n{'figure':<66} {'fusedarrays':>11} {'target':>9}  peers (same run)")
         for row in self.rows:
             peers = ", ".join(f"{k} {text(v)[:40]}" for k, v in row["peers"].items())
-            print(f"{row['figure'][:60]:<60} {text(row['fusedarrays']):>11} "
+            print(f"{row['figure'][:66]:<66} {text(row['fusedarrays']):>11} "
                   f"{row['target']:>9}  {peers}")
         failed = [c["name"] for c in self.checks if not c["ok"]]
         print("\n" + ("checks FAILED: " + ", ".join(failed) if failed else

@@ -55,19 +55,19 @@ def op_count() -> int:
 def black_scholes(run: harness.Run, n: int) -> None:
     host = bs.inputs(n, run.seed)
     dev = [fa.asarray(host[k]) for k in NAMES]
-    moved = 7 * n * 4
+    moved, size = 7 * n * 4, f"2^{n.bit_length() - 1}"
     copy = run.copy_time(moved)
 
     def lazy():
         fa.compute(*bs.prices(fa, *dev))
     fused = fa.fuse(bs_fused)
     repeat = 3 if run.smoke else 20
-    row = run.row(f"lazy Black-Scholes fa.compute(call, put), {n} f32, × copy",
+    row = run.row(f"lazy Black-Scholes fa.compute(call, put), {size} f32, × copy",
                   copy / run.device_time(lazy, repeat), ">= 0.90", "fraction of copy",
                   bytes_moved=moved)
     row.peer("torch.compile", lambda: copy / run.device_time(torch_prices(host), repeat))
     row.peer("cupy.fuse", lambda: copy / run.device_time(cupy_prices(host), repeat))
-    run.row(f"the same function under fa.fuse, {n} f32, × copy",
+    run.row(f"the same function under fa.fuse, {size} f32, × copy",
             copy / run.device_time(lambda: fused(*dev), repeat), "—", "fraction of copy")
     run.row("launches per lazy Black-Scholes evaluation", run.launches(lazy), "== 1",
             "launches", fa_fuse_launches=run.launches(lambda: fused(*dev)))
