@@ -12,6 +12,7 @@ imports the standard library and NumPy only. Self-check: ``python benchmarks/har
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import importlib
 import importlib.metadata as metadata
@@ -90,6 +91,20 @@ def load(relative: str):
 def backend():
     """The active fusedarrays backend object (the runtime's backend seam)."""
     return importlib.import_module("fusedarrays.runtime.backend").get_backend()
+
+
+@contextlib.contextmanager
+def stand_ins(**methods):
+    """The active backend's seam methods (``launch``, ``alloc``, ``address``, ``operand_arg``)
+    replaced by ``methods`` inside a ``with`` block."""
+    target = backend()
+    saved = {name: vars(target).get(name) for name in methods}
+    vars(target).update(methods)
+    try:
+        yield target
+    finally:
+        for name, method in saved.items():
+            vars(target).pop(name) if method is None else setattr(target, name, method)
 
 
 def _attempt(fn):
