@@ -301,10 +301,10 @@ class Run:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             with open(path, "w") as f:
                 json.dump(record, f, indent=1, default=str)
-        print(f"\n{'figure':<66} {'fusedarrays':>11} {'target':>9}  peers (same run)")
+        print(f"\n{'figure':<72} {'fusedarrays':>11} {'target':>9}  peers (same run)")
         for row in self.rows:
             peers = ", ".join(f"{k} {text(v)[:40]}" for k, v in row["peers"].items())
-            print(f"{row['figure'][:66]:<66} {text(row['fusedarrays']):>11} "
+            print(f"{row['figure'][:72]:<72} {text(row['fusedarrays']):>11} "
                   f"{row['target']:>9}  {peers}")
         failed = [c["name"] for c in self.checks if not c["ok"]]
         print("\n" + ("checks FAILED: " + ", ".join(failed) if failed else
