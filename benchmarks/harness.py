@@ -287,7 +287,7 @@ class Run:
         print(f"  check {name}: {self.checks[-1]}", flush=True)
         return self.checks[-1]["ok"]
 
-    def finish(self, **extra) -> int:
+    def finish(self) -> int:
         """Print the table and write the JSON; the exit status: 1 if a check failed."""
         for row in self.rows:
             row["met"] = met(row["fusedarrays"], row["target"])
@@ -295,8 +295,7 @@ class Run:
         path = self.args.out or (None if self.smoke else os.path.join(
             HERE, "results", f"{day}-{self.env['slug']}", f"{self.script}.json"))
         record = {**self.env, "versions": _versions(), "rows": self.rows, "checks": self.checks,
-                  "copy_seconds_by_bytes_moved": {8 * n: t for n, t in self.copies.items()},
-                  **extra}
+                  "copy_seconds_by_bytes_moved": {8 * n: t for n, t in self.copies.items()}}
         if path:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             with open(path, "w") as f:
