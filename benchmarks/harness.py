@@ -12,7 +12,6 @@ imports the standard library and NumPy only. Self-check: ``python benchmarks/har
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import importlib
 import importlib.metadata as metadata
@@ -79,32 +78,9 @@ def compare(got, want, rtol: float, atol: float) -> dict:
             "max_rel_err": float(np.max(rel, initial=0.0))}
 
 
-def load(relative: str):
-    """The module at ``relative`` (a path from the repository root), imported by path."""
-    path = os.path.join(REPO, relative)
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def backend():
     """The active fusedarrays backend object (the runtime's backend seam)."""
     return importlib.import_module("fusedarrays.runtime.backend").get_backend()
-
-
-@contextlib.contextmanager
-def stand_ins(**methods):
-    """The active backend's seam methods (``launch``, ``alloc``, ``address``, ``operand_arg``)
-    replaced by ``methods`` inside a ``with`` block."""
-    target = backend()
-    saved = {name: vars(target).get(name) for name in methods}
-    vars(target).update(methods)
-    try:
-        yield target
-    finally:
-        for name, method in saved.items():
-            vars(target).pop(name) if method is None else setattr(target, name, method)
 
 
 def _attempt(fn):
@@ -185,18 +161,9 @@ def text(value) -> str:
     return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
-def met(value, target: str):
-    """Whether ``value`` meets ``target`` (``">= 0.9"``, ``"<= 15"``, ``"== 1"``), else None."""
-    found = re.match(r"\s*(>=|<=|==)\s*([-+0-9.eE]+)", target)
-    if not found or isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    bound = float(found.group(2))
-    return {">=": value >= bound, "<=": value <= bound, "==": value == bound}[found.group(1)]
-
-
 class Row(dict):
     """One figure: ``{figure, fusedarrays, peers{name: figure or why not}, target, unit,
-    command, details}`` (and ``met`` once the run finishes)."""
+    command, details}``."""
 
     def __init__(self, run: Run, **fields):
         super().__init__(**fields)
@@ -287,19 +254,23 @@ class Run:
         print(f"  check {name}: {self.checks[-1]}", flush=True)
         return self.checks[-1]["ok"]
 
+    def write(self, path: str) -> None:
+        """The JSON: the run's record (commit, device, driver, versions, copy times), its rows
+        and its checks."""
+        record = {**self.env, "versions": _versions(), "rows": self.rows, "checks": self.checks,
+                  "copy_seconds_by_bytes_moved": {8 * n: t for n, t in self.copies.items()}}
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(record, f, indent=1, default=str)
+
     def finish(self) -> int:
-        """Print the table and write the JSON; the exit status: 1 if a check failed."""
-        for row in self.rows:
-            row["met"] = met(row["fusedarrays"], row["target"])
+        """Write the JSON (``--out``, else ``results/<date>-<device>/<script>.json``; none for a
+        smoke run without ``--out``) and print the table; the exit status: 1 if a check failed."""
         day = datetime.date.today().isoformat()
         path = self.args.out or (None if self.smoke else os.path.join(
             HERE, "results", f"{day}-{self.env['slug']}", f"{self.script}.json"))
-        record = {**self.env, "versions": _versions(), "rows": self.rows, "checks": self.checks,
-                  "copy_seconds_by_bytes_moved": {8 * n: t for n, t in self.copies.items()}}
         if path:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            with open(path, "w") as f:
-                json.dump(record, f, indent=1, default=str)
+            self.write(path)
         print(f"\n{'figure':<72} {'fusedarrays':>11} {'target':>9}  peers (same run)")
         for row in self.rows:
             peers = ", ".join(f"{k} {text(v)[:40]}" for k, v in row["peers"].items())
