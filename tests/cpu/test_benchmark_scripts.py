@@ -1,0 +1,49 @@
+"""The benchmark scripts run: the harness's self-check and ``lazy_front_end.py --smoke`` on the cpu
+backend, each in a child process, and the JSON each writes holds its rows with numbers in them."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+from childenv import pythonpath
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def run_script(name: str, tmp_path) -> dict:
+    out = tmp_path / f"{name}.json"
+    env = {**os.environ, "FUSEDARRAYS_BACKEND": "cpu", "PYTHONPATH": pythonpath(REPO)}
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / f"{name}.py"), "--smoke",
+                           "--out", str(out)], env=env, cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def numbers(record: dict) -> dict:
+    rows = {r["figure"]: r for r in record["rows"]}
+    for figure, row in rows.items():
+        value = row["fusedarrays"]
+        assert isinstance(value, (int, float)) and value == value and value >= 0, (figure, row)
+        assert row["command"].startswith("python benchmarks/") and row["target"], row
+    assert record["checks"] and all(c["ok"] for c in record["checks"]), record["checks"]
+    assert record["commit"] and record["versions"]["numpy"] and record["backend"] == "cpu"
+    return rows
+
+
+def test_harness_self_check(tmp_path):
+    rows = numbers(run_script("harness", tmp_path))
+    assert rows["copy reference"]["peers"]["absent"].startswith("not installed")
+
+
+def test_lazy_front_end_smoke(tmp_path):
+    rows = numbers(run_script("lazy_front_end", tmp_path))
+    figures = " | ".join(rows)
+    for part in ("lazy Black-Scholes", "under fa.fuse", "launches per lazy Black-Scholes",
+                 "(x + b[None,:])", "(x.T + b[None,:])", "out[...] =", "host µs per cached lazy",
+                 "host µs per cached fa.fuse", "µs per op", "one more op"):
+        assert part in figures, (part, figures)
+    assert rows["launches per lazy Black-Scholes evaluation"]["fusedarrays"] == 1
+    assert all(p.startswith("not measured") for r in rows.values() for p in r["peers"].values())
