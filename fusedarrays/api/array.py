@@ -105,14 +105,15 @@ class ndarray:
     # -- evaluation -------------------------------------------------------------------------
     def compute(self) -> ndarray:
         """Evaluate (one kernel launch if pending) and return ``self``, now holding memory."""
-        _no_host_value_while_tracing((self,), ".compute()")
         node = self._node
         if (node.realized is None and node.inputs and self._view_of is None
-                and self._views is None):
+                and self._views is None and _tracing.tracer is None):
             # The common case, kept short (it is on every evaluation's host time): a pending
             # expression that is no view and has none; what compute() does for it, exactly.
-            self._node = realize.compute_nodes([node], _backend_of(node))[0]
-            return self
+            for buffer in node.buffers:
+                self._node = realize.compute_one(node, buffer.backend)
+                return self
+        _no_host_value_while_tracing((self,), ".compute()")
         compute(self)
         return self
 

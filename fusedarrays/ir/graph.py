@@ -221,9 +221,14 @@ def _sha256_key(node: Node) -> str:
     return node._key
 
 
-def _leaf_node(buffer, dtype: np.dtype, view: tuple) -> Node:
+def leaf_sid(buffer, dtype: np.dtype, view: tuple) -> int:
+    """The sid of a leaf viewing ``buffer`` as ``dtype`` through ``view``."""
+    return _sid(("leaf", dtype, view, align_class(buffer.align)))
+
+
+def _leaf_node(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> Node:
     node = _new("leaf", dtype, view[0], (), (buffer, view))
-    node.sid = _sid(("leaf", dtype, view, align_class(buffer.align)))
+    node.sid = sid if sid is not None else leaf_sid(buffer, dtype, view)
     node.params = None
     node.count = 1
     node.buffers = frozenset((buffer,))
@@ -249,7 +254,7 @@ def leaf(buffer, dtype: np.dtype, shape: tuple, strides: tuple, offset: int) -> 
     return node
 
 
-def fresh_leaf(buffer, dtype: np.dtype, view: tuple) -> Node:
+def fresh_leaf(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> Node:
     """:func:`leaf` of a ``Buffer`` just allocated, which no node can view yet: ``dtype`` a NumPy
     dtype and ``view`` the ``(shape, strides, offset)`` tuple of Python ints that ``leaf`` makes
     (a fused call's new outputs, an evaluation's result: the hot path of every new array).
@@ -257,9 +262,10 @@ def fresh_leaf(buffer, dtype: np.dtype, view: tuple) -> Node:
     The node is not interned: most results are never viewed again, and interning (a key of
     nested tuples, hashed, and an entry to sweep once dead) cost more than the node. The buffer
     keeps a weak reference to it instead, where :func:`leaf` finds it, so a view of the whole
-    result (``r[...]``) is still this very node. Call it at most once per buffer.
+    result (``r[...]``) is still this very node. Call it at most once per buffer. ``sid``: its
+    :func:`leaf_sid` where the caller keeps it.
     """
-    node = _leaf_node(buffer, dtype, view)
+    node = _leaf_node(buffer, dtype, view, sid)
     buffer.fresh = weakref.ref(node)
     return node
 

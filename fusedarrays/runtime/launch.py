@@ -42,13 +42,15 @@ def elem_offset(operand) -> int:
 class LaunchRecord:
     """A planned kernel, ready to launch: ``pack(*inputs)`` gives the arguments after ``n``."""
 
-    __slots__ = ("backend", "kernel", "size", "geometry", "pack", "name", "launched")
+    __slots__ = ("backend", "kernel", "size", "geometry", "pack", "name", "launched",
+                 "result_sid")
 
     def __init__(self, backend, kernel, pack, size: int = 0, geometry: tuple | None = None,
                  name: str = ""):
         self.backend, self.kernel, self.pack = backend, kernel, pack
         self.size, self.geometry, self.name = size, geometry, name
         self.launched = False
+        self.result_sid = None   # lazy evaluation's fresh result: its leaf's sid, made once
 
     @classmethod
     def of_plan(cls, backend, kernel, plan, pack) -> LaunchRecord:

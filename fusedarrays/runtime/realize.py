@@ -196,7 +196,7 @@ def _check_settings() -> None:
 
 def run(outputs: list[tuple[graph.Node, tuple]]) -> None:
     """Compute each node into its ``(buffer, dtype, shape, strides, offset)`` in one launch."""
-    if _settings_seen[0] != config.generation():
+    if _settings_seen[0] != config._generation:
         _check_settings()
     if len(outputs) == 1:
         node = outputs[0][0]
@@ -243,7 +243,7 @@ def compute_nodes(nodes: list[graph.Node], backend: Backend) -> list[graph.Node]
     """Compute pending nodes of one shape into fresh contiguous buffers, in one launch; return
     the leaves that now hold them (and remember them on the nodes)."""
     if len(nodes) == 1 and not (nodes[0].realized or nodes[0]).is_leaf:
-        return [_compute_one(nodes[0].realized or nodes[0], backend)]
+        return [compute_one(nodes[0].realized or nodes[0], backend)]
     outputs, results = [], []
     for node in nodes:
         node = node.realized or node
@@ -264,7 +264,7 @@ def compute_nodes(nodes: list[graph.Node], backend: Backend) -> list[graph.Node]
     return results
 
 
-def _compute_one(node: graph.Node, backend: Backend) -> graph.Node:
+def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
     """:func:`compute_nodes` of one pending node, kept short: every evaluation runs it. A fresh
     result is never read by the graph, so its key is the sid, the distinct buffers and the
     result's alignment class."""
@@ -275,18 +275,24 @@ def _compute_one(node: graph.Node, backend: Backend) -> graph.Node:
             _strides.clear()
         strides = _strides[shape] = layout.contiguous_strides(shape)
     buffer = new_buffer(backend, layout.size_of(shape) * dtype.itemsize)
-    if _settings_seen[0] != config.generation():
+    if _settings_seen[0] != config._generation:
         _check_settings()
-    key = (backend, node.sid, len(node.buffers), graph.align_class(buffer.align))
+    align = buffer.align
+    key = (backend, node.sid, len(node.buffers), align if align < graph.VECTOR_ALIGN
+           else graph.VECTOR_ALIGN)
     record = _records.get(key)
     if record is None:
         record = _record_for([(node, (buffer, dtype, shape, strides, 0))], node.params, key)
     else:
         _stats["memory_hits"] += 1
-    record.launch(node.params, (buffer,))
+    if record.size:
+        record.launch_with(record.pack(node.params, (buffer,)), record.size, record.geometry)
     # The buffer is new, so no node views it yet: no look-up (node's dtype and shape are what
-    # graph.leaf would make them).
-    leaf = node.realized = graph.fresh_leaf(buffer, dtype, (shape, strides, 0))
+    # graph.leaf would make them, and its sid the record's, made once).
+    sid = record.result_sid
+    if sid is None:
+        sid = record.result_sid = graph.leaf_sid(buffer, dtype, (shape, strides, 0))
+    leaf = node.realized = graph.fresh_leaf(buffer, dtype, (shape, strides, 0), sid)
     return leaf
 
 
