@@ -21,9 +21,9 @@ from ..version import __version__ as _package_version
 # the helpers compiled beside it, how it is compiled, or its parameter list. The rest enters the
 # key by value: the plan's instructions, layouts and schedule (graph.py, layout.py's choices),
 # the codegen settings (config.py), the toolchain versions (cuda/toolchain.py). The launcher's
-# side of the calling convention (runtime, recipe, cuda/launch, operand_arg, foreach_args)
-# follows plan.py's parameter list and intrinsics' parameter types, so changing the convention
-# changes a file listed here. tests/pure/test_keys.py checks that every package module these
+# side of the calling convention (runtime/launch, fuse/packers, cuda/launch, operand_arg,
+# foreach_args) follows plan.py's parameter list and intrinsics' parameter types, so changing
+# the convention changes a file listed here. tests/pure/test_keys.py checks that every package module these
 # import is listed or excused.
 KERNEL_CODE = (
     "compiler/codegen.py",    # the kernel source text

@@ -7,7 +7,8 @@ converters, stream, SM count) is decided once in ``__init__``, and the launch co
 element count. Imports no numba.
 
 ``cuda.core.launch`` it is, measured against the driver's launch called directly
-(``benchmarks/launch_tuning.py``, H100 hosts, 2026-11-22, alternating rounds in one process):
+(a one-off script, since removed: git history has ``benchmarks/launch_tuning.py``; H100 hosts,
+2026-11-22, alternating rounds in one process):
 ``cuLaunchKernelEx`` through ``ctypes`` with a prebuilt config struct and a parameter block
 packed by one ``struct.pack_into``, as a bare call, took 6.3 µs where a bare
 ``cuda.core.launch`` took 7.1–7.5 µs on one host; on two others a launcher built that way took

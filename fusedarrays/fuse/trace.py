@@ -21,7 +21,7 @@ After the function returns, :meth:`Tracer.program` turns the record into launche
    (``x += x.T``, ``x[1:] += x[:-1]``), or that an earlier launch overwrote, reads a copy of the
    original made by a copy launch first: aliasing gives NumPy's result, never a race.
 4. plans: one :func:`plan.plan_kernel` per (stage, shape), with each operand's source (argument
-   root, output, temporary, captured constant) for the caller's argument recipe.
+   root, output, temporary, captured constant) for the launch records' packers.
 """
 
 from __future__ import annotations

@@ -229,7 +229,7 @@ def refuse_after_fork(backend: Backend, parent_pid: int) -> None:
     forked from ``parent_pid``, which had used it).
 
     The instance's class is swapped for a subclass whose methods refuse, so every holder of the
-    backend (the active registry, each ``Buffer.backend``, launch recipes) sees the refusal and
+    backend (the active registry, each ``Buffer.backend``, launch records) sees the refusal and
     the parent's hot path pays nothing for it. A fork of such a fork keeps the first parent.
     """
     cls = type(backend)
