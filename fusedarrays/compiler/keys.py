@@ -23,8 +23,8 @@ from ..version import __version__ as _package_version
 # the codegen settings (config.py), the toolchain versions (cuda/toolchain.py). The launcher's
 # side of the calling convention (runtime/launch, fuse/packers, cuda/launch, operand_arg,
 # foreach_args) follows plan.py's parameter list and intrinsics' parameter types, so changing
-# the convention changes a file listed here. tests/pure/test_keys.py checks that every package module these
-# import is listed or excused.
+# the convention changes a file listed here. tests/pure/test_keys.py checks that every package
+# module these import is listed or excused.
 KERNEL_CODE = (
     "compiler/codegen.py",    # the kernel source text
     "ir/ops.py",              # each op's source template
