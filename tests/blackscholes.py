@@ -11,10 +11,12 @@ import numpy as np
 # Abramowitz and Stegun 7.1.26: erf(z) ~ 1 - t (a1 + t (a2 + ... + t a5)) exp(-z^2), t = 1/(1+pz).
 _P = 0.3275911
 _A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+# A Python float (weak, NEP 50): float32 data stays float32 (a NumPy float64 would promote it).
+_SQRT_HALF = 0.7071067811865476
 
 
 def normal_cdf(xp, x):
-    z = xp.abs(x) * (1 / np.sqrt(2))
+    z = xp.abs(x) * _SQRT_HALF
     t = 1.0 / (1.0 + _P * z)
     poly = t * (_A[0] + t * (_A[1] + t * (_A[2] + t * (_A[3] + t * _A[4]))))
     erf = 1.0 - poly * xp.exp(-(z * z))
