@@ -43,7 +43,9 @@ def cases(rng, n: int, m: int) -> dict:
             f"(x + b[None,:]) * s[:,None], {m}² f32": ([x, b, s], rows, views, ">= 0.90", 1e-5),
             f"(x.T + b[None,:]) * s[:,None], {m}² f32": ([x, b, s], rows_t, views, ">= 0.93",
                                                         1e-5),
-            f"10-op expression, {size} f32": (f32, ten_ops, 4 * n * 4, "—", 1e-5)}
+            # sqrt(|a*b + c|) near a*b + c = 0: the device contracts a*b + c into one rounding
+            # (FMA), NumPy rounds twice, and the square root magnifies that last bit there
+            f"10-op expression, {size} f32": (f32, ten_ops, 4 * n * 4, "—", (1e-5, 1e-3))}
 
 
 def bound(mod, fn):
@@ -81,7 +83,8 @@ def measure(run: harness.Run, name: str, host, fn, moved: int, target: str, tole
                   "fraction of copy", bytes_moved=moved, launches=run.launches(write))
     row.peer("cupy.fuse", lambda: copy / run.device_time(cupy_call(fn, host), repeat))
     row.peer("torch.compile", lambda: copy / run.device_time(torch_call(fn, host), repeat))
-    run.check(name, out.get(), want, rtol=tolerance, atol=tolerance)
+    rtol, atol = tolerance if isinstance(tolerance, tuple) else (tolerance, tolerance)
+    run.check(name, out.get(), want, rtol=rtol, atol=atol)
 
 
 def main() -> int:
