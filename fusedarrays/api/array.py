@@ -273,10 +273,19 @@ _max_nodes: list = [None, 0]   # (config generation, MAX_NODES): read once per s
 
 
 def _wrap(node: graph.Node) -> ndarray:
-    array = ndarray(node)
+    """A new array over the op node ``node``: ``ndarray(node)``, written out (every operator
+    returns one), then the node limit."""
+    array = _new_array(ndarray)
+    array._node, array._view_of, array._views = node, None, None
+    _pending.append(weakref.ref(array))
+    if len(_pending) > _prune_at[0]:
+        _prune_pending()
     if node.count > _max_nodes[1] or _max_nodes[0] != config._generation:
         _check_node_limit(node, array)
     return array
+
+
+_new_array = object.__new__
 
 
 def _check_node_limit(node: graph.Node, array: ndarray) -> None:

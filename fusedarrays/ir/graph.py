@@ -265,7 +265,13 @@ def fresh_leaf(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> 
     result (``r[...]``) is still this very node. Call it at most once per buffer. ``sid``: its
     :func:`leaf_sid` where the caller keeps it.
     """
-    node = _leaf_node(buffer, dtype, view, sid)
+    node = Node()       # _leaf_node, written out: one per evaluation
+    node.kind, node.dtype, node.shape, node.inputs, node.attrs = "leaf", dtype, view[0], (), (
+        buffer, view)
+    node.serial = next(_serials)
+    node._key = node.realized = node.params = None
+    node.sid = sid if sid is not None else leaf_sid(buffer, dtype, view)
+    node.count, node.buffers = 1, frozenset((buffer,))
     buffer.fresh = weakref.ref(node)
     return node
 
