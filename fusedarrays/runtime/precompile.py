@@ -111,9 +111,20 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
         warnings.warn(f"fa.precompile: the kernel disk cache is off or unusable, so {in_memory} "
                       f"kernel(s) for {arch} are kept in this process's memory only "
                       f"(see fa.cache_info())", RuntimeWarning, stacklevel=2)
+    _prepare_records(arrays, arch)
     report.update(arch=arch, kernels=report["cached"] + len(todo), compiled=len(todo),
                   seconds=time.perf_counter() - start)
     return report
+
+
+def _prepare_records(arrays, arch: str) -> None:
+    """The launch records of the evaluations ``arrays`` stand for, where the arrays live on a
+    device of ``arch`` (kernels from the caches just filled): a first evaluation then plans and
+    loads nothing."""
+    for group in _evaluations(arrays):
+        for backend, nodes in _groups(group):
+            if backend is not None and backend.arch == arch:
+                realize.prepare(nodes, backend)
 
 
 def _misses(plans: list[KernelPlan], arch: str, toolchain: dict) -> tuple[dict, int]:
@@ -167,6 +178,7 @@ def _precompile_cpu(arrays, report: dict, start: float) -> dict:
             args += plan.int_args() + [scalar_arg(v, dt) for v, dt in plan.scalars]
             backend.prepare(kernel, plan.size, args)
             report["compiled" if records.stats()["compiles"] > compiles else "cached"] += 1
+    _prepare_records(arrays, backend.arch)
     report.update(arch=backend.arch, kernels=len(seen), seconds=time.perf_counter() - start)
     return report
 
@@ -186,6 +198,21 @@ def kernel_plans(arrays, real_buffers: bool = True) -> list[KernelPlan]:
     With ``real_buffers`` False each buffer is replaced by a pool-aligned stand-in (keeping which
     leaves share a buffer), so the plan is the one a CUDA device's pool allocations give.
     """
+    plans = []
+    for _, nodes in _groups(arrays):
+        if not real_buffers:
+            nodes = _with_stand_in_buffers(nodes)
+        outputs = [(n, (_Slot(0), n.dtype, n.shape, layout.contiguous_strides(n.shape), 0))
+                   for n in nodes]
+        plan = plan_kernel(outputs)
+        if plan.size:
+            plans.append(plan)
+    return plans
+
+
+def _groups(arrays) -> list[tuple]:
+    """``(backend, pending nodes)`` per group ``fa.compute(*arrays)`` launches once: pending
+    arrays of one backend and shape."""
     groups: dict[tuple, list[graph.Node]] = {}
     for a in arrays:
         root = a
@@ -196,17 +223,8 @@ def kernel_plans(arrays, real_buffers: bool = True) -> list[KernelPlan]:
             continue
         owner = next(iter(node.buffers), None)
         backend = owner.backend if owner is not None else None
-        groups.setdefault((id(backend), node.shape), []).append(node)
-    plans = []
-    for nodes in groups.values():
-        if not real_buffers:
-            nodes = _with_stand_in_buffers(nodes)
-        outputs = [(n, (_Slot(0), n.dtype, n.shape, layout.contiguous_strides(n.shape), 0))
-                   for n in nodes]
-        plan = plan_kernel(outputs)
-        if plan.size:
-            plans.append(plan)
-    return plans
+        groups.setdefault((backend, node.shape), []).append(node)
+    return [(backend, nodes) for (backend, _), nodes in groups.items()]
 
 
 def _with_stand_in_buffers(nodes: list[graph.Node]) -> list[graph.Node]:

@@ -196,6 +196,17 @@ def _check_settings() -> None:
 
 def run(outputs: list[tuple[graph.Node, tuple]]) -> None:
     """Compute each node into its ``(buffer, dtype, shape, strides, offset)`` in one launch."""
+    params, key = _run_key(outputs)
+    record = _records.get(key)
+    if record is None:
+        record = _record_for(outputs, params, key)
+    else:
+        _stats["memory_hits"] += 1
+    record.launch(params, [target[0] for _, target in outputs])
+
+
+def _run_key(outputs: list) -> tuple[dict, tuple]:
+    """The params :func:`run` binds and the key it looks its record up by."""
     if _settings_seen[0] != config._generation:
         _check_settings()
     if len(outputs) == 1:
@@ -208,13 +219,34 @@ def run(outputs: list[tuple[graph.Node, tuple]]) -> None:
         buffers = frozenset().union(*[r.buffers for r in roots])
     targets = tuple([(dtype, shape, strides, offset, graph.align_class(b.align), b in buffers)
                      for _, (b, dtype, shape, strides, offset) in outputs])
-    key = (outputs[0][1][0].backend, structure, len(buffers), targets)
-    record = _records.get(key)
-    if record is None:
-        record = _record_for(outputs, params, key)
+    return params, (outputs[0][1][0].backend, structure, len(buffers), targets)
+
+
+def _fresh_key(node: graph.Node, backend: Backend, buffer: Buffer) -> tuple:
+    """The key :func:`compute_one` looks its record up by: a fresh result is never read by the
+    graph, so the sid, the distinct buffers and the result's alignment class say it all."""
+    align = buffer.align
+    return (backend, node.sid, len(node.buffers), align if align < graph.VECTOR_ALIGN
+            else graph.VECTOR_ALIGN)
+
+
+def prepare(nodes: list[graph.Node], backend: Backend) -> None:
+    """Build, without launching, the record that computing ``nodes`` (pending, one shape) into
+    fresh buffers uses, so that their first evaluation is a look-up (``fa.precompile``)."""
+    outputs = []
+    for node in nodes:
+        strides = layout.contiguous_strides(node.shape)
+        buffer = new_buffer(backend, layout.size_of(node.shape) * node.dtype.itemsize)
+        outputs.append((node, (buffer, node.dtype, node.shape, strides, 0)))
+    if len(outputs) == 1:
+        if _settings_seen[0] != config._generation:
+            _check_settings()
+        node = nodes[0]
+        params, key = node.params, _fresh_key(node, backend, outputs[0][1][0])
     else:
-        _stats["memory_hits"] += 1
-    record.launch(params, [target[0] for _, target in outputs])
+        params, key = _run_key(outputs)
+    if key not in _records:
+        _record_for(outputs, params, key)
 
 
 def _record_for(outputs: list, params: dict, key: tuple) -> LaunchRecord:
@@ -265,9 +297,7 @@ def compute_nodes(nodes: list[graph.Node], backend: Backend) -> list[graph.Node]
 
 
 def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
-    """:func:`compute_nodes` of one pending node, kept short: every evaluation runs it. A fresh
-    result is never read by the graph, so its key is the sid, the distinct buffers and the
-    result's alignment class."""
+    """:func:`compute_nodes` of one pending node, kept short: every evaluation runs it."""
     shape, dtype = node.shape, node.dtype
     strides = _strides.get(shape)
     if strides is None:
@@ -277,9 +307,7 @@ def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
     buffer = new_buffer(backend, layout.size_of(shape) * dtype.itemsize)
     if _settings_seen[0] != config._generation:
         _check_settings()
-    align = buffer.align
-    key = (backend, node.sid, len(node.buffers), align if align < graph.VECTOR_ALIGN
-           else graph.VECTOR_ALIGN)
+    key = _fresh_key(node, backend, buffer)
     record = _records.get(key)
     if record is None:
         record = _record_for([(node, (buffer, dtype, shape, strides, 0))], node.params, key)
