@@ -20,6 +20,7 @@ from .. import config
 from ..errors import ShapeError
 from ..ir import graph, layout
 from ..ir.dtypes import CODES
+from ..ir.params import roots_params
 from . import keys
 
 
@@ -131,7 +132,7 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
     offset)``.
 
     ``params`` are the roots' params as evaluation binds them (default: merged as
-    :func:`graph.roots_params` merges them). Operands are the leaf params in that order (leaves
+    :func:`~..ir.params.roots_params` merges them). Operands are the leaf params in that order (leaves
     of one buffer, dtype and broadcast view share one), then the outputs; scalar parameters are
     the scalar params in that order. So a plan made from one graph launches every graph of the
     same signature with that graph's params in the same places. The planner reads of a leaf
@@ -144,7 +145,7 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
         layout.broadcast_strides(node.shape, (0,) * node.ndim, shape)
     roots = [node for node, _ in outputs]
     if params is None:
-        params = graph.roots_params(roots)[0]
+        params = roots_params(roots)[0]
     views, scalars, sources = [], [], []
     var_of: dict[int, int] = {}         # param serial → operand or scalar slot
     view_index: dict[tuple, int] = {}

@@ -33,6 +33,7 @@ import weakref
 import numpy as np
 
 from . import layout
+from .params import Holder, merge_params
 
 _uids = itertools.count(1)
 _serials = itertools.count(1)
@@ -114,64 +115,6 @@ class Node:
         if self.kind == "scalar":
             return repr(self.attrs[1])
         return f"buffer{self.attrs[0].uid}"
-
-
-def merge_params(first: Node, other: Node) -> tuple[dict, object]:
-    """``(params, placement)`` of a node over ``first`` and ``other``: ``first``'s params, then
-    ``other``'s new ones; ``placement`` says where ``other``'s params sit (None: right after
-    ``first``'s, in order; an int: ``other`` is a param, at that position; a tuple: each of its
-    params' positions; ``"="``: ``other`` is ``first``)."""
-    pa, pb = first.params, other.params
-    if pb is None:                      # a leaf or scalar: most ops' second operand
-        if pa is None:
-            if first is other:
-                return {first: 0}, "="
-            return {first: 0, other: 1}, None
-        found = pa.get(other)
-        if found is not None:
-            return pa, found
-        params = pa.copy()
-        params[other] = len(pa)
-        return params, None
-    if first is other:
-        return pa, "="
-    if pa is None:
-        if first not in pb:
-            params = {first: 0}
-            params.update(zip(pb, range(1, len(pb) + 1)))
-            return params, None
-        params = {first: 0}
-    elif pa.keys().isdisjoint(pb):
-        params = pa.copy()
-        params.update(zip(pb, range(len(pa), len(pa) + len(pb))))
-        return params, None
-    else:
-        params = pa.copy()
-    for p in pb:
-        if p not in params:
-            params[p] = len(params)
-    return params, tuple(map(params.__getitem__, pb))
-
-
-def roots_params(roots: list[Node]) -> tuple[dict, tuple]:
-    """The params of several roots evaluated together, merged as an op's inputs are, and the
-    structure of the whole (the roots' sids and placements) for the evaluation's key."""
-    params = roots[0].params if roots[0].params is not None else {roots[0]: 0}
-    structure = [roots[0].sid]
-    for root in roots[1:]:
-        holder = _Holder(params)
-        params, placement = merge_params(holder, root)
-        structure += [root.sid, placement]
-    return params, tuple(structure)
-
-
-class _Holder:
-    """Stands in for a node whose params are ``params`` (merging several roots' params)."""
-
-    __slots__ = ("params",)
-
-    def __init__(self, params: dict):
-        self.params = params
 
 
 def _new(kind: str, dtype: np.dtype, shape: tuple, inputs: tuple, attrs: tuple) -> Node:
@@ -276,22 +219,32 @@ def fresh_leaf(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> 
     return node
 
 
-_scalar_sids: dict[np.dtype, int] = {}
+class _Scalar(Node):
+    """A scalar node: what every scalar shares is on the class (one made per Python scalar in an
+    expression: an op's ``x * 2.0`` builds two nodes)."""
+
+    __slots__ = ()
+    kind, shape, inputs, params, count, buffers = "scalar", (), (), None, 1, frozenset()
+
+
+# id(dtype) → (sid, dtype): hashing a NumPy dtype costs more than the rest of a scalar node; the
+# dtype rides along so its id can't be reused while the entry lives.
+_scalar_sids: dict[int, tuple] = {}
 
 
 def scalar(value, dtype: np.dtype) -> Node:
     """A scalar kernel parameter of ``dtype``; each call makes a distinct parameter."""
     if type(dtype) not in _DTYPE_TYPES:
         dtype = np.dtype(dtype)
-    node = Node()
-    node.kind, node.dtype, node.shape, node.inputs = "scalar", dtype, (), ()
+    node = _Scalar()
+    node.dtype = dtype
     node.attrs = (next(_uids), value)
     node.serial = next(_serials)
-    sid = _scalar_sids.get(dtype)
-    if sid is None:
-        sid = _scalar_sids[dtype] = _sid(("scalar", dtype))
-    node.sid, node.params = sid, None
-    node._key, node.count, node.buffers, node.realized = None, 1, frozenset(), None
+    found = _scalar_sids.get(id(dtype))
+    if found is None:
+        found = _scalar_sids[id(dtype)] = (_sid(("scalar", dtype)), dtype)
+    node.sid = found[0]
+    node._key = node.realized = None
     return node
 
 
@@ -339,7 +292,16 @@ def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
         sa, sb = a.shape, b.shape
         node.shape = sa if sa == sb or not sb else sb if not sa else layout.broadcast_shapes(sa,
                                                                                               sb)
-        node.params, placement = merge_params(a, b)
+        pa = a.params
+        if b.params is None and pa is not None:   # an op on a node and a leaf or scalar
+            placement = pa.get(b)
+            if placement is None:
+                params = node.params = pa.copy()
+                params[b] = len(pa)
+            else:
+                node.params = pa
+        else:
+            node.params, placement = merge_params(a, b)
         structure = (aid, a.sid, b.sid, placement)
         sid = _sids.get(structure)
         node.sid = sid if sid is not None else _sid(structure)
@@ -373,7 +335,7 @@ def _combine(node: Node, inputs: tuple, head) -> None:
     structure = [head, first.sid]
     buffers = first.buffers
     for other in inputs[1:]:
-        params, placement = merge_params(_Holder(params), other)
+        params, placement = merge_params(Holder(params), other)
         structure += [other.sid, placement]
         if not other.buffers <= buffers:
             buffers = buffers | other.buffers

@@ -21,6 +21,7 @@ from .. import config
 from ..compiler import codegen, devicelib, keys
 from ..compiler.plan import KernelPlan, plan_kernel
 from ..ir import graph, layout
+from ..ir.params import roots_params
 from .backend import Backend, Buffer, new_buffer
 from .diskcache import DiskCache
 from .launch import LaunchRecord, graph_packer
@@ -215,7 +216,7 @@ def _run_key(outputs: list) -> tuple[dict, tuple]:
         structure, buffers = node.sid, node.buffers
     else:
         roots = [node for node, _ in outputs]
-        params, structure = graph.roots_params(roots)
+        params, structure = roots_params(roots)
         buffers = frozenset().union(*[r.buffers for r in roots])
     targets = tuple([(dtype, shape, strides, offset, graph.align_class(b.align), b in buffers)
                      for _, (b, dtype, shape, strides, offset) in outputs])

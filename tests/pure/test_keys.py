@@ -151,6 +151,7 @@ def test_the_kernel_code_is_hashed_once_per_process(monkeypatch):
 # Modules the kernel code imports that are not hashed, and why (keys.KERNEL_CODE's comment).
 NOT_KERNEL_CODE = {
     "config.py": "the codegen settings are a key part by value",
+    "ir/params.py": "orders the operands and scalars: the plan's key parts, by value",
     "ir/graph.py": "reaches a kernel only through the plan's instructions, a key part by value",
     "compiler/keys.py": "builds the key; shapes no code",
     "errors.py": "error messages",
