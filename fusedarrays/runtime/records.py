@@ -32,11 +32,6 @@ def stats() -> dict[str, int]:
     return {k: _stats[k] for k in ("compiles", "launches", "memory_hits", "disk_hits")}
 
 
-def count_launch() -> None:
-    """Count a launch made with pre-packed arguments (fuse's cached calls)."""
-    _stats["launches"] += 1
-
-
 def reset_stats() -> None:
     """Zero the counters and the stage timings (caches are kept)."""
     _stats.clear()
