@@ -134,9 +134,10 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
     ``params`` are the roots' params as evaluation binds them (default: merged as
     :func:`~..ir.params.roots_params` merges them). Operands are the leaf params in that order
     (leaves of one buffer, dtype and broadcast view share one), then the outputs; scalar
-    parameters are the scalar params in that order. So a plan made from one graph launches every graph of the
-    same signature with that graph's params in the same places. The planner reads of a leaf
-    only what its sid holds (dtype, view, alignment class), and of buffers only which are one.
+    parameters are the scalar params in that order. So a plan made from one graph launches
+    every graph of the same signature with that graph's params in the same places. The planner
+    reads of a leaf only what its sid holds (dtype, view, alignment class), and of buffers only
+    which are one.
     """
     shape = outputs[0][1][2]
     for node, (_, _, out_shape, _, _) in outputs:
