@@ -226,9 +226,9 @@ def _run_key(outputs: list) -> tuple[dict, tuple]:
 def _fresh_key(node: graph.Node, backend: Backend, buffer: Buffer) -> tuple:
     """The key :func:`compute_one` looks its record up by: a fresh result is never read by the
     graph, so the sid, the distinct buffers and the result's alignment class say it all."""
-    align = buffer.align
-    return (backend, node.sid, len(node.buffers), align if align < graph.VECTOR_ALIGN
-            else graph.VECTOR_ALIGN)
+    if _settings_seen[0] != config._generation:
+        _check_settings()
+    return (backend, node.sid, len(node.buffers), graph.align_class(buffer.align))
 
 
 def prepare(nodes: list[graph.Node], backend: Backend) -> None:
@@ -240,8 +240,6 @@ def prepare(nodes: list[graph.Node], backend: Backend) -> None:
         buffer = new_buffer(backend, layout.size_of(node.shape) * node.dtype.itemsize)
         outputs.append((node, (buffer, node.dtype, node.shape, strides, 0)))
     if len(outputs) == 1:
-        if _settings_seen[0] != config._generation:
-            _check_settings()
         node = nodes[0]
         params, key = node.params, _fresh_key(node, backend, outputs[0][1][0])
     else:
@@ -306,16 +304,13 @@ def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
             _strides.clear()
         strides = _strides[shape] = layout.contiguous_strides(shape)
     buffer = new_buffer(backend, layout.size_of(shape) * dtype.itemsize)
-    if _settings_seen[0] != config._generation:
-        _check_settings()
     key = _fresh_key(node, backend, buffer)
     record = _records.get(key)
     if record is None:
         record = _record_for([(node, (buffer, dtype, shape, strides, 0))], node.params, key)
     else:
         _stats["memory_hits"] += 1
-    if record.size:
-        record.launch_with(record.pack(node.params, (buffer,)), record.size, record.geometry)
+    record.launch(node.params, (buffer,))
     # The buffer is new, so no node views it yet: no look-up (node's dtype and shape are what
     # graph.leaf would make them, and its sid the record's, made once).
     sid = record.result_sid
