@@ -8,6 +8,7 @@ array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 """
 
 from .api import elementwise as _elementwise
+from .api import linalg
 from .api import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
 from .api.array import asarray, compute, ndarray
 from .api.creation import (
@@ -23,6 +24,7 @@ from .api.creation import (
 )
 from .api.display import explain
 from .api.manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
+from .api.reductions import FUNCTIONS_REDUCING as _REDUCING
 from .errors import (
     AmbiguousTruthValueError,
     CompileError,
@@ -45,6 +47,7 @@ from .runtime.records import reset_stats, stats, timings
 from .version import __version__  # noqa: F401
 
 globals().update(_elementwise.FUNCTIONS)
+globals().update(_REDUCING)
 
 
 def backend() -> str:
@@ -57,8 +60,9 @@ __all__ = [
     "ForkedDeviceError", "FusedArraysError", "OutOfMemoryError", "ReadOnlyArgumentError",
     "ShapeError", "TracerConversionError", "UnsupportedOperationError", "arange", "asarray",
     "backend", "broadcast_to", "cache_info", "clear_cache", "compute", "empty", "empty_like",
-    "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse", "memory_info",
+    "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse", "linalg",
+    "memory_info",
     "ndarray", "ones", "ones_like", "precompile", "reset_stats", "reshape", "squeeze", "stats",
     "timings", "transpose", "zeros", "zeros_like",
-    *sorted(_elementwise.FUNCTIONS),
+    *sorted(_elementwise.FUNCTIONS), *sorted(_REDUCING),
 ]

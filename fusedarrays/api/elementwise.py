@@ -257,8 +257,15 @@ def _install_operators() -> None:
 _install_operators()
 
 
+# ufunc method name → its handler(ufunc, inputs, kwargs): "reduce" (api/reductions.py)
+UFUNC_METHODS: dict = {}
+
+
 def array_ufunc(ufunc, method, inputs, kwargs):
     """``np.<ufunc>(fa_array, ...)`` → the lazy op from the table."""
+    handler = UFUNC_METHODS.get(method)
+    if handler is not None:
+        return handler(ufunc, inputs, dict(kwargs))
     row = ops.BY_UFUNC.get(ufunc)
     if method != "__call__" or row is None:
         raise refusal(f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}"))

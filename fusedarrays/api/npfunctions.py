@@ -16,7 +16,9 @@ import numpy as np
 from .array import asarray, ndarray
 from .creation import empty, full
 from .elementwise import FUNCTIONS
+from .linalg import norm
 from .manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
+from .reductions import ALIASES, FUNCTIONS_REDUCING
 from .refusals import options_text, refusal
 
 _NO = np._NoValue       # NumPy's "argument not given", as its own signatures default to
@@ -142,6 +144,11 @@ IMPLEMENTED: dict = {
     np.ndim: lambda a: asarray(a).ndim,
     np.size: _size,
 }
+IMPLEMENTED.update({getattr(np, name): FUNCTIONS_REDUCING[name] for name in (
+    "sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "mean", "var", "std")})
+IMPLEMENTED.update({getattr(np, alias): FUNCTIONS_REDUCING[name]
+                    for alias, name in ALIASES.items()})
+IMPLEMENTED[np.linalg.norm] = norm
 if hasattr(np, "astype"):     # NumPy 2.1 and later
     IMPLEMENTED[np.astype] = _astype
 

@@ -30,6 +30,9 @@ KERNEL_CODE = (
     "ir/ops.py",              # each op's source template
     "ir/dtypes.py",           # compute dtypes (float16 computes in float32) and type names
     "compiler/plan.py",       # instructions; the kernel's parameters, order and types
+    "compiler/reduction.py",  # a reduction kernel's parameters, order and schedule
+    "compiler/reduction_codegen.py",  # the reduction kernel's source text
+    "ir/reductions.py",       # each reduction's identity and folding statements
     "ir/layout.py",           # tile sizes the generated code hard-codes
     "compiler/devicelib.py",  # helper functions compiled into kernels
     "cuda/intrinsics.py",     # loads, stores, casts and parameter types of the cuda target

@@ -131,9 +131,10 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
     """Plan one kernel computing each ``node`` into its ``(buffer, dtype, shape, strides,
     offset)``.
 
-    ``params`` are the roots' params as evaluation binds them (default: merged as
-    :func:`~..ir.params.roots_params` merges them). Operands are the leaf params in that order
-    (leaves of one buffer, dtype and broadcast view share one), then the outputs; scalar
+    ``params`` are the roots' params as evaluation binds them, each with its position (default:
+    merged as :func:`~..ir.params.roots_params` merges them; a cut graph's steps bind only the
+    params they read, at their positions in the whole graph's). Operands are the leaf params in
+    that order (leaves of one buffer, dtype and broadcast view share one), then the outputs; scalar
     parameters are the scalar params in that order. So a plan made from one graph launches
     every graph of the same signature with that graph's params in the same places. The planner
     reads of a leaf only what its sid holds (dtype, view, alignment class), and of buffers only
@@ -150,7 +151,7 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
     views, scalars, sources = [], [], []
     var_of: dict[int, int] = {}         # param serial → operand or scalar slot
     view_index: dict[tuple, int] = {}
-    for position, n in enumerate(params):
+    for n, position in params.items():    # position: where evaluation binds n
         if n.kind == "leaf":
             buffer, lshape, lstrides, offset = graph.leaf_view(n)
             full = layout.broadcast_strides(lshape, lstrides, shape)
@@ -164,6 +165,18 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
         else:
             var_of[n.serial] = len(scalars)
             scalars.append((n.attrs[1], n.dtype, position))
+    body, var = instructions(roots, var_of)
+    for root, (buffer, dtype, _, strides, offset) in zip(roots, (o[1] for o in outputs)):
+        views.append((buffer, np.dtype(dtype), tuple(strides), offset, True,
+                      graph.align_class(getattr(buffer, "align", 256))))
+        body.append(Instr(None, "store", len(views) - 1, (var[root.serial],),
+                          CODES[np.dtype(dtype)]))
+    return _finish(tuple(shape), views, scalars, body, tuple(sources))
+
+
+def instructions(roots: list, var_of: dict) -> tuple[list[Instr], dict[int, int]]:
+    """The instruction list computing ``roots`` (no stores), inputs first, and each node's
+    variable (by serial); ``var_of`` maps each param's serial to its operand or scalar slot."""
     body, var = [], {}
     for n in graph.walk(roots):
         v = len(body)
@@ -173,18 +186,15 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
             body.append(Instr(v, "scalar", var_of[n.serial], (), CODES[n.dtype]))
         elif n.kind == "cast":
             body.append(Instr(v, "cast", None, (var[n.inputs[0].serial],), CODES[n.dtype]))
-        else:
+        elif n.kind == "op":
             name, loop = n.attrs
             args = tuple(var[i.serial] for i in n.inputs)
             body.append(Instr(v, "op", (name, tuple(CODES[d] for d in loop)), args,
                               CODES[n.dtype]))
+        else:   # a reduction is cut out of the graph before planning (compiler/reduction.py)
+            raise ValueError(f"{n.label()} reached an elementwise plan")
         var[n.serial] = v
-    for root, (buffer, dtype, _, strides, offset) in zip(roots, (o[1] for o in outputs)):
-        views.append((buffer, np.dtype(dtype), tuple(strides), offset, True,
-                      graph.align_class(getattr(buffer, "align", 256))))
-        body.append(Instr(None, "store", len(views) - 1, (var[root.serial],),
-                          CODES[np.dtype(dtype)]))
-    return _finish(tuple(shape), views, scalars, body, tuple(sources))
+    return body, var
 
 
 def _finish(shape, views, scalars, body, sources=()) -> KernelPlan:

@@ -114,6 +114,9 @@ class Node:
             return f"astype({self.dtype})"
         if self.kind == "scalar":
             return repr(self.attrs[1])
+        if self.kind == "reduce":
+            name, axes, keepdims = self.attrs
+            return f"{name}(axis={axes}{', keepdims' if keepdims else ''})"
         return f"buffer{self.attrs[0].uid}"
 
 
@@ -144,6 +147,8 @@ def _text_attrs(node: Node) -> tuple:
         return (node.attrs[0],)
     if node.kind == "op":
         return (node.attrs[0], tuple(d.str for d in node.attrs[1]))
+    if node.kind == "reduce":
+        return node.attrs
     return ()
 
 
@@ -255,6 +260,24 @@ def cast(node: Node, dtype: np.dtype) -> Node:
     cast_node = _new("cast", dtype, node.shape, (node,), ())
     _combine(cast_node, (node,), ("cast", dtype))
     return cast_node
+
+
+def reduce(name: str, node: Node, axes: tuple[int, ...], keepdims: bool,
+           dtype: np.dtype) -> Node:
+    """Reduction ``name`` (a row of :mod:`.reductions`) of ``node`` over ``axes`` (sorted,
+    non-negative), giving ``dtype``. Its params are its input's (a leaf or scalar input: that
+    one), so a graph over reductions binds every leaf and scalar under them; its sid adds the
+    reduction's name, axes, keepdims and dtype to its input's."""
+    dtype = np.dtype(dtype)
+    axes = tuple(sorted(axes))
+    shape = tuple(1 if k in axes else e for k, e in enumerate(node.shape)
+                  if keepdims or k not in axes)
+    red = _new("reduce", dtype, shape, (node,), (name, axes, bool(keepdims)))
+    red.params = node.params if node.params is not None else {node: 0}
+    red.sid = _sid(("reduce", name, axes, bool(keepdims), dtype, node.sid))
+    red.count = 1 + node.count
+    red.buffers = node.buffers
+    return red
 
 
 def op(name: str, inputs: tuple[Node, ...], loop: tuple[np.dtype, ...]) -> Node:
@@ -375,6 +398,8 @@ def transform(node: Node, fn) -> Node:
             return found
         if n.kind == "scalar":
             result = n
+        elif n.kind == "reduce":    # its leaves have the input's shape, not the view's
+            raise layout.NotAView(f"a view of a pending {n.label()} (computed first)")
         elif n.kind == "leaf":
             buffer, lshape, lstrides, offset = leaf_view(n)
             bstrides = layout.broadcast_strides(lshape, lstrides, shape)

@@ -20,11 +20,13 @@ import logging
 from .. import config
 from ..compiler import codegen, devicelib, keys
 from ..compiler.plan import KernelPlan, plan_kernel
+from ..compiler.reduction import has_reduction
 from ..ir import graph, layout
 from ..ir.params import roots_params
 from .backend import Backend, Buffer, new_buffer
 from .diskcache import DiskCache
 from .launch import LaunchRecord, graph_packer
+from .program import program_record
 from .records import (
     _add_time,
     _perf,
@@ -259,11 +261,16 @@ def _record_for(outputs: list, params: dict, key: tuple) -> LaunchRecord:
         if record is not None:
             _stats["memory_hits"] += 1
             return record
-    with _timed("plan"):
-        plan = plan_kernel(outputs, params)
-    backend = outputs[0][1][0].backend
-    kernel = kernel_for(plan, backend) if plan.size else None
-    record = LaunchRecord.of_plan(backend, kernel, plan, graph_packer(plan, len(params), backend))
+    if has_reduction([node for node, _ in outputs]):   # cut into kernels (compiler/reduction)
+        with _timed("plan"):
+            record = program_record(outputs, params, kernel_for)
+    else:
+        with _timed("plan"):
+            plan = plan_kernel(outputs, params)
+        backend = outputs[0][1][0].backend
+        kernel = kernel_for(plan, backend) if plan.size else None
+        record = LaunchRecord.of_plan(backend, kernel, plan,
+                                      graph_packer(plan, len(params), backend))
     if len(_records) >= _MAX_RECORDS:
         _records.clear()
     _records[key] = record

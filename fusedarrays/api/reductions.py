@@ -1,0 +1,237 @@
+"""Reductions users call: ``fa.sum`` … ``fa.all``, the array methods, ``np.sum(x)`` and
+``np.add.reduce(x)``, and the statistics built from them (``mean``, ``var``, ``std``,
+``logsumexp``, ``softmax``, ``log_softmax``).
+
+Where it sits: beside :mod:`elementwise`. Each primitive (a row of ``ir/reductions.py``) makes one
+lazy reduction node over the expression it is given, with NumPy's axis handling, result dtype and
+empty-reduction rules; the statistics are expressions over those nodes and elementwise ops, so
+the planner cuts and fuses them like anything else (``compiler/reduction.py``).
+
+>>> import fusedarrays as fa, numpy as np
+>>> x = fa.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+>>> fa.sum(x * 2, axis=1).get()
+array([ 6., 24.], dtype=float32)
+>>> float(x.max())
+5.0
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ..errors import DTypeError
+from ..ir import dtypes, graph, layout
+from ..ir.reductions import BY_UFUNC, REDUCTIONS, result_dtype
+from .array import _wrap, asarray, ndarray
+from .elementwise import FUNCTIONS, UFUNC_METHODS
+from .refusals import options_text, refusal
+
+_NO = np._NoValue
+
+
+def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
+    """NumPy's reading of ``axis``: None all, an int or a tuple of ints, negative from the end;
+    out of range raises ``np.exceptions.AxisError``, a repeat ``ValueError``."""
+    if axis is None:
+        return tuple(range(ndim))
+    items = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
+    axes = []
+    for a in items:
+        a = operator.index(a)
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim)
+        axes.append(a % ndim if ndim else a)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"duplicate value in 'axis': {axis!r}")
+    return tuple(sorted(axes))
+
+
+def _check_out(name: str, out, **unsupported) -> None:
+    if out is not None:
+        raise refusal(f"fa.{name} with out=", f"assign the result: out[...] = fa.{name}(...)")
+    given = {k: v for k, v in unsupported.items() if v is not _NO}
+    if given:
+        raise refusal(f"np.{name} with {options_text(given)}")
+
+
+def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarray:
+    """Reduction ``name`` (a row of ``ir/reductions.py``) of ``x``, NumPy's semantics."""
+    row = REDUCTIONS[name]
+    x = asarray(x)
+    node = x._resolved()
+    axes = normalize_axes(axis, node.ndim)
+    if row.arg and axis is not None and not isinstance(axis, int) and \
+            not isinstance(axis, np.integer):
+        raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer "
+                        f"(np.{name} takes one axis or None)")
+    extent = layout.size_of(tuple(node.shape[k] for k in axes))
+    if not row.empty_ok and extent == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence" if row.arg else
+                         f"zero-size array to reduction operation {row.ufunc} which has no "
+                         f"identity (fa.{name} over axes {axes} of shape {node.shape}; "
+                         "pass a non-empty array)")
+    if dtype is not None:
+        if not row.takes_dtype:
+            raise TypeError(f"fa.{name} takes no dtype= (NumPy's np.{name} neither)")
+        out = dtypes.as_dtype(dtype, what=f"fa.{name} dtype=")
+        if out.kind == "b":
+            raise DTypeError(f"fa.{name}(..., dtype=bool) is not supported; use fa.any / "
+                             "fa.all, or a numeric dtype")
+    else:
+        out = result_dtype(name, node.dtype)
+    if row.rule == "sum":
+        node = graph.cast(node, out)        # NumPy's add.reduce casts each element to dtype=
+    elif row.rule == "bool":
+        node = graph.cast(node, np.dtype(np.bool_))
+    elif node.dtype.kind == "b":            # argmax/max of bool compare as 0/1
+        node = graph.cast(node, np.dtype(np.uint8))
+    result = _wrap(graph.reduce(name, node, axes, keepdims, out))
+    return result if out == result.dtype else result.astype(out)   # max of bool → bool
+
+
+def _primitive(name: str):
+    row = REDUCTIONS[name]
+    if row.takes_dtype:
+        def function(x, /, axis=None, dtype=None, out=None, keepdims=False, initial=_NO,
+                     where=_NO):
+            _check_out(name, out, initial=initial, where=where)
+            return reduce(name, x, axis, keepdims, dtype)
+    elif row.arg:
+        def function(x, /, axis=None, out=None, *, keepdims=False):
+            _check_out(name, out)
+            return reduce(name, x, axis, keepdims)
+    else:
+        def function(x, /, axis=None, out=None, keepdims=False, initial=_NO, where=_NO):
+            _check_out(name, out, initial=initial, where=where)
+            return reduce(name, x, axis, keepdims)
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"{row.doc} NumPy's ``np.{row.numpy}``: same arguments, dtypes, values."
+    return function
+
+
+PRIMITIVES = {name: _primitive(name) for name in REDUCTIONS}
+
+
+def _count(x: ndarray, axis) -> int:
+    return layout.size_of(tuple(x.shape[k] for k in normalize_axes(axis, x.ndim)))
+
+
+def _stat_dtypes(x: ndarray, dtype) -> tuple[np.dtype, np.dtype]:
+    """(dtype computed in, result dtype) of mean/var/std: NumPy's ``_methods`` rules."""
+    if dtype is not None:
+        want = dtypes.as_dtype(dtype, what="mean/var/std dtype=")
+        return (np.dtype(np.float32) if want == np.float16 else want), want
+    if x.dtype.kind in "biu":
+        return np.dtype(np.float64), np.dtype(np.float64)
+    if x.dtype == np.float16:
+        return np.dtype(np.float32), x.dtype
+    return x.dtype, x.dtype
+
+
+def mean(x, /, axis=None, dtype=None, out=None, keepdims=False, *, where=_NO):
+    """Arithmetic mean over the given axes (``np.mean``: integers give float64, float16 is
+    summed in float32; an empty mean is NaN)."""
+    _check_out("mean", out, where=where)
+    x = asarray(x)
+    compute, want = _stat_dtypes(x, dtype)
+    total = reduce("sum", x, axis, keepdims, compute)
+    return FUNCTIONS["true_divide"](total, float(_count(x, axis))).astype(want)
+
+
+def var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NO,
+        mean=_NO, correction=_NO):
+    """Variance over the given axes (``np.var``; ``ddof`` or ``correction``)."""
+    _check_out("var", out, where=where, mean=mean)
+    if correction is not _NO:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    x = asarray(x)
+    compute, want = _stat_dtypes(x, dtype)
+    n = _count(x, axis)
+    xc = x.astype(compute)
+    centred = xc - FUNCTIONS["true_divide"](reduce("sum", xc, axis, True), float(n))
+    squares = reduce("sum", centred * centred, axis, keepdims)
+    return FUNCTIONS["true_divide"](squares, float(max(n - ddof, 0))).astype(want)
+
+
+def std(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NO,
+        mean=_NO, correction=_NO):
+    """Standard deviation over the given axes (``np.std``)."""
+    v = var(x, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
+    return FUNCTIONS["sqrt"](v)
+
+
+def logsumexp(x, /, axis=None, keepdims=False):
+    """``log(sum(exp(x)))`` without overflow (``scipy.special.logsumexp``): the maximum is
+    taken out first (an infinite maximum is taken as 0, as SciPy does)."""
+    x = asarray(x)
+    if x.dtype.kind != "f":
+        x = x.astype(np.float64)
+    m = reduce("max", x, axis, True)
+    m = FUNCTIONS["where"](FUNCTIONS["isfinite"](m), m, 0)
+    s = reduce("sum", FUNCTIONS["exp"](x - m), axis, True)
+    r = FUNCTIONS["log"](s) + m
+    return r if keepdims else _squeeze(r, normalize_axes(axis, x.ndim))
+
+
+def softmax(x, /, axis=-1):
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (``scipy.special.softmax``)."""
+    x = asarray(x)
+    if x.dtype.kind != "f":
+        x = x.astype(np.float64)
+    e = FUNCTIONS["exp"](x - reduce("max", x, axis, True))
+    return e / reduce("sum", e, axis, True)
+
+
+def log_softmax(x, /, axis=-1):
+    """``x - logsumexp(x, axis, keepdims=True)`` (``scipy.special.log_softmax``)."""
+    x = asarray(x)
+    if x.dtype.kind != "f":
+        x = x.astype(np.float64)
+    return x - logsumexp(x, axis, keepdims=True)
+
+
+def _squeeze(r: ndarray, axes: tuple) -> ndarray:
+    return r.reshape(tuple(e for k, e in enumerate(r.shape) if k not in axes))
+
+
+FUNCTIONS_REDUCING = dict(PRIMITIVES, mean=mean, var=var, std=std, logsumexp=logsumexp,
+                          softmax=softmax, log_softmax=log_softmax)
+ALIASES = {"amax": "max", "amin": "min"}
+
+
+def ufunc_reduce(ufunc, inputs, kwargs):
+    """``np.add.reduce(x)``, ``np.maximum.reduce(x)`` …: the reduction of the ufunc's row (axis
+    0 by default, as NumPy's ufunc.reduce)."""
+    row = BY_UFUNC.get(ufunc.__name__)
+    if row is None or len(inputs) != 1:
+        raise refusal(f"np.{ufunc.__name__}.reduce")
+    axis = kwargs.pop("axis", 0)
+    dtype = kwargs.pop("dtype", None)
+    keepdims = kwargs.pop("keepdims", False)
+    _check_out(row.name, kwargs.pop("out", None),
+               **{k: v for k, v in kwargs.items() if v is not None})
+    if row.rule == "bool":    # logical_or.reduce gives bool whatever the input
+        return reduce(row.name, inputs[0], axis, keepdims)
+    if row.rule == "same" and dtype is not None:
+        return reduce(row.name, asarray(inputs[0]).astype(dtype), axis, keepdims)
+    return reduce(row.name, inputs[0], axis, keepdims, dtype)
+
+
+UFUNC_METHODS["reduce"] = ufunc_reduce
+
+
+def _method(function):
+    def method(self, axis=None, *args, **kwargs):
+        return function(self, axis, *args, **kwargs)
+    method.__name__ = function.__name__
+    method.__doc__ = function.__doc__
+    return method
+
+
+for _name in ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "mean", "var",
+              "std"):
+    setattr(ndarray, _name, _method(FUNCTIONS_REDUCING[_name]))

@@ -1,0 +1,122 @@
+"""The reductions' table: one row per reduction, beside the op table (:mod:`.ops`).
+
+A row names the reduction, its NumPy reference, the identity its accumulator starts from, the
+statements that combine one value into the accumulator (a template over ``{v}``, the value, and
+``acc`` / ``idx`` / ``j``, the accumulator, the best index and the running flat index), what it
+stores, and its result-dtype rule. The API (``api/reductions.py``), the code generator
+(``compiler/reduction_codegen.py``) and the tests all iterate this table: adding a reduction is a
+row. ``mean``, ``var``, ``std``, the norms and ``logsumexp`` are built in the API from these rows
+and elementwise ops, so they fuse like any expression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Reduction:
+    name: str
+    numpy: str          # the NumPy function it matches (np.<numpy>)
+    ufunc: str | None   # the ufunc whose .reduce is this reduction (np.<ufunc>.reduce)
+    rule: str           # result dtype: "sum" (small ints widen), "same", "bool", "index"
+    combine: tuple[str, ...]  # statements folding the value {v} into acc
+    merge: tuple[str, ...]    # statements folding another thread's acc {w} (and idx {iw})
+    takes_dtype: bool   # NumPy's function takes dtype=
+    empty_ok: bool      # an empty reduction gives the identity (else NumPy raises ValueError)
+    doc: str
+
+    @property
+    def arg(self) -> bool:
+        """Whether the reduction stores the best index (argmax, argmin) rather than acc."""
+        return self.rule == "index"
+
+
+# Another thread's best (w at iw) wins a tie when its index is lower: threads interleave indices.
+_ARG_MERGE = ("if {w} > acc or ({w} == acc and {iw} < idx) or ({w} != {w} and (acc == acc or "
+              "{iw} < idx)):", "    acc = {w}", "    idx = {iw}")
+BLOCK_THREADS = 256   # threads of a block reducing one output together (cuda "rows" schedule)
+
+
+# The comparisons are written so NaN wins, as in NumPy: `not (acc >= v)` is true when v is
+# larger or either is NaN, and `acc == acc` keeps a NaN once taken.
+REDUCTIONS: dict[str, Reduction] = {r.name: r for r in (
+    Reduction("sum", "sum", "add", "sum", ("acc = acc + {v}",), ("acc = acc + {w}",), True, True,
+              "Sum of the elements over the given axes."),
+    Reduction("prod", "prod", "multiply", "sum", ("acc = acc * {v}",), ("acc = acc * {w}",),
+              True, True,
+              "Product of the elements over the given axes."),
+    Reduction("max", "max", "maximum", "same",
+              ("if not (acc >= {v}) and acc == acc:", "    acc = {v}"),
+              ("if not (acc >= {w}) and acc == acc:", "    acc = {w}"), False, False,
+              "Largest element over the given axes (NaN propagates)."),
+    Reduction("min", "min", "minimum", "same",
+              ("if not (acc <= {v}) and acc == acc:", "    acc = {v}"),
+              ("if not (acc <= {w}) and acc == acc:", "    acc = {w}"), False, False,
+              "Smallest element over the given axes (NaN propagates)."),
+    Reduction("argmax", "argmax", None, "index",
+              ("if {v} > acc or ({v} != {v} and acc == acc):", "    acc = {v}", "    idx = j"),
+              _ARG_MERGE, False, False,
+              "Index of the first largest element (the first NaN if any)."),
+    Reduction("argmin", "argmin", None, "index",
+              ("if {v} < acc or ({v} != {v} and acc == acc):", "    acc = {v}", "    idx = j"),
+              tuple(s.replace(">", "<") for s in _ARG_MERGE), False, False,
+              "Index of the first smallest element (the first NaN if any)."),
+    Reduction("any", "any", "logical_or", "bool", ("acc = acc | {v}",), ("acc = acc | {w}",),
+              False, True,
+              "Whether any element is true (non-zero)."),
+    Reduction("all", "all", "logical_and", "bool", ("acc = acc & {v}",), ("acc = acc & {w}",),
+              False, True,
+              "Whether every element is true (non-zero)."),
+)}
+BY_UFUNC = {r.ufunc: r for r in REDUCTIONS.values() if r.ufunc is not None}
+
+
+def result_dtype(name: str, dtype: np.dtype) -> np.dtype:
+    """NumPy's result dtype of reduction ``name`` over elements of ``dtype`` (no dtype= given):
+    bool and integers narrower than the platform integer sum to it (``np.sum``'s rule)."""
+    rule = REDUCTIONS[name].rule
+    if rule == "sum":
+        if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < 8):
+            return np.dtype(np.int_)
+        if dtype.kind == "u" and dtype.itemsize < 8:
+            return np.dtype(np.uint)
+        return dtype
+    if rule == "bool":
+        return np.dtype(np.bool_)
+    if rule == "index":
+        return np.dtype(np.intp)
+    return dtype
+
+
+def identity(name: str, dtype: np.dtype):
+    """The accumulator's starting value for ``name`` over values of ``dtype`` (a Python value):
+    max and argmax start below every value, min and argmin above."""
+    if name in ("sum",):
+        return 0
+    if name == "prod":
+        return 1
+    if name in ("any", "all"):
+        return name == "all"
+    low = name in ("max", "argmax")
+    if dtype.kind == "f":
+        return float("-inf") if low else float("inf")
+    if dtype.kind == "b":
+        return not low
+    info = np.iinfo(dtype)
+    return int(info.min) if low else int(info.max)
+
+
+def accumulator_code(name: str, value_code: str, target: str) -> str:
+    """The accumulator's type code: float16 accumulates in float32 (as NumPy's pairwise sum
+    does); on the cpu target float32 sums accumulate in float64, as accurate as NumPy's pairwise
+    sum without its blocking (the result is rounded to float32 once)."""
+    if name in ("any", "all"):     # 0 or 1 in a byte: a shared-memory slot holds it as is
+        return "u8"
+    if value_code == "f16":
+        value_code = "f32"
+    if target == "cpu" and name == "sum" and value_code == "f32":
+        return "f64"
+    return value_code

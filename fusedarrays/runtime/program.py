@@ -1,0 +1,60 @@
+"""Evaluating a graph with reductions: a :class:`ProgramRecord`, one launch record per kernel.
+
+The planner cuts such a graph into kernels (``compiler/reduction.py``); this module builds, once
+per signature, a :class:`~.launch.LaunchRecord` for each of them, and on every evaluation
+allocates the temporaries the kernels pass results through and launches the records in order.
+It has the interface :mod:`realize` keeps in its record table (``launch(params, outputs)``,
+``result_sid``), so a graph with reductions is looked up by its root's sid like any other.
+"""
+
+from __future__ import annotations
+
+from ..compiler import reduction_codegen
+from ..compiler.reduction import Program, ReducePlan, plan_program
+from ..ir import layout
+from .backend import new_buffer
+from .launch import LaunchRecord, graph_packer
+
+
+class _Slot:
+    """A temporary bound among the params: the packer reads ``attrs[0].storage`` of a leaf."""
+
+    __slots__ = ("attrs",)
+
+    def __init__(self, buffer):
+        self.attrs = (buffer,)
+
+
+class ProgramRecord:
+    """The records of a cut graph's kernels and the temporaries between them."""
+
+    __slots__ = ("backend", "program", "records", "nbytes", "result_sid")
+
+    def __init__(self, backend, program: Program, records: list):
+        self.backend, self.program, self.records = backend, program, records
+        self.nbytes = [layout.size_of(shape) * dtype.itemsize for dtype, shape in program.temps]
+        self.result_sid = None
+
+    def launch(self, params, outputs) -> None:
+        """Launch every kernel in order: ``params`` the graph's (bound as evaluation binds
+        them), ``outputs`` the result buffers."""
+        temps = [new_buffer(self.backend, max(n, 1)) for n in self.nbytes]
+        bound = list(params) + [_Slot(b) for b in temps]
+        for record, step in zip(self.records, self.program.steps):
+            record.launch(bound, outputs if step.out < 0 else (temps[step.out],))
+
+
+def program_record(outputs: list, params: dict, kernel_for) -> ProgramRecord:
+    """Plan ``outputs`` (whose graph has reductions) and build its records; ``kernel_for(plan,
+    backend, render)`` finds or compiles each kernel (``realize.kernel_for``)."""
+    backend = outputs[0][1][0].backend
+    program = plan_program(outputs, params, backend.alloc_align or 1)
+    nbound = len(params) + len(program.temps)
+    records = []
+    for step in program.steps:
+        plan = step.plan
+        render = reduction_codegen.render_reduce_kernel if isinstance(plan, ReducePlan) else None
+        kernel = kernel_for(plan, backend, render) if plan.size else None
+        records.append(LaunchRecord.of_plan(backend, kernel, plan,
+                                            graph_packer(plan, nbound, backend)))
+    return ProgramRecord(backend, program, records)
