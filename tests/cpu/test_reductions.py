@@ -1,0 +1,173 @@
+"""Reductions on the cpu backend at its default settings, against NumPy (tests/reductioncases.py):
+every reduction × dtype, every axis choice × layout, the statistics and norms built from them,
+NumPy's entry points, empty reductions, NaN, accuracy, determinism, and how graphs are cut."""
+
+import numpy as np
+import pytest
+import reductioncases as rc
+
+import fusedarrays as fa
+from fusedarrays.ir.reductions import REDUCTIONS
+
+
+def test_sum_of_every_dtype_matches_numpy_dtype_and_value():
+    rc.check_reduction_over_dtypes("sum", rc.DTYPES)
+
+
+@pytest.mark.parametrize("name", [n for n in REDUCTIONS if n != "sum"])
+def test_every_reduction_of_each_dtype_kind_matches_numpy(name):
+    rc.check_reduction_over_dtypes(name, rc.SOME_DTYPES)
+
+
+def test_every_axis_choice_and_layout_matches_numpy():
+    rc.check_axes_and_layouts(["sum", "max", "argmin", "all"])
+
+
+def test_large_shapes_split_over_chunks_and_threads():
+    rng = np.random.default_rng(7)
+    for shape, axis in [((357, 2), 1), ((300, 257), 0), ((64, 3000), 1), ((40000,), None)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        for name in ("sum", "argmax"):
+            got = getattr(fa, name)(fa.asarray(x)[::-1], axis=axis).get()
+            rc.check(got, getattr(np, name)(x[::-1], axis=axis), x, f"{name} {shape} {axis}")
+
+
+def test_mean_var_std_dtypes_and_values_match_numpy():
+    rng = np.random.default_rng(11)
+    for dtype in ("int32", "float16", "float32", "bool"):
+        x = rc.sample(rng, np.dtype(dtype), 120).reshape(6, 20)[:, ::-1]
+        a = fa.asarray(np.ascontiguousarray(x[:, ::-1]))[:, ::-1]   # a negative-step view
+        for axis in (None, 1, 0):
+            for name, kw in [("mean", {}), ("var", {}), ("std", {"ddof": 1}),
+                             ("var", {"dtype": np.float64})]:
+                got = getattr(fa, name)(a, axis=axis, **kw).get()
+                want = getattr(np, name)(x, axis=axis, **kw)
+                rc.check(got, want, x, f"{name} {dtype} axis={axis} {kw}")
+    x = rng.standard_normal((4, 5))
+    np.testing.assert_allclose(fa.var(fa.asarray(x), axis=0, correction=1).get(),
+                               np.var(x, axis=0, ddof=1))
+
+
+def test_numpy_entry_points_and_methods():
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((7, 9)).astype(np.float32)
+    a = fa.asarray(x)
+    cases = [
+        (np.sum(a, axis=0), np.sum(x, axis=0)), (np.max(a), np.max(x)),
+        (np.amin(a, axis=1), np.amin(x, axis=1)), (np.argmax(a, axis=1), np.argmax(x, axis=1)),
+        (np.mean(a, axis=1, keepdims=True), np.mean(x, axis=1, keepdims=True)),
+        (np.add.reduce(a), np.add.reduce(x)), (np.maximum.reduce(a, axis=1),
+                                               np.maximum.reduce(x, axis=1)),
+        (np.multiply.reduce(a, axis=None), np.multiply.reduce(x, axis=None)),
+        (np.logical_or.reduce(a > 1), np.logical_or.reduce(x > 1)),
+        (a.sum(1), x.sum(1)), (a.T.prod(0), x.T.prod(0)), (a.std(), x.std()),
+        (a.any(), x.any()), ((a > 0).all(axis=0), (x > 0).all(axis=0)),
+        (np.linalg.norm(a[0]), np.linalg.norm(x[0])), (np.linalg.norm(a), np.linalg.norm(x)),
+    ]
+    for k, (got, want) in enumerate(cases):
+        assert isinstance(got, fa.ndarray), k
+        rc.check(got.get(), want, x, f"case {k}")
+    assert float(a.sum()) == pytest.approx(float(x.sum()), rel=1e-5)
+
+
+def test_norms_softmax_logsumexp():
+    from scipy import special
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((5, 33)).astype(np.float32)
+    a = fa.asarray(x)
+    for ord in (2, 1, np.inf, -np.inf, 0, 3):
+        got = fa.linalg.vector_norm(a, axis=1, ord=ord).get()
+        rc.check(got, np.linalg.norm(x, ord=ord, axis=1), x, f"vector_norm ord={ord}")
+    rc.check(fa.linalg.vector_norm(a).get(), np.linalg.norm(x.ravel()), x, "full norm")
+    rc.check(fa.softmax(a).get(), special.softmax(x, axis=-1), x, "softmax")
+    rc.check(fa.log_softmax(a, axis=0).get(), special.log_softmax(x, axis=0), x,
+             "log_softmax")
+    rc.check(fa.logsumexp(a, axis=1).get(), special.logsumexp(x, axis=1), x, "logsumexp")
+    with pytest.raises(fa.UnsupportedOperationError, match="matrix"):
+        fa.linalg.norm(a, ord=2, axis=(0, 1))
+
+
+def test_empty_reductions_give_numpy_values_or_errors():
+    x = np.zeros((0, 3), np.float32)
+    a = fa.asarray(x)
+    for name in ("sum", "prod", "any", "all"):
+        rc.check(getattr(fa, name)(a, axis=0).get(), getattr(np, name)(x, axis=0), x, name)
+        rc.check(getattr(fa, name)(a).get(), getattr(np, name)(x), x, name)
+    rc.check(fa.max(a, axis=1).get(), np.max(x, axis=1), x, "max over a non-empty axis")
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        fa.max(a, axis=0)
+    with pytest.raises(ValueError, match="attempt to get argmin of an empty sequence"):
+        fa.argmin(a)
+    with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
+        want = np.mean(x, axis=0)
+    rc.check(fa.mean(a, axis=0).get(), want, x, "empty mean is NaN")
+
+
+def test_nan_propagates_as_in_numpy():
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((4, 50))
+    x[1, 7] = x[1, 30] = x[3, 0] = np.nan
+    a = fa.asarray(x)
+    for name in ("sum", "max", "min", "argmax", "argmin", "prod", "mean", "any"):
+        rc.check(getattr(fa, name)(a, axis=1).get(), getattr(np, name)(x, axis=1), x, name)
+
+
+def test_axis_errors_name_the_axis():
+    a = fa.asarray(np.ones((2, 3)))
+    with pytest.raises(np.exceptions.AxisError):
+        fa.sum(a, axis=2)
+    with pytest.raises(ValueError, match="duplicate"):
+        fa.sum(a, axis=(1, -1))
+    with pytest.raises(TypeError):
+        fa.argmax(a, axis=(0, 1))
+    with pytest.raises(fa.UnsupportedOperationError, match="where"):
+        np.sum(a, where=np.ones((2, 3), bool))
+
+
+def test_float32_sum_is_accurate_and_deterministic():
+    rng = np.random.default_rng(15)
+    x = rng.random(1 << 22, dtype=np.float32)
+    a = fa.asarray(x)
+    first, second = fa.sum(a).get(), fa.sum(a).get()
+    assert first.tobytes() == second.tobytes()
+    exact = np.sum(x, dtype=np.float64)
+    assert abs(float(first) - exact) / exact <= 1e-6
+
+
+def test_elementwise_producers_run_inside_the_reduction_kernel():
+    rng = np.random.default_rng(16)
+    x, y = (rng.standard_normal((300, 400)).astype(np.float32) for _ in range(2))
+    a, b = fa.asarray(x), fa.asarray(y)
+    fa.reset_stats()
+    got = ((a - b) ** 2).sum().get()
+    assert fa.stats()["launches"] == 1       # no temporary, no second kernel
+    rc.check(got, ((x - y) ** 2).sum(), x, "((x-y)**2).sum()")
+    fa.reset_stats()
+    got = (a - a.max(axis=-1, keepdims=True)).get()
+    assert fa.stats()["launches"] == 2       # the row maxima, then the subtraction
+    rc.check(got, x - x.max(axis=-1, keepdims=True), x, "x - max")
+
+
+def test_a_reduction_written_into_a_view_and_reduced_again():
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((6, 8)).astype(np.float32)
+    out = fa.asarray(np.zeros((8, 3), np.float32))
+    out[::-1, 1] = fa.asarray(x).sum(axis=0) * 2
+    want = np.zeros((8, 3), np.float32)
+    want[::-1, 1] = x.sum(axis=0) * 2
+    rc.check(out.get(), want, x, "written into a view")
+    nested = fa.asarray(x).max(axis=1).sum() + fa.asarray(x).min()
+    rc.check(nested.get(), x.max(axis=1).sum() + x.min(), x, "reductions of reductions")
+    view = fa.asarray(x).sum(axis=0, keepdims=True).T[::-2]
+    rc.check(view.get(), x.sum(axis=0, keepdims=True).T[::-2], x, "a view of a reduction")
+
+
+def test_a_cached_evaluation_recompiles_nothing():
+    rng = np.random.default_rng(18)
+    fa.reset_stats()
+    for _ in range(3):
+        x = rng.standard_normal((20, 30)).astype(np.float32)
+        got = fa.softmax(fa.asarray(x)).get()
+    assert fa.stats()["compiles"] <= 3
+    e = np.exp(x - x.max(-1, keepdims=True))
+    rc.check(got, e / e.sum(-1, keepdims=True), x, "softmax")

@@ -1,0 +1,116 @@
+"""Reductions against NumPy, shared by the cpu, sim and gpu tiers: fresh random data from fixed
+seeds (printed on failure), every reduction of ``ir/reductions.py`` × dtype × axis × layout
+(transposed, negative steps, broadcast), dtypes compared exactly and values exactly for
+integers and booleans, within a bound scaled by the summed magnitudes for floats."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+import fusedarrays as fa
+from fusedarrays.ir.reductions import REDUCTIONS
+
+DTYPES = [np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                                "uint32", "uint64", "float16", "float32", "float64")]
+# one of each kind and width class: the dtypes every reduction is run over
+SOME_DTYPES = [np.dtype(t) for t in ("bool", "int8", "int32", "uint16", "uint64", "float16",
+                                     "float32", "float64")]
+RTOL = {"f": {2: 4e-3, 4: 2e-6, 8: 1e-14}}
+
+
+def _views(xp, base, shape):
+    """Layout name → the view of ``base`` (1-D, 2 * prod(shape) elements) it names."""
+    a, b, c = shape
+    return {
+        "contiguous": base[: a * b * c].reshape(shape),
+        "transposed": base[: a * b * c].reshape(c, b, a).transpose(2, 1, 0),
+        "negative": base.reshape(a, b, 2 * c)[::-1, :, ::-2],
+        "broadcast": xp.broadcast_to(base[: b * c].reshape(1, b, c), shape),
+    }
+
+
+def layouts(rng, dtype, shape, name="sum"):
+    """(layout, NumPy view, fusedarrays view) of fresh data for each layout."""
+    base = sample(rng, dtype, 2 * int(np.prod(shape)), name)
+    fbase = fa.asarray(base)
+    return [(k, v, _views(fa, fbase, shape)[k]) for k, v in _views(np, base, shape).items()]
+
+
+def sample(rng, dtype, n, name="sum"):
+    if dtype.kind == "b":
+        # any/all see both answers: some rows all true
+        return rng.random(n) < (0.97 if name in ("all", "any") else 0.5)
+    if dtype.kind == "f":
+        if name == "prod":
+            return rng.uniform(0.8, 1.25, n).astype(dtype)
+        values = rng.standard_normal(n) * 4
+        values[rng.integers(0, n, 2)] = rng.choice([0.0, -0.0, 1.5], 2)
+        return values.astype(dtype)
+    if name == "prod":
+        return rng.integers(1 if dtype.kind == "u" else -3, 4, n).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True).astype(
+        dtype)
+
+
+def numpy_call(name, x, axis, keepdims, **kw):
+    return getattr(np, name)(x, axis=axis, keepdims=keepdims, **kw)
+
+
+def check(got, want, x_np, what: str) -> None:
+    """``got`` (NumPy values of a fusedarrays result) against NumPy's ``want``."""
+    want = np.asarray(want)
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, NumPy {want.dtype}"
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, NumPy {want.shape}"
+    if want.dtype.kind != "f":
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
+    scale = np.nansum(np.abs(np.asarray(x_np, np.float64))) + 1
+    rtol = RTOL["f"][want.dtype.itemsize]
+    if want.dtype == np.float16:    # the result itself is rounded to float16
+        scale = max(scale, 1.0)
+    bound = rtol * scale + rtol * np.abs(want.astype(np.float64))
+    diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    same_nan = np.isnan(got) == np.isnan(want)
+    assert same_nan.all(), f"{what}: NaN where NumPy has none (or the reverse)"
+    ok = np.isnan(want) | (diff <= bound) | (got == want)
+    assert ok.all(), f"{what}: max difference {np.nanmax(diff)}, bound {np.min(bound)}"
+
+
+def seed_of(*parts) -> int:
+    return zlib.crc32(repr(parts).encode())
+
+
+def check_reduction_over_dtypes(name: str, dtypes, shape=(6, 5, 4), axis=1,
+                                layout="negative", keepdims=False) -> None:
+    """``fa.<name>`` of each dtype through ``layout`` against NumPy."""
+    for dtype in dtypes:
+        seed = seed_of(name, dtype.str, shape, axis, layout)
+        rng = np.random.default_rng(seed)
+        for kind, x_np, x_fa in layouts(rng, dtype, shape, name):
+            if kind != layout:
+                continue
+            what = f"fa.{name} {dtype} {layout} {shape} axis={axis} (seed {seed})"
+            got = getattr(fa, name)(x_fa, axis=axis, keepdims=keepdims).get()
+            check(got, numpy_call(name, x_np, axis, keepdims), x_np, what)
+
+
+AXES = [None, 0, -1, (0, 2), 1]
+
+
+def check_axes_and_layouts(names, dtype=np.dtype(np.float32), shape=(6, 5, 4)) -> None:
+    """Each reduction of ``names`` over every axis choice and layout, keepdims both ways."""
+    for name in names:
+        for axis in AXES:
+            if REDUCTIONS[name].arg and isinstance(axis, tuple):
+                continue
+            seed = seed_of(name, axis, shape, "layouts")
+            rng = np.random.default_rng(seed)
+            for kind, x_np, x_fa in layouts(rng, dtype, shape, name):
+                keepdims = kind in ("transposed", "broadcast")
+                what = f"fa.{name} {dtype} {kind} {shape} axis={axis} keepdims={keepdims} " \
+                       f"(seed {seed})"
+                got = getattr(fa, name)(x_fa, axis=axis, keepdims=keepdims).get()
+                check(got, numpy_call(name, x_np, axis, keepdims), x_np, what)
