@@ -100,8 +100,9 @@ def check_reduction_over_dtypes(name: str, dtypes, shape=(6, 5, 4), axis=1,
 AXES = [None, 0, -1, (0, 2), 1]
 
 
-def check_axes_and_layouts(names, dtype=np.dtype(np.float32), shape=(6, 5, 4)) -> None:
+def check_axes_and_layouts(names, dtype=np.float32, shape=(6, 5, 4)) -> None:
     """Each reduction of ``names`` over every axis choice and layout, keepdims both ways."""
+    dtype = np.dtype(dtype)
     for name in names:
         for axis in AXES:
             if REDUCTIONS[name].arg and isinstance(axis, tuple):
