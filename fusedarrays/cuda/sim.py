@@ -20,6 +20,7 @@ from .. import config
 from ..errors import CompileError
 from ..ir.dtypes import BY_CODE
 from ..ir.layout import TILE_THREADS
+from ..ir.reductions import BLOCK_THREADS
 from ..runtime.backend import HostMemory
 
 _MATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "log": np.log,
@@ -131,7 +132,12 @@ class SimBackend(HostMemory):
         # Few blocks (each thread is a Python thread); the grid-stride loops cover the rest.
         block = config.get("SIM_BLOCK")
         kind = geometry[0] if geometry else "flat"
-        if kind == "tiled":
+        if kind == "reduce":   # ("reduce", schedule, outputs): see compiler/reduction.py
+            if geometry[1] == "rows":   # a block per output; its tree wants a power of two
+                grid, block = max(1, min(n, 2)), 1 << (min(block, BLOCK_THREADS).bit_length() - 1)
+            else:
+                grid = max(1, min(-(-n // block), 2))
+        elif kind == "tiled":
             grid, block = (geometry[2], min(geometry[1], 2)), TILE_THREADS
         elif kind == "rows":
             grid = (max(1, min(-(-geometry[2] // block), 2)), min(geometry[1], 3))

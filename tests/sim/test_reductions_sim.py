@@ -1,0 +1,55 @@
+"""Reductions on the sim backend: the generated CUDA reduction kernels (a block per output with
+its shared-memory tree, and a thread per output) run in numba's simulator, against NumPy
+(tests/reductioncases.py). Tiny shapes: every simulated thread is a Python thread."""
+
+import numpy as np
+import pytest
+import reductioncases as rc
+
+import fusedarrays as fa
+from fusedarrays import config
+from fusedarrays.ir.reductions import REDUCTIONS
+
+SHAPE = (2, 3, 8)
+
+
+@pytest.fixture(autouse=True)
+def sim_backend():
+    with config.override(BACKEND="sim"):
+        yield
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_every_reduction_on_both_cuda_schedules(name):
+    # axis -1 of a contiguous array: a block per output (rows); axis 1 of a negative-step view:
+    # a thread per output (cols); None: one block for everything
+    some = [np.dtype(t) for t in ("int8", "float32", "bool", "float16", "uint64")]
+    rc.check_reduction_over_dtypes(name, some[:2], SHAPE, axis=-1, layout="contiguous")
+    rc.check_reduction_over_dtypes(name, some[2:], SHAPE, axis=1, layout="negative")
+    rc.check_reduction_over_dtypes(name, some[1:2], SHAPE, axis=None, layout="transposed")
+
+
+def test_axes_and_layouts():
+    rc.check_axes_and_layouts(["argmax"], shape=(2, 3, 4))
+
+
+def test_ties_and_nan_across_the_threads_of_a_block():
+    # rows longer than the block: each thread folds several elements, the tree merges them;
+    # the first of equal maxima (and the first NaN) must win whichever thread holds it
+    rng = np.random.default_rng(21)
+    x = rng.integers(0, 4, (2, 100)).astype(np.float32)
+    x[1, [40, 90]] = np.nan
+    a = fa.asarray(x)
+    for name in ("argmax", "argmin", "max", "min", "sum"):
+        got = getattr(fa, name)(a, axis=1).get()
+        rc.check(got, getattr(np, name)(x, axis=1), x, f"{name} ties (seed 21)")
+
+
+def test_softmax_and_squared_distance():
+    rng = np.random.default_rng(22)
+    x, y = (rng.standard_normal((3, 40)).astype(np.float32) for _ in range(2))
+    a, b = fa.asarray(x), fa.asarray(y)
+    rc.check(((a - b) ** 2).sum().get(), ((x - y) ** 2).sum(), x, "((x-y)**2).sum()")
+    e = np.exp(x - x.max(-1, keepdims=True))
+    rc.check(fa.softmax(a).get(), e / e.sum(-1, keepdims=True), x, "softmax")
+    rc.check(a.var(axis=0).get(), x.var(axis=0), x, "var over columns")
