@@ -2,7 +2,8 @@
 
 Cheap, safe and honest: a repr never evaluates or compiles; it shows state, dtype, shape and a
 short graph label (values only for arrays already computed). ``explain`` plans the kernel an array
-would run and renders its source without compiling; ``.ptx`` compiles PTX for an arch on request.
+would run (a graph with reductions: the kernels it is cut into, and why) and renders its source
+without compiling; ``.ptx`` compiles PTX for an arch on request.
 HTML escapes everything it shows.
 """
 
@@ -14,9 +15,11 @@ import numpy as np
 
 from ..compiler import codegen
 from ..compiler.plan import KernelPlan, plan_kernel
+from ..compiler.reduction import ReducePlan, has_reduction, plan_program
+from ..compiler.reduction_codegen import render_plan
 from ..ir import graph, layout
 from ..runtime import realize, records
-from .array import ndarray
+from .array import _backend_of, ndarray
 
 _LABEL_NODES = 12
 
@@ -109,7 +112,48 @@ class Explanation:
         return f"<pre>{html.escape(str(self))}</pre>"
 
 
-def explain(a, arch: str | None = None) -> Explanation:
+class ProgramExplanation:
+    """How a graph with reductions evaluates: how the planner cut it into kernels and why, and
+    each kernel's plan and source (nothing is compiled or run)."""
+
+    def __init__(self, program, target: str, arch: str | None):
+        self.program, self.arch = program, arch
+        self.kernels = [(step.plan, render_plan(step.plan, target)) for step in program.steps]
+
+    @property
+    def launches(self) -> int:
+        return len(self.kernels)
+
+    @property
+    def ptx(self) -> list[str]:
+        """Each kernel's PTX for ``arch`` (default sm_90), compiled without a GPU."""
+        from ..compiler import devicelib
+        from ..runtime.backend import arch_compiler
+        return [arch_compiler().ptx(render_plan(plan, "cuda"), plan.name, plan.param_types(),
+                                    self.arch or "sm_90", devicelib.helpers())[0]
+                for plan, _ in self.kernels]
+
+    def __str__(self) -> str:
+        lines = [f"{self.launches} kernel(s), cut at the reductions:", *self.program.why]
+        for plan, source in self.kernels:
+            if isinstance(plan, ReducePlan):
+                head = (f"kernel {plan.name}: {plan.reduction} of {plan.size} output(s) × "
+                        f"{plan.elements} element(s), kept dims {plan.kept}, reduced dims "
+                        f"{plan.red}, cuda schedule {plan.schedule}")
+            else:
+                head = (f"kernel {plan.name}: shape {plan.shape} → dims {plan.dims}, "
+                        f"schedule {plan.schedule}, vector width {plan.vector_width}")
+            lines += ["", head, "key parts: " + "; ".join(f"{k}={v}" for k, v in plan.key_parts),
+                      "source:", source]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(str(self))}</pre>"
+
+
+def explain(a, arch: str | None = None) -> Explanation | ProgramExplanation:
     """How ``a`` evaluates: the plan and kernel source (nothing is compiled or run). For a fused
     function (``fa.fuse``): its signatures, why each traced, and their kernels."""
     from ..runtime.backend import get_backend
@@ -121,8 +165,12 @@ def explain(a, arch: str | None = None) -> Explanation:
     if node.is_leaf:
         node = graph.op("copy", (node,), (node.dtype, node.dtype))
     out = (_Placeholder(), node.dtype, node.shape, layout.contiguous_strides(node.shape), 0)
-    plan = plan_kernel([(node, out)])
     target = "cuda" if arch else realize.target_of(get_backend())
+    if has_reduction([node]):
+        align = 256 if arch else (_backend_of(node).alloc_align or 1)
+        params = node.params if node.params is not None else {node: 0}
+        return ProgramExplanation(plan_program([(node, out)], params, align), target, arch)
+    plan = plan_kernel([(node, out)])
     return Explanation(plan, target, arch)
 
 

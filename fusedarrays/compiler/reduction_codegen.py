@@ -18,9 +18,9 @@ its folding statements from the reduction's row. Schedules (``compiler/reduction
 
 from __future__ import annotations
 
-from ..ir.dtypes import COMPUTE_CODE
+from ..ir.dtypes import BY_CODE, COMPUTE_CODE
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
-from .codegen import CPU_CHUNK, _function, _indent, _Renderer
+from .codegen import CPU_CHUNK, _function, _indent, _Renderer, render_kernel
 from .reduction import ReducePlan
 
 _INF = "(1e308 * 10.0)"   # a float infinity every target folds (the simulator has no math.inf)
@@ -37,6 +37,13 @@ def render_reduce_kernel(plan: ReducePlan, target: str) -> str:
         return _function(plan.name, ["k0", "k1"] + params, r.cpu())
     lines = r.block_per_output() if plan.schedule == "rows" else r.thread_per_output()
     return _function(plan.name, params, lines)
+
+
+def render_plan(plan, target: str) -> str:
+    """The source of any plan evaluation launches: a reduction's, or an elementwise one's."""
+    if isinstance(plan, ReducePlan):
+        return render_reduce_kernel(plan, target)
+    return render_kernel(plan, target)
 
 
 class _ReduceRenderer:
@@ -123,7 +130,7 @@ class _ReduceRenderer:
                 + self.hoisted() + ["while o < n:"] + _indent(per_output + ["o += ostep"]))
 
     def block_per_output(self) -> list[str]:
-        plan, rank = self.plan, len(self.plan.red)
+        rank = len(self.plan.red)
         size = " * ".join(f"e{j}" for j in range(rank))
         coords = [f"x{rank - 1} = j % e{rank - 1}", f"q = j // e{rank - 1}"] if rank > 1 else []
         for j in range(rank - 2, 0, -1):
@@ -149,7 +156,6 @@ class _ReduceRenderer:
             ["acc = sacc[0]"] + (["idx = sidx[0]"] if self.row.arg else []) + [self.store()])
         per_output = (self.kept_bases("o") + self.start() + walk + save + tree + final
                       + ["cuda.syncthreads()", "o += ostep"])
-        del plan
         return (shared + ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
                           "o = cv_i64(cuda.blockIdx.x)", "ostep = cv_i64(cuda.gridDim.x)",
                           f"kk = {size}"]
@@ -157,5 +163,4 @@ class _ReduceRenderer:
 
 
 def _dtype(code: str):
-    from ..ir.dtypes import BY_CODE
     return BY_CODE[code]

@@ -25,6 +25,7 @@ import numpy as np
 from cuda.core import LEGACY_DEFAULT_STREAM, Kernel, LaunchConfig, launch
 
 from ..ir.layout import TILE_THREADS
+from ..ir.reductions import BLOCK_THREADS
 
 BLOCK = 256
 BLOCKS_PER_SM = 32  # grid-stride loop: more blocks than this only adds scheduling overhead
@@ -96,6 +97,13 @@ class Launcher:
             cap = max(1, self._sm_count * BLOCKS_PER_SM_ROWS // across)
             grid = (across, min(rows, cap, _MAX_GRID_Y))
             config = LaunchConfig(grid=grid, block=BLOCK)
+        elif kind == "reduce":  # (schedule, outputs): compiler/reduction.py
+            _, schedule, outputs = geometry
+            if schedule == "rows":   # a block per output, grid-stride over outputs
+                config = LaunchConfig(grid=min(outputs, self._sm_count * BLOCKS_PER_SM),
+                                      block=BLOCK_THREADS)
+            else:                    # a thread per output
+                config = LaunchConfig(grid=grid_size(outputs, self._sm_count), block=BLOCK)
         elif kind == "tiled":  # (tile rows, tile columns): one TILE x TILE tile per block
             _, tile_rows, tile_cols = geometry
             cap = max(1, self._sm_count * BLOCKS_PER_SM_TILES // tile_cols)

@@ -29,10 +29,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .. import config
-from ..compiler import codegen
 from ..compiler.plan import KernelPlan, plan_kernel
+from ..compiler.reduction import has_reduction, plan_program
+from ..compiler.reduction_codegen import render_plan
 from ..errors import DeviceUnavailableError
 from ..ir import graph, layout
+from ..ir.params import roots_params
 from . import realize, records
 from .backend import arch_compiler, get_backend
 from .launch import scalar_arg
@@ -98,7 +100,7 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
     for group in _evaluations(arrays):
         plans += kernel_plans(group, real_buffers=arch == device_arch)
     todo, report["cached"] = _misses(plans, arch, compiler.toolchain())
-    jobs = [(codegen.render_kernel(p, "cuda"), p.name, p.param_types(), arch)
+    jobs = [(render_plan(p, "cuda"), p.name, p.param_types(), arch)
             for p in todo.values()]
     results, done_by = compile_batch(jobs, workers, progress)
     report.update(done_by)
@@ -172,7 +174,7 @@ def _precompile_cpu(arrays, report: dict, start: float) -> dict:
                 continue
             seen.add(plan.key)
             compiles = records.stats()["compiles"]
-            kernel = realize.kernel_for(plan, backend)
+            kernel = realize.kernel_for(plan, backend, render_plan)
             scratch = np.empty(16, np.uint8)   # only the arguments' types matter here
             args = [backend.operand_arg(scratch, o.dtype, 0) for o in plan.operands]
             args += plan.int_args() + [scalar_arg(v, dt) for v, dt in plan.scalars]
@@ -199,11 +201,17 @@ def kernel_plans(arrays, real_buffers: bool = True) -> list[KernelPlan]:
     leaves share a buffer), so the plan is the one a CUDA device's pool allocations give.
     """
     plans = []
-    for _, nodes in _groups(arrays):
+    for backend, nodes in _groups(arrays):
         if not real_buffers:
             nodes = _with_stand_in_buffers(nodes)
         outputs = [(n, (_Slot(0), n.dtype, n.shape, layout.contiguous_strides(n.shape), 0))
                    for n in nodes]
+        if has_reduction(nodes):    # cut into kernels, temporaries aligned as allocated
+            align = _POOL_ALIGN if not real_buffers else (
+                getattr(backend, "alloc_align", None) or 1)
+            program = plan_program(outputs, roots_params(nodes)[0], align)
+            plans += [step.plan for step in program.steps if step.plan.size]
+            continue
         plan = plan_kernel(outputs)
         if plan.size:
             plans.append(plan)
@@ -241,6 +249,8 @@ def _with_stand_in_buffers(nodes: list[graph.Node]) -> list[graph.Node]:
         else:
             inputs = tuple(built[i.serial] for i in n.inputs)
             built[n.serial] = (graph.cast(inputs[0], n.dtype) if n.kind == "cast"
+                               else graph.reduce(n.attrs[0], inputs[0], n.attrs[1], n.attrs[2],
+                                                 n.dtype) if n.kind == "reduce"
                                else graph.op(n.attrs[0], inputs, n.attrs[1]))
     return [built[n.serial] for n in nodes]
 

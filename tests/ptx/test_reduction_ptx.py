@@ -1,0 +1,49 @@
+"""Reduction kernels compiled to PTX for sm_90 without a GPU: both cuda schedules, each reduction
+kind, float16 accumulating in float32, and no atomics in the accumulation (fixed order)."""
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba.cuda")
+
+import fusedarrays as fa  # noqa: E402
+
+
+def _ptx_of(array):
+    explanation = fa.explain(array, arch="sm_90")
+    return explanation, explanation.ptx
+
+
+def test_every_reduction_compiles_on_both_schedules_without_atomics():
+    rng = np.random.default_rng(31)
+    x = fa.asarray(rng.standard_normal((8, 64)).astype(np.float32))
+    h = fa.asarray(rng.standard_normal((8, 64)).astype(np.float16))
+    cases = [((x - 1.5) ** 2).sum(axis=1), x.T.argmax(axis=1), x.max(axis=0), h.sum(),
+             (x > 0).any(axis=1), h.argmin(axis=0), x.prod(axis=1), (h < 0).all(axis=0)]
+    schedules = set()
+    for array in cases:
+        explanation, ptxs = _ptx_of(array)
+        (plan, _), = explanation.kernels
+        schedules.add(plan.schedule)
+        (ptx,) = ptxs
+        assert f".entry {plan.name}" in ptx or plan.name in ptx
+        assert not re.search(r"^\s*(@%p\d+\s+)?(atom|red)\.", ptx, re.M)   # no atomics
+        if plan.schedule == "rows":
+            assert "bar.sync" in ptx           # the block's tree waits at each level
+    assert schedules == {"rows", "cols"}
+
+
+def test_float16_sums_accumulate_in_float32():
+    h = fa.asarray(np.ones((4, 300), np.float16))
+    _, (ptx,) = _ptx_of(h.sum(axis=1))
+    assert re.search(r"add\.(rn\.)?f32", ptx)
+    assert not re.search(r"add\.(rn\.)?f16", ptx)
+
+
+def test_softmax_is_three_kernels_that_compile():
+    x = fa.asarray(np.ones((4, 300), np.float32))
+    explanation, ptxs = _ptx_of(fa.softmax(x))
+    assert explanation.launches == 3 and len(ptxs) == 3
+    assert "ex2" in ptxs[1] and "ex2" in ptxs[2]   # exp inside the sum, and after it
