@@ -47,3 +47,12 @@ def test_lazy_front_end_smoke(tmp_path):
         assert part in figures, (part, figures)
     assert rows["launches per lazy Black-Scholes evaluation"]["fusedarrays"] == 1
     assert all(p.startswith("not measured") for r in rows.values() for p in r["peers"].values())
+
+
+def test_reductions_smoke(tmp_path):
+    rows = numbers(run_script("reductions", tmp_path))
+    figures = " | ".join(rows)
+    for part in ("((x - y)**2).sum()", "row softmax", "layer norm", "column sums",
+                 "sum over axis 1", "relative error"):
+        assert part in figures, (part, figures)
+    assert rows[next(f for f in rows if f.startswith("((x - y)"))]["details"]["launches"] == 1

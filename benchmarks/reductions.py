@@ -1,0 +1,156 @@
+"""Fused reductions as fractions of a device-to-device copy moving the same bytes, with torch
+eager, torch.compile and CuPy eager beside them in the same run.
+
+Cases (the issue's figures): ``((x - y)**2).sum()`` over 2^26 float32 (counting bytes read); row
+softmax and a layer-norm-style row normalisation over 4096² float32 (read + write); column sums
+of 4096² float32 (axis 0, bytes read); the sum over axis 1 of (2^25, 2) float32 (bytes read).
+Each is timed as a user's loop runs it: ``out[...] = expr`` into a preallocated array, the lazy
+expression built, planned (from the cache) and launched each call. ``out`` starts as NaN and is
+checked against NumPy after timing. The launches of one call are recorded beside each figure.
+
+Usage: python benchmarks/reductions.py [--smoke] [--out F.json] [--commit C] [--no-peers]
+"""
+
+from __future__ import annotations
+
+import harness  # first: it puts this checkout's package on the path
+import numpy as np
+
+import fusedarrays as fa
+
+EPS = 1e-5
+
+
+def _softmax(mod, x):
+    e = mod.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _layer_norm(mod, x, w, b):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / mod.sqrt(var + EPS) * w + b
+
+
+def _sq_dist(mod, x, y):
+    return ((x - y) ** 2).sum()
+
+
+def _col_sum(mod, x):
+    return x.sum(axis=0)
+
+
+def _pair_sum(mod, x):
+    return x.sum(axis=1)
+
+
+def _torch_softmax(torch, x):
+    return torch.softmax(x, dim=-1)
+
+
+# torch's reductions take dim= and keepdim=, and max returns (values, indices): the written-out
+# forms torch.compile fuses
+def _torch_written_softmax(torch, x):
+    e = torch.exp(x - torch.amax(x, dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def _torch_written_layer_norm(torch, x, w, b):
+    mu = x.mean(dim=-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mu) / torch.sqrt(var + EPS) * w + b
+
+
+def _torch_col_sum(torch, x):
+    return x.sum(dim=0)
+
+
+def _torch_pair_sum(torch, x):
+    return x.sum(dim=1)
+
+
+def _torch_layer_norm(torch, x, w, b):
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], w, b, EPS)
+
+
+def cases(rng, n: int, m: int) -> dict:
+    """name → (host inputs, fn(module, *args), bytes counted, target, tolerance, torch eager,
+    torch written out for torch.compile)."""
+    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    sq = rng.standard_normal((m, m)).astype(np.float32)
+    w, b = (rng.standard_normal(m).astype(np.float32) for _ in range(2))
+    pairs = rng.standard_normal((n // 2, 2)).astype(np.float32)
+    size = f"2^{n.bit_length() - 1}"
+    return {
+        f"((x - y)**2).sum(), {size} f32, × copy (bytes read)":
+            ([x, y], _sq_dist, 2 * n * 4, ">= 1.0", 1e-4, _sq_dist, _sq_dist),
+        f"row softmax, {m}² f32, × copy (read + write)":
+            ([sq], _softmax, 2 * m * m * 4, ">= 0.90", 1e-5, _torch_softmax,
+             _torch_written_softmax),
+        f"layer norm over rows, {m}² f32, × copy (read + write)":
+            ([sq, w, b], _layer_norm, 2 * m * m * 4, ">= 0.85", 1e-4, _torch_layer_norm,
+             _torch_written_layer_norm),
+        f"column sums (axis 0), {m}² f32, × copy (bytes read)":
+            ([sq], _col_sum, m * m * 4, ">= 0.90", 1e-4, _torch_col_sum, _torch_col_sum),
+        f"sum over axis 1 of ({n // 2}, 2) f32, × copy (bytes read)":
+            ([pairs], _pair_sum, n * 4, ">= 0.80", 1e-5, _torch_pair_sum, _torch_pair_sum),
+    }
+
+
+def _torch(fn, host, compiled: bool):
+    import torch
+
+    call = torch.compile(lambda *a: fn(torch, *a)) if compiled else (lambda *a: fn(torch, *a))
+    args = [torch.as_tensor(h, device="cuda") for h in host]
+    return lambda: call(*args)
+
+
+def _cupy(fn, host):
+    import cupy as cp
+
+    args = [cp.asarray(h) for h in host]
+    return lambda: fn(cp, *args)
+
+
+def measure(run: harness.Run, name: str, host, fn, moved: int, target: str, tolerance: float,
+            torch_eager, torch_written) -> None:
+    dev = [fa.asarray(h) for h in host]
+    want = fn(np, *[h.astype(np.float64) for h in host]).astype(np.float32)
+    out = fa.full(want.shape, np.nan, np.float32)
+
+    def write():
+        out[...] = fn(fa, *dev)
+    # copy_time(k) copies k // 2 bytes (read and written): the same bytes read as counted here
+    copy = run.copy_time(2 * moved if "bytes read" in name else moved)
+    repeat = 3 if run.smoke else 50
+    row = run.row(name, copy / run.device_time(write, repeat), target, "fraction of copy",
+                  bytes_counted=moved, launches=run.launches(write))
+    row.peer("torch eager", lambda: copy / run.device_time(
+        _torch(torch_eager, host, False), repeat))
+    row.peer("torch.compile", lambda: copy / run.device_time(
+        _torch(torch_written, host, True), repeat))
+    row.peer("cupy eager", lambda: copy / run.device_time(_cupy(fn, host), repeat))
+    run.check(name, out.get(), want, rtol=tolerance, atol=tolerance)
+
+
+def accuracy(run: harness.Run, n: int) -> None:
+    """float32 sum of uniform values against a float64 reference (the issue: ≤ 1e-6)."""
+    x = run.rng().random(n, dtype=np.float32)
+    exact = np.sum(x, dtype=np.float64)
+    got = float(fa.sum(fa.asarray(x)))
+    run.row(f"float32 sum of 2^{n.bit_length() - 1} uniform values, relative error",
+            abs(got - exact) / exact, "<= 1e-6", "relative")
+
+
+def main() -> int:
+    args = harness.arguments(__doc__.splitlines()[0]).parse_args()
+    run = harness.Run("reductions", args)
+    n, m = (1 << 12, 64) if run.smoke else (1 << 26, 4096)
+    for name, case in cases(run.rng(), n, m).items():
+        measure(run, name, *case)
+    accuracy(run, n)
+    return run.finish()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
