@@ -50,11 +50,13 @@ class ReducePlan:
     schedule: str = "rows"  # cuda: rows (a block per output) or cols (a thread per output)
     sources: tuple[int, ...] = ()
     scalar_sources: tuple[int, ...] = ()
+    split: int = 1          # > 1: each output's elements in this many parts, partials stored
+    chunk: int = 0          # elements per part (flat C-order index ranges)
 
     @property
     def size(self) -> int:
-        """Outputs (the kernel's ``n``)."""
-        return layout.size_of(self.kept)
+        """Outputs, or partial results where split (the kernel's ``n``)."""
+        return layout.size_of(self.kept) * self.split
 
     @property
     def elements(self) -> int:
@@ -72,6 +74,7 @@ class ReducePlan:
         """Kept extents ``d_j``, reduced extents ``e_j``, then per operand its offset ``b_k``,
         kept strides ``s_k_j`` and (inputs) reduced strides ``t_k_j``."""
         names = [f"d{j}" for j in range(len(self.kept))] + [f"e{j}" for j in range(len(self.red))]
+        names += ["gs", "gc"] if self.split > 1 else []
         for k, o in enumerate(self.operands):
             names += [f"b{k}"] + [f"s{k}_{j}" for j in range(len(self.kept))]
             if not o.output:
@@ -80,6 +83,7 @@ class ReducePlan:
 
     def int_args(self) -> list[int]:
         ints = list(self.kept) + list(self.red)
+        ints += [self.split, self.chunk] if self.split > 1 else []
         for o in self.operands:
             ints += [o.offset, *o.strides[:len(self.kept)]]
             if not o.output:
@@ -95,10 +99,12 @@ class ReducePlan:
 
 
 def plan_reduce(node: graph.Node, source: graph.Node, target: tuple,
-                positions: dict) -> ReducePlan:
+                positions: dict, split: int = 1) -> ReducePlan:
     """Plan reduction ``node`` of the expression ``source`` (its input, with earlier reductions
     already cut out) into ``target`` = ``(buffer, dtype, shape, strides, offset)``; ``positions``
-    gives each param of ``source`` its place in the evaluation's params."""
+    gives each param of ``source`` its place in the evaluation's params. ``split`` > 1: the
+    partial results of each output's ``split`` parts go to ``target``, a contiguous temporary
+    laid out as :func:`partials_shape` says."""
     name, axes, keepdims = node.attrs
     shape = source.shape
     views, scalars, var_of, sources = [], [], {}, []
@@ -120,17 +126,18 @@ def plan_reduce(node: graph.Node, source: graph.Node, target: tuple,
     kept_axes = [k for k in range(len(shape)) if k not in axes]
     buffer, dtype, _, ostrides, ooffset = target
     ostrides = tuple(ostrides[k] for k in kept_axes) if keepdims else tuple(ostrides)
-    kept, kept_sets = layout.collapse(tuple(shape[k] for k in kept_axes),
-                                      [tuple(v[2][k] for k in kept_axes) for v in views]
-                                      + [ostrides])
     red, red_sets = layout.collapse(tuple(shape[k] for k in axes),
                                     [tuple(v[2][k] for k in axes) for v in views])
+    kept_shape = tuple(shape[k] for k in kept_axes)
+    schedule = choose_schedule(red, red_sets)
+    if split > 1:   # the partials' layout (partials_shape): part g of output o at o's + g*step
+        ostrides = (layout.contiguous_strides(kept_shape + (split,))[:-1] if schedule == "rows"
+                    else layout.contiguous_strides((split,) + kept_shape)[1:])
+    kept, kept_sets = layout.collapse(kept_shape, [tuple(v[2][k] for k in kept_axes)
+                                                   for v in views] + [ostrides])
     operands = tuple(Operand(b, dt, kept_sets[k] + red_sets[k], off, "S", False)
                      for k, (b, dt, _, off) in enumerate(views))
     operands += (Operand(buffer, np.dtype(dtype), kept_sets[-1], ooffset, "S", True),)
-    # a block per output where a block's threads read neighbouring elements of one output
-    rows = all(abs(s[-1]) <= 1 for s in red_sets) or layout.size_of(kept) == 1
-    schedule = "rows" if rows else "cols"
     canonical = "\n".join(f"{i.var}={i.kind}:{i.arg}:{','.join(map(str, i.inputs))}:{i.code}"
                           for i in body)
     parts = (
@@ -140,12 +147,45 @@ def plan_reduce(node: graph.Node, source: graph.Node, target: tuple,
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept, {len(red)} reduced"),
         ("schedule", schedule),
+        ("split", "no" if split == 1 else f"parts {'outer' if schedule == 'cols' else 'inner'}"),
         ("config", repr(config.codegen_settings())),
     )
     parts = keys.structure_parts(parts)
+    chunk = -(-layout.size_of(red) // split) if split > 1 else 0
     return ReducePlan(name, kept, red, operands, tuple((v, dt) for v, dt, _ in scalars),
                       tuple(body), var[source.serial], parts, keys.digest(parts), schedule,
-                      tuple(sources), tuple(p for _, _, p in scalars))
+                      tuple(sources), tuple(p for _, _, p in scalars), split, chunk)
+
+
+def choose_schedule(red: tuple, red_sets: list) -> str:
+    """``rows`` (a block per output) where a block's threads read neighbouring elements of one
+    output and there are enough of them; else ``cols`` (a thread per output): outer-axis
+    reductions, and small inner extents such as (2^25, 2) over axis 1."""
+    inner = all(abs(st[-1]) <= 1 for st in red_sets)
+    return "rows" if inner and layout.size_of(red) >= ROWS_MIN_ELEMENTS else "cols"
+
+
+ROWS_MIN_ELEMENTS = 128   # a block of 256 threads for fewer elements would idle most of them
+
+
+def choose_split(plan: ReducePlan) -> int:
+    """Parts to cut each output's elements into, so that few outputs of many elements still
+    keep every SM busy (a full reduction: 1024 blocks of 64 K elements), then a second kernel
+    folds the partials in a fixed order. argmax/argmin are not split."""
+    outputs, elements = plan.size, plan.elements
+    if REDUCTIONS[plan.reduction].arg:
+        return 1
+    if plan.schedule == "rows":
+        return max(1, min(-(-elements // 8192), 1024 // max(outputs, 1)))
+    return max(1, min(-(-elements // 64), (1 << 17) // max(outputs, 1)))
+
+
+def partials_shape(node: graph.Node, split: int, schedule: str) -> tuple:
+    """The shape of a split reduction's partials: the kept extents and the parts, the parts
+    innermost on ``rows`` (a block's partials side by side) and outermost on ``cols`` (so that
+    neighbouring threads, neighbouring outputs, store side by side)."""
+    kept = tuple(e for k, e in enumerate(node.inputs[0].shape) if k not in node.attrs[1])
+    return kept + (split,) if schedule == "rows" else (split,) + kept
 
 
 class TempBuffer:
@@ -183,39 +223,83 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
     at its reductions (module docstring). ``params``: node → position, as evaluation binds
     them; temporaries are bound after them, in order. ``temp_align``: a temporary's alignment."""
     roots = [node for node, _ in outputs]
-    positions = dict(params)
-    subst: dict[int, graph.Node] = {}
-    steps, temps, why = [], [], []
+    cut = _Cut(dict(params), len(params), temp_align)
     direct = len(outputs) == 1 and roots[0].kind == "reduce"
     for node in graph.walk(roots):
         if node.kind != "reduce":
             continue
-        source = rebuild(node.inputs[0], subst)
-        label = f"{node.label()} over {source.shape}"
+        source = rebuild(node.inputs[0], cut.subst)
         if direct and node is roots[0]:
-            steps.append(Step(plan_reduce(node, source, outputs[0][1], positions), -1))
-            why.append(f"kernel {len(steps)}: {label}, its input computed as it is read, "
-                       "into the result")
+            cut.reduction(node, source, outputs[0][1], False, "into the result")
             continue
         strides = layout.contiguous_strides(node.shape)
-        buffer = TempBuffer(temp_align)
-        target = (buffer, node.dtype, node.shape, strides, 0)
-        steps.append(Step(plan_reduce(node, source, target, positions), len(temps)))
-        leaf = graph.leaf(buffer, node.dtype, node.shape, strides, 0)
-        positions[leaf] = len(params) + len(temps)
-        temps.append((node.dtype, node.shape))
-        subst[node.serial] = leaf
-        why.append(f"kernel {len(steps)}: {label}, its input computed as it is read, into a "
-                   f"temporary {node.shape} that a later kernel reads")
+        target = (TempBuffer(temp_align), node.dtype, node.shape, strides, 0)
+        cut.subst[node.serial] = cut.reduction(
+            node, source, target, True, f"into a temporary {node.shape} that a later kernel reads")
     if not direct:
-        rebuilt = [(rebuild(node, subst), target) for node, target in outputs]
+        rebuilt = [(rebuild(node, cut.subst), target) for node, target in outputs]
         used = roots_params([n for n, _ in rebuilt])[0]
-        plan = plan_kernel(rebuilt, {p: positions[p] for p in used})
-        steps.append(Step(plan, -1))
-        why.append(f"kernel {len(steps)}: the elementwise work after the reductions, reading "
-                   "their results broadcast back over the reduced axes (a reduction's result "
-                   "is complete only once every element is folded in)")
-    return Program(tuple(steps), tuple(temps), tuple(why))
+        plan = plan_kernel(rebuilt, {p: cut.positions[p] for p in used})
+        cut.steps.append(Step(plan, -1))
+        cut.why.append(f"kernel {len(cut.steps)}: the elementwise work after the reductions, "
+                       "reading their results broadcast back over the reduced axes (a "
+                       "reduction's result is complete only once every element is folded in)")
+    return Program(tuple(cut.steps), tuple(cut.temps), tuple(cut.why))
+
+
+class _Cut:
+    """The steps, temporaries and params of a program while :func:`plan_program` cuts."""
+
+    def __init__(self, positions: dict, nparams: int, align: int):
+        self.positions, self.nparams, self.align = positions, nparams, align
+        self.subst: dict[int, graph.Node] = {}
+        self.steps: list[Step] = []
+        self.temps: list[tuple] = []
+        self.why: list[str] = []
+
+    def temp(self, target: tuple) -> graph.Node:
+        """Bind a temporary ``(TempBuffer, dtype, shape, strides, 0)``; its leaf."""
+        leaf = graph.leaf(*target)
+        self.positions[leaf] = self.nparams + len(self.temps)
+        self.temps.append((target[1], target[2]))
+        return leaf
+
+    def reduction(self, node, source, target: tuple, temporary: bool, where: str):
+        """The step(s) computing reduction ``node`` of ``source`` into ``target`` (the
+        evaluation's output, or a ``temporary`` bound here, whose leaf is returned): one
+        kernel, or, split, a kernel of partial results and one folding them."""
+        label = f"{node.label()} over {source.shape}"
+        plan = plan_reduce(node, source, target, self.positions)
+        split = choose_split(plan)
+        if split > 1:
+            pdtype = np.dtype(np.float32) if node.dtype == np.float16 else node.dtype
+            pshape = partials_shape(node, split, plan.schedule)
+            partial = (TempBuffer(self.align), pdtype, pshape,
+                       layout.contiguous_strides(pshape), 0)
+            self.steps.append(Step(plan_reduce(node, source, partial, self.positions, split),
+                                   len(self.temps)))
+            pleaf = self.temp(partial)
+            self.why.append(f"kernel {len(self.steps)}: {label} in {split} parts per output "
+                            f"(so that {plan.size} output(s) keep every SM busy), its input "
+                            f"computed as it is read, into partial results {pshape}")
+            axis = len(pshape) - 1 if plan.schedule == "rows" else 0
+            fold = graph.reduce(node.attrs[0], pleaf, (axis,), False, node.dtype)
+            plan = plan_reduce(fold, pleaf, _kept_view(node, target), self.positions)
+            label = f"{node.attrs[0]} of the partials, in a fixed order"
+        self.steps.append(Step(plan, len(self.temps) if temporary else -1))
+        self.why.append(f"kernel {len(self.steps)}: {label}, its input computed as it is read, "
+                        + where)
+        return self.temp(target) if temporary else None
+
+
+def _kept_view(node: graph.Node, target: tuple) -> tuple:
+    """``target`` (a reduction's result) seen without its reduced axes of extent 1 (keepdims)."""
+    buffer, dtype, shape, strides, offset = target
+    name, axes, keepdims = node.attrs
+    if keepdims:
+        shape = tuple(e for k, e in enumerate(shape) if k not in axes)
+        strides = tuple(s for k, s in enumerate(strides) if k not in axes)
+    return buffer, dtype, shape, strides, offset
 
 
 def rebuild(node: graph.Node, subst: dict) -> graph.Node:

@@ -54,6 +54,38 @@ class _ReduceRenderer:
         self.element = _Renderer(plan)   # reads body, operands (all "S") and schedule only
         self.inputs = [k for k, o in enumerate(plan.operands) if not o.output]
         self.out = len(plan.operands) - 1
+        self.split = plan.split > 1
+
+    def part(self) -> list[str]:
+        """Output ``o`` of the kernel's item ``op`` and, split, its part ``g``: elements ``lo``
+        to ``hi`` of it, stored ``gstep * g`` after the output's place (see partials_shape)."""
+        if not self.split:
+            return ["o = op"]
+        if self.plan.schedule == "rows":
+            lines = ["o = op // gs", "g = op - o * gs", "gstep = cv_i64(1)"]
+        else:
+            lines = ["gstep = n // gs", "g = op // gstep", "o = op - g * gstep"]
+        return lines + ["lo = g * gc", "hi = min(lo + gc, kk)"]
+
+    def coordinates(self) -> list[str]:
+        """Each input's index ``i<k>`` of the element at flat index ``j`` (C order)."""
+        rank = len(self.plan.red)
+        coords = [f"x{rank - 1} = j % e{rank - 1}", f"q = j // e{rank - 1}"] if rank > 1 else []
+        for j in range(rank - 2, 0, -1):
+            coords += [f"x{j} = q % e{j}", f"q = q // e{j}"]
+        coords.append("x0 = q" if rank > 1 else "x0 = j")
+        return coords + [f"i{k} = o{k} + " + " + ".join(f"x{j} * t{k}_{j}" for j in range(rank))
+                         for k in self.inputs]
+
+    def serial(self) -> list[str]:
+        """One thread's walk over its output's elements (or its part's), in order."""
+        if not self.split:
+            return self.nested()
+        return ["for j in range(lo, hi):"] + _indent(self.coordinates() + self.fold())
+
+    def per_output(self) -> list[str]:
+        return (self.part() + self.kept_bases("o") + self.start() + self.serial()
+                + [self.store()])
 
     # -- pieces --------------------------------------------------------------------------------
     def start(self) -> list[str]:
@@ -108,7 +140,8 @@ class _ReduceRenderer:
             value = acc
         else:
             value = f"cv_{out}({acc})"
-        return f"st_{out}(p{self.out}, o{self.out}, {value})"
+        where = f"o{self.out} + g * gstep" if self.split else f"o{self.out}"
+        return f"st_{out}(p{self.out}, {where}, {value})"
 
     def hoisted(self) -> list[str]:
         return self.element._constant_loads(0, lambda k: f"b{k}")
@@ -116,29 +149,29 @@ class _ReduceRenderer:
     # -- schedules -----------------------------------------------------------------------------
     def cpu(self) -> list[str]:
         size = " * ".join(f"e{j}" for j in range(len(self.plan.red)))
-        per_output = self.kept_bases("o") + self.start() + self.nested() + [self.store()]
-        return ([f"kk = {size}", "total = n", f"grain = max(1, {CPU_CHUNK} // max(kk, 1))",
+        per_item = "gc" if self.split else "kk"
+        return ([f"kk = {size}", "total = n",
+                 f"grain = max(1, {CPU_CHUNK} // max({per_item}, 1))",
                  "chunks = (total + grain - 1) // grain", "if k0 >= k1:", "    return chunks"]
                 + self.hoisted()
-                + ["for k in range(k0, min(k1, chunks)):", "    lo = k * grain",
-                   "    hi = min(lo + grain, total)", "    for o in range(lo, hi):"]
-                + _indent(per_output, 2) + ["return chunks"])
+                + ["for k in range(k0, min(k1, chunks)):",
+                   "    top = min(k * grain + grain, total)",
+                   "    for op in range(k * grain, top):"]
+                + _indent(self.per_output(), 2) + ["return chunks"])
 
     def thread_per_output(self) -> list[str]:
-        per_output = self.kept_bases("o") + self.start() + self.nested() + [self.store()]
-        return (["o = cv_i64(cuda.grid(1))", "ostep = cv_i64(cuda.gridsize(1))"]
-                + self.hoisted() + ["while o < n:"] + _indent(per_output + ["o += ostep"]))
+        size = " * ".join(f"e{j}" for j in range(len(self.plan.red)))
+        return (["op = cv_i64(cuda.grid(1))", "ostep = cv_i64(cuda.gridsize(1))", f"kk = {size}"]
+                + self.hoisted() + ["while op < n:"]
+                + _indent(self.per_output() + ["op += ostep"]))
 
     def block_per_output(self) -> list[str]:
         rank = len(self.plan.red)
         size = " * ".join(f"e{j}" for j in range(rank))
-        coords = [f"x{rank - 1} = j % e{rank - 1}", f"q = j // e{rank - 1}"] if rank > 1 else []
-        for j in range(rank - 2, 0, -1):
-            coords += [f"x{j} = q % e{j}", f"q = q // e{j}"]
-        coords.append("x0 = q" if rank > 1 else "x0 = j")
-        coords += [f"i{k} = o{k} + " + " + ".join(f"x{j} * t{k}_{j}" for j in range(rank))
-                   for k in self.inputs]
-        walk = ["j = tx", "while j < kk:"] + _indent(coords + self.fold() + ["j += bdim"])
+        coords = self.coordinates()
+        first, last = ("lo + tx", "hi") if self.split else ("tx", "kk")
+        walk = [f"j = {first}", f"while j < {last}:"] + _indent(
+            coords + self.fold() + ["j += bdim"])
         shared = [f"sacc = cuda.shared.array({BLOCK_THREADS}, sh_{self.acc})"]
         save = ["sacc[tx] = acc"]
         take = ["w = sacc[tx + h]"]
@@ -154,12 +187,12 @@ class _ReduceRenderer:
                 + ["    cuda.syncthreads()", "    h = h // 2"])
         final = ["if tx == 0:"] + _indent(
             ["acc = sacc[0]"] + (["idx = sidx[0]"] if self.row.arg else []) + [self.store()])
-        per_output = (self.kept_bases("o") + self.start() + walk + save + tree + final
-                      + ["cuda.syncthreads()", "o += ostep"])
+        per_output = (self.part() + self.kept_bases("o") + self.start() + walk + save + tree
+                      + final + ["cuda.syncthreads()", "op += ostep"])
         return (shared + ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
-                          "o = cv_i64(cuda.blockIdx.x)", "ostep = cv_i64(cuda.gridDim.x)",
+                          "op = cv_i64(cuda.blockIdx.x)", "ostep = cv_i64(cuda.gridDim.x)",
                           f"kk = {size}"]
-                + self.hoisted() + ["while o < n:"] + _indent(per_output))
+                + self.hoisted() + ["while op < n:"] + _indent(per_output))
 
 
 def _dtype(code: str):

@@ -138,10 +138,17 @@ def test_elementwise_producers_run_inside_the_reduction_kernel():
     rng = np.random.default_rng(16)
     x, y = (rng.standard_normal((300, 400)).astype(np.float32) for _ in range(2))
     a, b = fa.asarray(x), fa.asarray(y)
+    program = fa.explain(((a - b) ** 2).sum()).program
+    # the subtraction and square inside the reduction: the only temporary holds the partials
+    assert [shape for _, shape in program.temps] == [(15,)], program.why
     fa.reset_stats()
     got = ((a - b) ** 2).sum().get()
-    assert fa.stats()["launches"] == 1       # no temporary, no second kernel
+    assert fa.stats()["launches"] == 2       # the parts, then their partials folded
     rc.check(got, ((x - y) ** 2).sum(), x, "((x-y)**2).sum()")
+    fa.reset_stats()
+    got = ((a[:20] - b[:20]) ** 2).sum().get()
+    assert fa.stats()["launches"] == 1       # 8000 elements: one part
+    rc.check(got, ((x[:20] - y[:20]) ** 2).sum(), x, "((x-y)**2).sum() of 20 rows")
     fa.reset_stats()
     got = (a - a.max(axis=-1, keepdims=True)).get()
     assert fa.stats()["launches"] == 2       # the row maxima, then the subtraction

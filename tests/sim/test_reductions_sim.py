@@ -53,3 +53,15 @@ def test_softmax_and_squared_distance():
     e = np.exp(x - x.max(-1, keepdims=True))
     rc.check(fa.softmax(a).get(), e / e.sum(-1, keepdims=True), x, "softmax")
     rc.check(a.var(axis=0).get(), x.var(axis=0), x, "var over columns")
+
+
+def test_split_reductions_fold_partials_in_a_second_kernel():
+    # (200, 3) over axis 0: a thread per output, 4 parts each; 9000 elements: 2 blocks' parts
+    rng = np.random.default_rng(23)
+    for shape, axis, parts in [((200, 3), 0, "parts per output"), ((9000,), None, "parts")]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        a = fa.asarray(x)
+        assert parts in " ".join(fa.explain(a.sum(axis=axis)).program.why)
+        for name in ("sum", "max", "any"):
+            got = getattr(fa, name)(a, axis=axis).get()
+            rc.check(got, getattr(np, name)(x, axis=axis), x, f"{name} {shape} (seed 23)")
