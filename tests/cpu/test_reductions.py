@@ -178,3 +178,13 @@ def test_a_cached_evaluation_recompiles_nothing():
     assert fa.stats()["compiles"] <= 3
     e = np.exp(x - x.max(-1, keepdims=True))
     rc.check(got, e / e.sum(-1, keepdims=True), x, "softmax")
+
+
+def test_a_reduction_inside_fa_fuse_is_refused_with_what_to_do():
+    @fa.fuse
+    def clip(g, c):
+        g *= fa.minimum(1.0, c / fa.linalg.vector_norm(g))
+
+    g = fa.asarray(np.random.default_rng(19).standard_normal(100).astype(np.float32))
+    with pytest.raises(fa.UnsupportedOperationError, match="fa.max|fa.sum.*inside fa.fuse"):
+        clip(g, 0.5)
