@@ -17,6 +17,7 @@ from ..compiler import codegen
 from ..compiler.plan import KernelPlan, plan_kernel
 from ..compiler.reduction import ReducePlan, has_reduction, plan_program
 from ..compiler.reduction_codegen import render_plan
+from ..compiler.rowfusion import RowPlan
 from ..ir import graph, layout
 from ..runtime import realize, records
 from .array import _backend_of, ndarray
@@ -140,6 +141,11 @@ class ProgramExplanation:
                 head = (f"kernel {plan.name}: {plan.reduction} of {plan.size} output(s) × "
                         f"{plan.elements} element(s), kept dims {plan.kept}, reduced dims "
                         f"{plan.red}, cuda schedule {plan.schedule}")
+            elif isinstance(plan, RowPlan):
+                head = (f"kernel {plan.name}: a block per row, {plan.size} row(s) of "
+                        f"{layout.size_of(plan.red)} element(s): "
+                        + " then ".join(name for name, _, _ in plan.sections)
+                        + ", then the result")
             else:
                 head = (f"kernel {plan.name}: shape {plan.shape} → dims {plan.dims}, "
                         f"schedule {plan.schedule}, vector width {plan.vector_width}")

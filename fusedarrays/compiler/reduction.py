@@ -34,6 +34,7 @@ from ..ir.params import roots_params
 from ..ir.reductions import REDUCTIONS
 from . import keys
 from .plan import Instr, KernelPlan, Operand, instructions, plan_kernel
+from .rowfusion import fusible, plan_rows
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,17 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
         target = (TempBuffer(temp_align), node.dtype, node.shape, strides, 0)
         cut.subst[node.serial] = cut.reduction(
             node, source, target, True, f"into a temporary {node.shape} that a later kernel reads")
+        cut.rows.append((node, source, cut.subst[node.serial]))
+    if not direct and len(outputs) == 1 and len(cut.steps) == len(cut.rows) and fusible(
+            [r[0] for r in cut.rows], roots[0].shape, [step.plan for step in cut.steps]):
+        nodes, sources, leaves = zip(*cut.rows)
+        plan = plan_rows(list(nodes), list(sources), list(leaves),
+                         rebuild(roots[0], cut.subst), outputs[0][1], cut.positions)
+        why = (f"one kernel, a block per row: {', '.join(n.label() for n in nodes)} of each "
+               "row in turn (each row's result stored for the block, then read back), then the "
+               "row's elements of the result: every reduction keeps its dims over the same "
+               "axes of an expression of the result's shape",)
+        return Program((Step(plan, -1),), tuple(cut.temps), why)
     if not direct:
         rebuilt = [(rebuild(node, cut.subst), target) for node, target in outputs]
         used = roots_params([n for n, _ in rebuilt])[0]
@@ -256,6 +268,7 @@ class _Cut:
         self.steps: list[Step] = []
         self.temps: list[tuple] = []
         self.why: list[str] = []
+        self.rows: list[tuple] = []     # (reduction, its source, its temporary's leaf)
 
     def temp(self, target: tuple) -> graph.Node:
         """Bind a temporary ``(TempBuffer, dtype, shape, strides, 0)``; its leaf."""

@@ -22,6 +22,7 @@ from ..ir.dtypes import BY_CODE, COMPUTE_CODE
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
 from .codegen import CPU_CHUNK, _function, _indent, _Renderer, render_kernel
 from .reduction import ReducePlan
+from .rowfusion import RowPlan, render_rows_kernel
 
 _INF = "(1e308 * 10.0)"   # a float infinity every target folds (the simulator has no math.inf)
 
@@ -43,6 +44,8 @@ def render_plan(plan, target: str) -> str:
     """The source of any plan evaluation launches: a reduction's, or an elementwise one's."""
     if isinstance(plan, ReducePlan):
         return render_reduce_kernel(plan, target)
+    if isinstance(plan, RowPlan):
+        return render_rows_kernel(plan, target)
     return render_kernel(plan, target)
 
 

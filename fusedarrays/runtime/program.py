@@ -10,7 +10,7 @@ It has the interface :mod:`realize` keeps in its record table (``launch(params, 
 from __future__ import annotations
 
 from ..compiler import reduction_codegen
-from ..compiler.reduction import Program, ReducePlan, plan_program
+from ..compiler.reduction import Program, plan_program
 from ..ir import layout
 from .backend import new_buffer
 from .launch import LaunchRecord, graph_packer
@@ -53,8 +53,7 @@ def program_record(outputs: list, params: dict, kernel_for) -> ProgramRecord:
     records = []
     for step in program.steps:
         plan = step.plan
-        render = reduction_codegen.render_reduce_kernel if isinstance(plan, ReducePlan) else None
-        kernel = kernel_for(plan, backend, render) if plan.size else None
+        kernel = kernel_for(plan, backend, reduction_codegen.render_plan) if plan.size else None
         records.append(LaunchRecord.of_plan(backend, kernel, plan,
                                             graph_packer(plan, nbound, backend)))
     return ProgramRecord(backend, program, records)

@@ -62,6 +62,14 @@ def test_launches_and_values_of_the_benchmark_workloads():
     assert launches <= 2, launches
     sq = rng.standard_normal((4096, 4096)).astype(np.float32)
     e = np.exp(sq - sq.max(-1, keepdims=True))
+    fa.reset_stats()
     rc.check(fa.softmax(fa.asarray(sq)).get(), e / e.sum(-1, keepdims=True), sq, "softmax")
+    assert fa.stats()["launches"] == 1
+    long = rng.standard_normal((64, 16384)).astype(np.float32)
+    e = np.exp(long - long.max(-1, keepdims=True))
+    fa.reset_stats()
+    rc.check(fa.softmax(fa.asarray(long)).get(), e / e.sum(-1, keepdims=True), long,
+             "softmax of 16 K rows")
+    assert fa.stats()["launches"] == 1
     h = sq.astype(np.float16)
     rc.check(fa.asarray(h).sum(axis=1).get(), h.sum(axis=1), h, "float16 row sums")

@@ -65,3 +65,22 @@ def test_split_reductions_fold_partials_in_a_second_kernel():
         for name in ("sum", "max", "any"):
             got = getattr(fa, name)(a, axis=axis).get()
             rc.check(got, getattr(np, name)(x, axis=axis), x, f"{name} {shape} (seed 23)")
+
+
+def test_softmax_layer_norm_and_any_rows_in_one_kernel():
+    rng = np.random.default_rng(24)
+    x = rng.standard_normal((3, 200)).astype(np.float32)
+    a = fa.asarray(x)
+    mu = a.mean(axis=-1, keepdims=True)
+    norm = (a - mu) / fa.sqrt(((a - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+    mixed = a * (a > 2).any(axis=-1, keepdims=True) + a.sum(axis=-1, keepdims=True)
+    fa.reset_stats()
+    got = [fa.softmax(a).get(), norm.get(), mixed.get()]
+    assert fa.stats()["launches"] == 3
+    e = np.exp(x - x.max(-1, keepdims=True))
+    m = x.mean(-1, keepdims=True)
+    rc.check(got[0], e / e.sum(-1, keepdims=True), x, "softmax (seed 24)")
+    rc.check(got[1], (x - m) / np.sqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5), x,
+             "layer norm (seed 24)")
+    rc.check(got[2], x * (x > 2).any(-1, keepdims=True) + x.sum(-1, keepdims=True), x,
+             "any, then sum, then the elements (seed 24)")

@@ -1,0 +1,225 @@
+"""One kernel for reductions over rows and the elementwise work that reads them back: softmax,
+``x - x.max(axis=-1, keepdims=True)``, a layer norm.
+
+Pure. Where every reduction of a graph reduces the same axes of an expression of the result's
+shape, keeps its dims, and is reduced by a block per output (``compiler/reduction.py``), the
+planner makes one :class:`RowPlan` instead of a kernel per reduction and one after them: a block
+takes a row (an output of the reductions), and for each reduction in order walks the row's
+elements, reduces them by the block's fixed tree, and thread 0 stores the row's result in the
+reduction's temporary; after a barrier (which makes the store visible to the block) the next
+section reads it like any broadcast operand, and the last section computes and stores the
+row's elements of the result. The row is read once per section; a row of up to a few tens of
+KiB stays in L1/L2 between them. The cpu target runs the sections of a row one after another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import config
+from ..ir import graph, layout
+from ..ir.dtypes import CODES, COMPUTE_CODE
+from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
+from . import keys
+from .codegen import CPU_CHUNK, _function, _indent, _Renderer
+from .plan import Instr, Operand, instructions
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    kept: tuple             # collapsed extents of the rows (one block each)
+    red: tuple              # collapsed extents of a row
+    operands: tuple[Operand, ...]   # strides: kept then row; temporaries are inputs here
+    scalars: tuple[tuple[object, np.dtype], ...]
+    body: tuple[Instr, ...]
+    sections: tuple[tuple[str, int, int], ...]   # (reduction, value var, temporary operand)
+    stores: tuple[tuple[int, int], ...]          # (value var, output operand)
+    key_parts: tuple[tuple[str, str], ...]
+    key: str
+    sources: tuple[int, ...] = ()
+    scalar_sources: tuple[int, ...] = ()
+    schedule = "rows"
+
+    size = property(lambda self: layout.size_of(self.kept))
+    name = property(lambda self: "fw_" + self.key[:16])
+
+    def int_params(self) -> list[str]:
+        names = [f"d{j}" for j in range(len(self.kept))] + [f"e{j}" for j in range(len(self.red))]
+        for k in range(len(self.operands)):
+            names += [f"b{k}"] + [f"s{k}_{j}" for j in range(len(self.kept))]
+            names += [f"t{k}_{j}" for j in range(len(self.red))]
+        return names
+
+    def int_args(self) -> list[int]:
+        ints = list(self.kept) + list(self.red)
+        for o in self.operands:
+            ints += [o.offset, *o.strides]
+        return ints
+
+    def param_types(self) -> tuple[str, ...]:
+        return (("i64",) + ("ptr",) * len(self.operands) + ("i64",) * len(self.int_params())
+                + tuple(CODES[dt] for _, dt in self.scalars))
+
+    def geometry(self) -> tuple:
+        return ("reduce", "rows", self.size)
+
+
+def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, target: tuple,
+              positions: dict) -> RowPlan:
+    """The one-kernel plan: ``reductions`` (nodes, in order) of ``sources`` (their inputs with
+    earlier reductions replaced by the leaves ``temps``), then ``final`` (the result with every
+    reduction replaced) into ``target``. The caller checked :func:`fusible`."""
+    shape = final.shape
+    axes = reductions[0].attrs[1]
+    views, scalars, var_of, sources_at, index = [], [], {}, [], {}
+    params: dict = {}
+    for root in [*sources, final]:
+        params.update((p, None) for p in (root.params if root.params is not None else [root]))
+    for n in params:
+        if n.kind == "leaf":
+            buffer, lshape, lstrides, offset = graph.leaf_view(n)
+            full = layout.broadcast_strides(lshape, lstrides, shape)
+            ident = (buffer.uid, n.dtype.str, full, offset)
+            if ident not in index:
+                index[ident] = len(views)
+                views.append((buffer, n.dtype, full, offset))
+                sources_at.append(positions[n])
+            var_of[n.serial] = index[ident]
+        else:
+            var_of[n.serial] = len(scalars)
+            scalars.append((n.attrs[1], n.dtype, positions[n]))
+    body, var = instructions([*sources, final], var_of)
+    buffer, dtype, _, ostrides, ooffset = target
+    views.append((buffer, np.dtype(dtype), tuple(ostrides), ooffset))
+    kept_axes = [k for k in range(len(shape)) if k not in axes]
+    kept, kept_sets = layout.collapse(tuple(shape[k] for k in kept_axes),
+                                      [tuple(v[2][k] for k in kept_axes) for v in views])
+    red, red_sets = layout.collapse(tuple(shape[k] for k in axes),
+                                    [tuple(v[2][k] for k in axes) for v in views])
+    operands = tuple(Operand(b, dt, kept_sets[k] + red_sets[k], off, "S", k == len(views) - 1)
+                     for k, (b, dt, _, off) in enumerate(views))
+    sections = tuple((r.attrs[0], var[s.serial], var_of[t.serial])
+                     for r, s, t in zip(reductions, sources, temps))
+    stores = ((var[final.serial], len(operands) - 1),)
+    canonical = "\n".join(f"{i.var}={i.kind}:{i.arg}:{','.join(map(str, i.inputs))}:{i.code}"
+                          for i in body)
+    parts = keys.structure_parts((
+        ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
+        ("rows", " then ".join(f"{n} of v{v} into operand {t}" for n, v, t in sections)
+         + f", then v{stores[0][0]} stored"),
+        ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.code}:S" for o in operands)),
+        ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
+        ("rank", f"{len(kept)} kept, {len(red)} reduced"),
+        ("config", repr(config.codegen_settings())),
+    ))
+    return RowPlan(kept, red, operands, tuple((v, dt) for v, dt, _ in scalars), tuple(body),
+                   sections, stores, parts, keys.digest(parts), tuple(sources_at),
+                   tuple(p for _, _, p in scalars))
+
+
+def fusible(reductions: list, final_shape: tuple, row_plans: list) -> bool:
+    """Whether one kernel can do it all: every reduction keeps its dims, reduces the same axes
+    of an expression of the result's shape, and was planned a block per row, unsplit."""
+    axes = reductions[0].attrs[1]
+    return all(r.attrs[2] and r.attrs[1] == axes and r.inputs[0].shape == final_shape
+               and not REDUCTIONS[r.attrs[0]].arg for r in reductions) and all(
+        p.schedule == "rows" and p.split == 1 for p in row_plans)
+
+
+# -- code --------------------------------------------------------------------------------------
+class _Shim:
+    """What :class:`_Renderer` reads of a plan, for one section's instructions."""
+
+    def __init__(self, plan: RowPlan, body: list):
+        self.body, self.operands, self.schedule = body, plan.operands, "nd"
+
+
+def _needed(plan: RowPlan, var: int) -> list[Instr]:
+    """The instructions computing ``var``, in order."""
+    want, by_var = {var}, {i.var: i for i in plan.body}
+    for ins in reversed(plan.body):
+        if ins.var in want:
+            want.update(ins.inputs)
+    return [by_var[v] for v in sorted(want)]
+
+
+def render_rows_kernel(plan: RowPlan, target: str) -> str:
+    """The kernel's source for ``target`` ``"cuda"`` or ``"cpu"`` (see the module docstring)."""
+    params = ["n"] + [f"p{k}" for k in range(len(plan.operands))] + plan.int_params()
+    params += [f"a{m}" for m in range(len(plan.scalars))]
+    whole = _Renderer(_Shim(plan, list(plan.body)))
+    rank, krank = len(plan.red), len(plan.kept)
+    size = " * ".join(f"e{j}" for j in range(rank))
+    coords = [f"x{rank - 1} = j % e{rank - 1}", f"q = j // e{rank - 1}"] if rank > 1 else []
+    for j in range(rank - 2, 0, -1):
+        coords += [f"x{j} = q % e{j}", f"q = q // e{j}"]
+    coords.append("x0 = q" if rank > 1 else "x0 = j")
+    coords += [f"i{k} = o{k} + " + " + ".join(f"x{j} * t{k}_{j}" for j in range(rank))
+               for k in range(len(plan.operands))]
+    row = [f"c{krank - 1} = op % d{krank - 1}", f"q = op // d{krank - 1}"] if krank > 1 else []
+    for j in range(krank - 2, 0, -1):
+        row += [f"c{j} = q % d{j}", f"q = q // d{j}"]
+    row.append("c0 = q" if krank > 1 else "c0 = op")
+    row += [f"o{k} = b{k} + " + " + ".join(f"c{j} * s{k}_{j}" for j in range(krank))
+            for k in range(len(plan.operands))]
+    cuda = target == "cuda"
+    step = ("j = tx", "j += bdim") if cuda else ("j = 0", "j += 1")
+    body, shared = [], {}
+    for number, (name, value, temp) in enumerate(plan.sections):
+        section = _Renderer(_Shim(plan, _needed(plan, value)))
+        element = section.lines_at(2, "", lambda ins, ln: f"ld_{ins.code}(p{ins.arg}, "
+                                                              f"i{ins.arg})")
+        acc = accumulator_code(name, plan.body[value].code, target)
+        start = identity(name, _dtype(COMPUTE_CODE[plan.body[value].code]))
+        text = ("(1e308 * 10.0)" if start > 0 else "-(1e308 * 10.0)") if isinstance(
+            start, float) else str(int(start))
+        # each section's own names: their types differ (an any's byte, a sum's float64)
+        a, u, w = f"acc{number}", f"u{number}", f"w{number}"
+        fold = [f"{u} = {section.convert(value, acc, '')}"]
+        fold += [s.format(v=u).replace("acc", a) for s in REDUCTIONS[name].combine]
+        out = plan.operands[temp].code
+        result = a if COMPUTE_CODE[out] == acc else f"cv_{out}({a})"
+        body += [f"{a} = cv_{acc}({text})", step[0], "while j < kk:"]
+        body += _indent(coords + element + fold + [step[1]])
+        if cuda:
+            shared.setdefault(acc, f"sacc_{acc}")
+            sh = shared[acc]
+            merge = [s.format(w=w).replace("acc", a) for s in REDUCTIONS[name].merge]
+            body += [f"{sh}[tx] = {a}", "cuda.syncthreads()", "h = bdim // 2", "while h > 0:",
+                     "    if tx < h:", f"        {w} = {sh}[tx + h]", f"        {a} = {sh}[tx]"]
+            body += _indent(merge + [f"{sh}[tx] = {a}"], 2)
+            body += ["    cuda.syncthreads()", "    h = h // 2", "if tx == 0:",
+                     f"    {a} = {sh}[0]", f"    st_{out}(p{temp}, o{temp}, {result})",
+                     "cuda.syncthreads()"]   # the row's result, visible to the block
+        else:
+            body.append(f"st_{out}(p{temp}, o{temp}, {result})")
+    var, out = plan.stores[0]
+    final = _Renderer(_Shim(plan, _needed(plan, var)))
+    element = final.lines_at(2, "", lambda ins, ln: f"ld_{ins.code}(p{ins.arg}, i{ins.arg})")
+    code = plan.operands[out].code
+    element.append(f"st_{code}(p{out}, i{out}, {final.convert(var, code, '')})")
+    body += [step[0], "while j < kk:"] + _indent(coords + element + [step[1]])
+    hoisted = whole._constant_loads(0, lambda k: f"b{k}")
+    if cuda:
+        head = [f"{sh} = cuda.shared.array({BLOCK_THREADS}, sh_{acc})"
+                for acc, sh in shared.items()]
+        head += ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
+                 "op = cv_i64(cuda.blockIdx.x)", "ostep = cv_i64(cuda.gridDim.x)",
+                 f"kk = {size}"] + hoisted
+        lines = head + ["while op < n:"] + _indent(row + body + ["cuda.syncthreads()",
+                                                                 "op += ostep"])
+        return _function(plan.name, params, lines)
+    lines = [f"kk = {size}", "total = n", f"grain = max(1, {CPU_CHUNK} // max(kk, 1))",
+             "chunks = (total + grain - 1) // grain", "if k0 >= k1:", "    return chunks"]
+    lines += hoisted + ["for k in range(k0, min(k1, chunks)):",
+                        "    top = min(k * grain + grain, total)",
+                        "    for op in range(k * grain, top):"] + _indent(row + body, 2)
+    return _function(plan.name, ["k0", "k1"] + params, lines + ["return chunks"])
+
+
+def _dtype(code: str):
+    from ..ir.dtypes import BY_CODE
+    return BY_CODE[code]
