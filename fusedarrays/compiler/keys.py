@@ -32,6 +32,7 @@ KERNEL_CODE = (
     "compiler/plan.py",       # instructions; the kernel's parameters, order and types
     "compiler/reduction.py",  # a reduction kernel's parameters, order and schedule
     "compiler/reduction_codegen.py",  # the reduction kernel's source text
+    "compiler/rowfusion.py",  # the one-kernel row program's parameters and source text
     "ir/reductions.py",       # each reduction's identity and folding statements
     "ir/layout.py",           # tile sizes the generated code hard-codes
     "compiler/devicelib.py",  # helper functions compiled into kernels
