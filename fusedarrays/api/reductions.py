@@ -21,10 +21,10 @@ import operator
 
 import numpy as np
 
-from ..errors import DTypeError, UnsupportedOperationError
+from ..errors import DTypeError
 from ..ir import dtypes, graph, layout
 from ..ir.reductions import BY_UFUNC, REDUCTIONS, result_dtype
-from .array import _tracing, _wrap, asarray, ndarray
+from .array import _wrap, asarray, ndarray
 from .elementwise import FUNCTIONS, UFUNC_METHODS
 from .refusals import options_text, refusal
 
@@ -59,13 +59,6 @@ def _check_out(name: str, out, **unsupported) -> None:
 def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarray:
     """Reduction ``name`` (a row of ``ir/reductions.py``) of ``x``, NumPy's semantics."""
     row = REDUCTIONS[name]
-    tracer = _tracing.tracer
-    if tracer is not None:
-        raise UnsupportedOperationError(
-            f"fa.{name} inside fa.fuse ({tracer.name} is being traced) is not supported yet: "
-            "a fused function's kernels are elementwise; compute the reduction outside it and "
-            "pass the result in as an argument (reductions are lazy and fuse with their "
-            "elementwise inputs outside fa.fuse)")
     x = asarray(x)
     node = x._resolved()
     axes = normalize_axes(axis, node.ndim)

@@ -219,12 +219,14 @@ def has_reduction(roots) -> bool:
 
 
 def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
-                 temp_align: int) -> Program:
+                 temp_align: int, new_temp=None) -> Program:
     """Cut the graph computing each node into its ``(buffer, dtype, shape, strides, offset)``
     at its reductions (module docstring). ``params``: node → position, as evaluation binds
-    them; temporaries are bound after them, in order. ``temp_align``: a temporary's alignment."""
+    them; temporaries are bound after them, in order. ``temp_align``: a temporary's alignment;
+    ``new_temp(nbytes)``: the buffer standing for a temporary (default a :class:`TempBuffer`;
+    ``fa.fuse`` passes its own)."""
     roots = [node for node, _ in outputs]
-    cut = _Cut(dict(params), len(params), temp_align)
+    cut = _Cut(dict(params), len(params), temp_align, new_temp)
     direct = len(outputs) == 1 and roots[0].kind == "reduce"
     for node in graph.walk(roots):
         if node.kind != "reduce":
@@ -234,7 +236,7 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
             cut.reduction(node, source, outputs[0][1], False, "into the result")
             continue
         strides = layout.contiguous_strides(node.shape)
-        target = (TempBuffer(temp_align), node.dtype, node.shape, strides, 0)
+        target = (cut.buffer(node.dtype, node.shape), node.dtype, node.shape, strides, 0)
         cut.subst[node.serial] = cut.reduction(
             node, source, target, True, f"into a temporary {node.shape} that a later kernel reads")
         cut.rows.append((node, source, cut.subst[node.serial]))
@@ -262,13 +264,19 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
 class _Cut:
     """The steps, temporaries and params of a program while :func:`plan_program` cuts."""
 
-    def __init__(self, positions: dict, nparams: int, align: int):
+    def __init__(self, positions: dict, nparams: int, align: int, new_temp=None):
         self.positions, self.nparams, self.align = positions, nparams, align
+        self.new_temp = new_temp
         self.subst: dict[int, graph.Node] = {}
         self.steps: list[Step] = []
         self.temps: list[tuple] = []
         self.why: list[str] = []
         self.rows: list[tuple] = []     # (reduction, its source, its temporary's leaf)
+
+    def buffer(self, dtype: np.dtype, shape: tuple):
+        if self.new_temp is not None:
+            return self.new_temp(max(1, layout.size_of(shape) * dtype.itemsize))
+        return TempBuffer(self.align)
 
     def temp(self, target: tuple) -> graph.Node:
         """Bind a temporary ``(TempBuffer, dtype, shape, strides, 0)``; its leaf."""
@@ -287,7 +295,7 @@ class _Cut:
         if split > 1:
             pdtype = np.dtype(np.float32) if node.dtype == np.float16 else node.dtype
             pshape = partials_shape(node, split, plan.schedule)
-            partial = (TempBuffer(self.align), pdtype, pshape,
+            partial = (self.buffer(pdtype, pshape), pdtype, pshape,
                        layout.contiguous_strides(pshape), 0)
             self.steps.append(Step(plan_reduce(node, source, partial, self.positions, split),
                                    len(self.temps)))

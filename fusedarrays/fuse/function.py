@@ -56,6 +56,7 @@ import logging
 from .. import config
 from ..api import array
 from ..api.array import ndarray
+from ..compiler.reduction_codegen import render_plan
 from ..errors import UnsupportedOperationError
 from ..ir import graph, layout
 from ..runtime import realize
@@ -289,7 +290,8 @@ class _Entry:
                        if s[0] == "const"}
         # the most common result, one new array, is made without going through _item
         self.single = self.outputs[0] if program.items == ("one", ("out", 0)) else None
-        self.launches = [LaunchRecord.of_plan(backend, realize.kernel_for(plan, backend), plan,
+        self.launches = [LaunchRecord.of_plan(backend, realize.kernel_for(plan, backend,
+                                                                          render_plan), plan,
                                               make_packer(plan, sources, roots, backend))
                          for plan, sources in program.launches if plan.size]
 

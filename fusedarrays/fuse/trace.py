@@ -35,8 +35,10 @@ import numpy as np
 from ..api import array
 from ..api.array import ScalarParam, ndarray
 from ..compiler.plan import plan_kernel
+from ..compiler.reduction import has_reduction, plan_program
 from ..errors import TracerConversionError, UnsupportedOperationError
 from ..ir import graph, layout
+from ..ir.params import roots_params
 from ..runtime.backend import Buffer
 
 _HINT = ("traced functions must be straight-line array code; pass values that choose code paths "
@@ -201,6 +203,8 @@ def rebuild(node: graph.Node, leaf_fn, memo: dict) -> graph.Node:
     else:
         inputs = tuple(rebuild(i, leaf_fn, memo) for i in node.inputs)
         out = (graph.cast(inputs[0], node.dtype) if node.kind == "cast"
+               else graph.reduce(node.attrs[0], inputs[0], node.attrs[1], node.attrs[2],
+                                 node.dtype) if node.kind == "reduce"
                else graph.op(node.attrs[0], inputs, node.attrs[1]))
     memo[node.serial] = out
     return out
@@ -337,7 +341,13 @@ class Tracer:
                     f"fuse: {self.name} reads an argument through a view {view} that partly "
                     f"overlaps an earlier in-place write through {write.view}; read the whole "
                     "written view (or views inside it), or split the function")
-            value = graph.cast(graph.transform(write.node, fn), leaf.dtype)
+            try:
+                value = graph.cast(graph.transform(write.node, fn), leaf.dtype)
+            except layout.NotAView:    # the written value reduces: its leaves aren't the view's
+                raise UnsupportedOperationError(
+                    f"fuse: {self.name} reads an argument through a view {view} other than the "
+                    f"in-place write through {write.view} whose value has a reduction; read it "
+                    "through the written view, or split the function") from None
         return self.resolve(value, memo)
 
     # -- step 2: stores -----------------------------------------------------------------------
@@ -449,12 +459,27 @@ class Tracer:
         copies = self._stage_copies(ordered, temps)
         launches = []
         for group in copies + ordered:
-            plan = plan_kernel(group)
-            launches.append((plan, tuple(_source(o.buffer) for o in plan.operands)))
+            for plan in self._plans(group, temps):
+                launches.append((plan, tuple(_source(o.buffer) for o in plan.operands)))
         written = tuple(sorted({t[0].index for _, _, t in stores if t[0].role == "arg"}))
         for b in (*self.originals, *self.latest, *self._fresh):
             b.storage = None  # a cached program must not hold the tracing call's memory
         return Program(launches, outputs, temps, items, written)
+
+
+    def _plans(self, group: list, temps: list) -> list:
+        """One launch's plan, or, where it reduces, the kernels the planner cuts it into (their
+        temporaries are this program's, made per call)."""
+        roots = [node for node, _ in group]
+        if not has_reduction(roots):
+            return [plan_kernel(group)]
+
+        def new_temp(nbytes: int) -> TraceBuffer:
+            temps.append(nbytes)
+            return self._fresh_buffer("tmp", nbytes)
+        program = plan_program(group, roots_params(roots)[0],
+                               self.backend.alloc_align or 1, new_temp)
+        return [step.plan for step in program.steps]
 
 
 def _is_root(buffer, root: int) -> bool:

@@ -210,11 +210,36 @@ def test_a_cached_evaluation_recompiles_nothing():
     rc.check(got, e / e.sum(-1, keepdims=True), x, "softmax")
 
 
-def test_a_reduction_inside_fa_fuse_is_refused_with_what_to_do():
+def test_reductions_inside_fa_fuse():
     @fa.fuse
     def clip(g, c):
         g *= fa.minimum(1.0, c / fa.linalg.vector_norm(g))
 
-    g = fa.asarray(np.random.default_rng(19).standard_normal(100).astype(np.float32))
-    with pytest.raises(fa.UnsupportedOperationError, match="fa.max|fa.sum.*inside fa.fuse"):
-        clip(g, 0.5)
+    @fa.fuse
+    def trust_step(p, u, lr):
+        ratio = fa.linalg.vector_norm(p) / fa.linalg.vector_norm(u)
+        p -= lr * ratio * u
+        return p.max(keepdims=True), fa.softmax(u.reshape(40, 500))
+
+    @fa.fuse
+    def reshaped(p):
+        p *= 1 / fa.sum(p)
+        return p.reshape(40, 500).max(axis=1)
+
+    rng = np.random.default_rng(19)
+    x = rng.standard_normal(20000).astype(np.float32)
+    g = fa.asarray(x)
+    for c in (0.5, 0.25):
+        clip(g, c)
+        x = x * np.minimum(np.float32(1), np.float32(c) / np.linalg.norm(x))
+        rc.check(g.get(), x, x, f"clip to {c}")
+    pp, uu = (rng.standard_normal(20000).astype(np.float32) for _ in range(2))
+    p, u = fa.asarray(pp), fa.asarray(uu)
+    top, soft = trust_step(p, u, 0.1)
+    pp -= np.float32(0.1) * (np.linalg.norm(pp) / np.linalg.norm(uu)) * uu
+    rc.check(p.get(), pp, pp, "trust-ratio step")
+    rc.check(top.get(), pp.max(keepdims=True), pp, "max of the result")
+    e = np.exp(uu.reshape(40, 500) - uu.reshape(40, 500).max(-1, keepdims=True))
+    rc.check(soft.get(), e / e.sum(-1, keepdims=True), uu, "softmax inside fa.fuse")
+    with pytest.raises(fa.UnsupportedOperationError, match="through the written view"):
+        reshaped(p)

@@ -73,3 +73,16 @@ def test_launches_and_values_of_the_benchmark_workloads():
     assert fa.stats()["launches"] == 1
     h = sq.astype(np.float16)
     rc.check(fa.asarray(h).sum(axis=1).get(), h.sum(axis=1), h, "float16 row sums")
+
+
+def test_gradient_clipping_inside_fa_fuse():
+    @fa.fuse
+    def clip(g, c):
+        g *= fa.minimum(1.0, c / fa.linalg.vector_norm(g))
+
+    x = np.random.default_rng(44).standard_normal(1 << 22).astype(np.float32)
+    g = fa.asarray(x)
+    fa.reset_stats()
+    clip(g, 0.5)
+    rc.check(g.get(), x * np.float32(0.5) / np.linalg.norm(x), x, "clip")
+    assert fa.stats()["launches"] <= 3     # the norm's parts, their fold, the scaling

@@ -84,3 +84,14 @@ def test_softmax_layer_norm_and_any_rows_in_one_kernel():
              "layer norm (seed 24)")
     rc.check(got[2], x * (x > 2).any(-1, keepdims=True) + x.sum(-1, keepdims=True), x,
              "any, then sum, then the elements (seed 24)")
+
+
+def test_gradient_clipping_inside_fa_fuse():
+    @fa.fuse
+    def clip(g, c):
+        g *= fa.minimum(1.0, c / fa.linalg.vector_norm(g))
+
+    x = np.random.default_rng(25).standard_normal(300).astype(np.float32)
+    g = fa.asarray(x)
+    clip(g, 0.5)
+    rc.check(g.get(), x * np.float32(0.5) / np.linalg.norm(x), x, "clip (seed 25)")
