@@ -17,3 +17,6 @@ def test_notebook_cells_run():
             exec(compile(source, str(NOTEBOOK), "exec"), namespace)
     assert namespace["result"].shape == (512, 256)
     assert bool(eval("np.allclose(z.get(), (x.get().T + s.get()[None, :]) * 2.0)", namespace))
+    e = eval("np.exp(x.get() - x.get().max(axis=1, keepdims=True))", namespace)
+    assert bool(eval("np.allclose(softmax, e / e.sum(axis=1, keepdims=True), atol=1e-6)",
+                     dict(namespace, e=e)))
