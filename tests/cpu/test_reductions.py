@@ -2,9 +2,13 @@
 every reduction × dtype, every axis choice × layout, the statistics and norms built from them,
 NumPy's entry points, empty reductions, NaN, accuracy, determinism, and how graphs are cut."""
 
+import warnings
+
 import numpy as np
 import pytest
 import reductioncases as rc
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fusedarrays as fa
 from fusedarrays.ir.reductions import REDUCTIONS
@@ -243,3 +247,39 @@ def test_reductions_inside_fa_fuse():
     rc.check(soft.get(), e / e.sum(-1, keepdims=True), uu, "softmax inside fa.fuse")
     with pytest.raises(fa.UnsupportedOperationError, match="through the written view"):
         reshaped(p)
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.lists(st.integers(0, 6), min_size=0, max_size=3),
+       data=st.data(), name=st.sampled_from(["sum", "max", "any", "argmin", "mean"]),
+       keepdims=st.booleans(), step=st.sampled_from([1, -1, 2]))
+def test_random_shapes_axes_and_steps(shape, data, name, keepdims, step):
+    ndim = len(shape)
+    if name.startswith("arg"):
+        axis = data.draw(st.sampled_from([None, *range(-ndim, ndim)]), "axis")
+    else:
+        axis = data.draw(st.sampled_from([None, *[tuple(sorted(c)) for c in _subsets(ndim)]]),
+                         "axis")
+    seed = rc.seed_of(shape, name, step)
+    base = np.random.default_rng(seed).standard_normal(
+        [e * abs(step) for e in shape]).astype(np.float32)
+    view = base[(slice(None, None, step),) * ndim] if ndim else base
+    extent = int(np.prod([view.shape[k] for k in (range(ndim) if axis is None else
+                                                  np.atleast_1d(axis))], dtype=np.int64))
+    if extent == 0 and name in ("max", "argmin"):
+        with pytest.raises(ValueError):
+            getattr(fa, name)(fa.asarray(base)[(slice(None, None, step),) * ndim] if ndim
+                              else fa.asarray(base), axis=axis)
+        return
+    a = fa.asarray(base)
+    a = a[(slice(None, None, step),) * ndim] if ndim else a
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = getattr(np, name)(view, axis=axis, keepdims=keepdims)
+        got = getattr(fa, name)(a, axis=axis, keepdims=keepdims).get()
+    rc.check(got, want, view, f"{name} {shape} step {step} axis={axis} keepdims={keepdims} "
+                              f"(seed {seed})")
+
+
+def _subsets(ndim):
+    return [[k for k in range(ndim) if mask >> k & 1] for mask in range(1 << ndim)]
