@@ -87,8 +87,8 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarr
         node = graph.cast(node, np.dtype(np.bool_))
     elif node.dtype.kind == "b":            # argmax/max of bool compare as 0/1
         node = graph.cast(node, np.dtype(np.uint8))
-    result = _wrap(graph.reduce(name, node, axes, keepdims, out))
-    return result if out == result.dtype else result.astype(out)   # max of bool → bool
+    # max/argmax of bool read it as 0/1 (cast above) and store bool (max) or the index
+    return _wrap(graph.reduce(name, node, axes, keepdims, out))
 
 
 def _primitive(name: str):
