@@ -167,6 +167,10 @@ def choose_schedule(red: tuple, red_sets: list) -> str:
 
 
 ROWS_MIN_ELEMENTS = 128   # a block of 256 threads for fewer elements would idle most of them
+# Rows up to this long are reduced and rewritten in one kernel even where so few rows would
+# otherwise be split over more blocks (one launch for a softmax over rows of 16 K and more);
+# longer ones are split and take more kernels.
+ROW_FUSE_MAX = 1 << 16
 
 
 def choose_split(plan: ReducePlan) -> int:
@@ -226,7 +230,34 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
     ``new_temp(nbytes)``: the buffer standing for a temporary (default a :class:`TempBuffer`;
     ``fa.fuse`` passes its own)."""
     roots = [node for node, _ in outputs]
-    cut = _Cut(dict(params), len(params), temp_align, new_temp)
+    direct = len(outputs) == 1 and roots[0].kind == "reduce"
+    if not direct and len(outputs) == 1:
+        reductions = [n for n in graph.walk(roots) if n.kind == "reduce"]
+        if fusible(reductions, roots[0].shape):   # its shape allows one kernel: do its plans?
+            cut = _cut(outputs, params, temp_align, None, split=False)
+            if all(step.plan.schedule == "rows" and (step.plan.elements <= ROW_FUSE_MAX
+                                                     or choose_split(step.plan) == 1)
+                   for step in cut.steps):
+                if new_temp is not None:          # planned again with the caller's buffers
+                    cut = _cut(outputs, params, temp_align, new_temp, split=False)
+                return _row_program(cut, roots[0], outputs[0][1])
+    cut = _cut(outputs, params, temp_align, new_temp, split=True)
+    if not direct:
+        rebuilt = [(rebuild(node, cut.subst), target) for node, target in outputs]
+        used = roots_params([n for n, _ in rebuilt])[0]
+        plan = plan_kernel(rebuilt, {p: cut.positions[p] for p in used})
+        cut.steps.append(Step(plan, -1))
+        cut.why.append(f"kernel {len(cut.steps)}: the elementwise work after the reductions, "
+                       "reading their results broadcast back over the reduced axes (a "
+                       "reduction's result is complete only once every element is folded in)")
+    return Program(tuple(cut.steps), tuple(cut.temps), tuple(cut.why))
+
+
+def _cut(outputs: list, params: dict, temp_align: int, new_temp, split: bool) -> _Cut:
+    """A step per reduction (two where split), inputs first, results in temporaries (a root
+    reduction: in its output)."""
+    roots = [node for node, _ in outputs]
+    cut = _Cut(dict(params), len(params), temp_align, new_temp, split)
     direct = len(outputs) == 1 and roots[0].kind == "reduce"
     for node in graph.walk(roots):
         if node.kind != "reduce":
@@ -240,33 +271,27 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
         cut.subst[node.serial] = cut.reduction(
             node, source, target, True, f"into a temporary {node.shape} that a later kernel reads")
         cut.rows.append((node, source, cut.subst[node.serial]))
-    if not direct and len(outputs) == 1 and len(cut.steps) == len(cut.rows) and fusible(
-            [r[0] for r in cut.rows], roots[0].shape, [step.plan for step in cut.steps]):
-        nodes, sources, leaves = zip(*cut.rows)
-        plan = plan_rows(list(nodes), list(sources), list(leaves),
-                         rebuild(roots[0], cut.subst), outputs[0][1], cut.positions)
-        why = (f"one kernel, a block per row: {', '.join(n.label() for n in nodes)} of each "
-               "row in turn (each row's result stored for the block, then read back), then the "
-               "row's elements of the result: every reduction keeps its dims over the same "
-               "axes of an expression of the result's shape",)
-        return Program((Step(plan, -1),), tuple(cut.temps), why)
-    if not direct:
-        rebuilt = [(rebuild(node, cut.subst), target) for node, target in outputs]
-        used = roots_params([n for n, _ in rebuilt])[0]
-        plan = plan_kernel(rebuilt, {p: cut.positions[p] for p in used})
-        cut.steps.append(Step(plan, -1))
-        cut.why.append(f"kernel {len(cut.steps)}: the elementwise work after the reductions, "
-                       "reading their results broadcast back over the reduced axes (a "
-                       "reduction's result is complete only once every element is folded in)")
-    return Program(tuple(cut.steps), tuple(cut.temps), tuple(cut.why))
+    return cut
+
+
+def _row_program(cut: _Cut, root: graph.Node, target: tuple) -> Program:
+    nodes, sources, leaves = zip(*cut.rows)
+    plan = plan_rows(list(nodes), list(sources), list(leaves), rebuild(root, cut.subst),
+                     target, cut.positions)
+    why = (f"one kernel, a block per row: {', '.join(n.label() for n in nodes)} of each row in "
+           "turn (each row's result stored for the block, then read back), then the row's "
+           "elements of the result: every reduction keeps its dims over the same axes of an "
+           "expression of the result's shape, and a block reads a row's elements together",)
+    return Program((Step(plan, -1),), tuple(cut.temps), why)
 
 
 class _Cut:
     """The steps, temporaries and params of a program while :func:`plan_program` cuts."""
 
-    def __init__(self, positions: dict, nparams: int, align: int, new_temp=None):
+    def __init__(self, positions: dict, nparams: int, align: int, new_temp=None,
+                 split: bool = True):
         self.positions, self.nparams, self.align = positions, nparams, align
-        self.new_temp = new_temp
+        self.new_temp, self.split = new_temp, split
         self.subst: dict[int, graph.Node] = {}
         self.steps: list[Step] = []
         self.temps: list[tuple] = []
@@ -291,7 +316,7 @@ class _Cut:
         kernel, or, split, a kernel of partial results and one folding them."""
         label = f"{node.label()} over {source.shape}"
         plan = plan_reduce(node, source, target, self.positions)
-        split = choose_split(plan)
+        split = choose_split(plan) if self.split else 1
         if split > 1:
             pdtype = np.dtype(np.float32) if node.dtype == np.float16 else node.dtype
             pshape = partials_shape(node, split, plan.schedule)

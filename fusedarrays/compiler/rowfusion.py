@@ -120,13 +120,15 @@ def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, t
                    tuple(p for _, _, p in scalars))
 
 
-def fusible(reductions: list, final_shape: tuple, row_plans: list) -> bool:
-    """Whether one kernel can do it all: every reduction keeps its dims, reduces the same axes
-    of an expression of the result's shape, and was planned a block per row, unsplit."""
+def fusible(reductions: list, final_shape: tuple) -> bool:
+    """Whether the shapes allow one kernel: every reduction keeps its dims over the same axes
+    of an expression of the result's shape, and none is an argmax/argmin (the planner then
+    also wants each reduced a block per row)."""
+    if not reductions:
+        return False
     axes = reductions[0].attrs[1]
     return all(r.attrs[2] and r.attrs[1] == axes and r.inputs[0].shape == final_shape
-               and not REDUCTIONS[r.attrs[0]].arg for r in reductions) and all(
-        p.schedule == "rows" and p.split == 1 for p in row_plans)
+               and not REDUCTIONS[r.attrs[0]].arg for r in reductions)
 
 
 # -- code --------------------------------------------------------------------------------------

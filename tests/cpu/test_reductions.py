@@ -184,6 +184,10 @@ def test_softmax_and_layer_norm_are_one_kernel_per_call():
     assert fa.stats()["launches"] == 1
     e = np.exp(x - x.max(-1, keepdims=True))
     rc.check(got, e / e.sum(-1, keepdims=True), x, "softmax")
+    rows16k = fa.asarray(np.ones((8, 16384), np.float32))   # planned only
+    assert fa.explain(fa.softmax(rows16k)).launches == 1    # rows of 16 K: still one kernel
+    flat = fa.asarray(np.ones(1 << 20, np.float32))
+    assert fa.explain(flat - flat.max(keepdims=True)).launches == 3   # split, fold, subtract
     any_row = (a * (a > 3).any(axis=-1, keepdims=True) + a.min(axis=-1, keepdims=True)).get()
     rc.check(any_row, x * (x > 3).any(axis=-1, keepdims=True) + x.min(axis=-1, keepdims=True),
              x, "any and min sections in one kernel")
