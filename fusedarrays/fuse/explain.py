@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..compiler import codegen
+from ..compiler.reduction_codegen import render_plan
 from ..runtime import realize
 from . import foreach
 from .signature import describe
@@ -25,7 +26,7 @@ class Explanation:
             if isinstance(entry, foreach.Entry):
                 plans = [(entry.plan, codegen.render_foreach_kernel)]
             else:
-                plans = [(plan, codegen.render_kernel) for plan, _ in entry.program.launches]
+                plans = [(plan, render_plan) for plan, _ in entry.program.launches]
             kernels = [{"name": plan.name, "parts": plan.key_parts,
                         "source": render(plan, target)} for plan, render in plans]
             out.append({"parts": describe(self.fused, key), "why": entry.why,

@@ -241,6 +241,7 @@ def test_reductions_inside_fa_fuse():
         clip(g, c)
         x = x * np.minimum(np.float32(1), np.float32(c) / np.linalg.norm(x))
         rc.check(g.get(), x, x, f"clip to {c}")
+    assert "fr_" in str(clip.explain())      # the norm's kernels among the launches
     pp, uu = (rng.standard_normal(20000).astype(np.float32) for _ in range(2))
     p, u = fa.asarray(pp), fa.asarray(uu)
     top, soft = trust_step(p, u, 0.1)
