@@ -34,7 +34,7 @@ from ..ir.params import roots_params
 from ..ir.reductions import REDUCTIONS
 from . import keys
 from .plan import Instr, KernelPlan, Operand, instructions, plan_kernel
-from .rowfusion import fusible, plan_rows
+from .rowfusion import fusible, plan_rows, unit_class
 
 
 @dataclass(frozen=True)
@@ -136,15 +136,16 @@ def plan_reduce(node: graph.Node, source: graph.Node, target: tuple,
                     else layout.contiguous_strides((split,) + kept_shape)[1:])
     kept, kept_sets = layout.collapse(kept_shape, [tuple(v[2][k] for k in kept_axes)
                                                    for v in views] + [ostrides])
-    operands = tuple(Operand(b, dt, kept_sets[k] + red_sets[k], off, "S", False)
-                     for k, (b, dt, _, off) in enumerate(views))
+    operands = tuple(Operand(b, dt, kept_sets[k] + red_sets[k], off, unit_class(red_sets[k]),
+                             False) for k, (b, dt, _, off) in enumerate(views))
     operands += (Operand(buffer, np.dtype(dtype), kept_sets[-1], ooffset, "S", True),)
     canonical = "\n".join(f"{i.var}={i.kind}:{i.arg}:{','.join(map(str, i.inputs))}:{i.code}"
                           for i in body)
     parts = (
         ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
         ("reduction", f"{name} of v{var[source.serial]} into {CODES[np.dtype(dtype)]}"),
-        ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.code}:S" for o in operands)),
+        ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.code}:{o.layout}"
+                              for o in operands)),
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept, {len(red)} reduced"),
         ("schedule", schedule),

@@ -22,7 +22,7 @@ from ..ir.dtypes import BY_CODE, COMPUTE_CODE
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
 from .codegen import CPU_CHUNK, _function, _indent, _Renderer, render_kernel
 from .reduction import ReducePlan
-from .rowfusion import RowPlan, render_rows_kernel
+from .rowfusion import RowPlan, render_rows_kernel, step
 
 _INF = "(1e308 * 10.0)"   # a float infinity every target folds (the simulator has no math.inf)
 
@@ -54,7 +54,7 @@ class _ReduceRenderer:
         self.plan = plan
         self.row = REDUCTIONS[plan.reduction]
         self.acc = accumulator_code(plan.reduction, plan.value_code, target)
-        self.element = _Renderer(plan)   # reads body, operands (all "S") and schedule only
+        self.element = _Renderer(plan)   # reads body, operands (U or S) and schedule only
         self.inputs = [k for k, o in enumerate(plan.operands) if not o.output]
         self.out = len(plan.operands) - 1
         self.split = plan.split > 1
@@ -77,8 +77,8 @@ class _ReduceRenderer:
         for j in range(rank - 2, 0, -1):
             coords += [f"x{j} = q % e{j}", f"q = q // e{j}"]
         coords.append("x0 = q" if rank > 1 else "x0 = j")
-        return coords + [f"i{k} = o{k} + " + " + ".join(f"x{j} * t{k}_{j}" for j in range(rank))
-                         for k in self.inputs]
+        return coords + [f"i{k} = o{k} + " + " + ".join(
+            step(self.plan.operands[k], k, j, rank) for j in range(rank)) for k in self.inputs]
 
     def serial(self) -> list[str]:
         """One thread's walk over its output's elements (or its part's), in order."""
@@ -130,8 +130,8 @@ class _ReduceRenderer:
             inner.append("j += 1")
         for j in range(rank - 1, -1, -1):
             prev = "o" if j == 0 else "r"
-            base = [f"r{k}_{j} = {prev}{k}{'' if j == 0 else f'_{j - 1}'} + x{j} * t{k}_{j}"
-                    for k in self.inputs]
+            base = [f"r{k}_{j} = {prev}{k}{'' if j == 0 else f'_{j - 1}'} + "
+                    + step(self.plan.operands[k], k, j, rank) for k in self.inputs]
             inner = [f"for x{j} in range(e{j}):"] + _indent(base + inner)
         return (["j = cv_i64(0)"] if self.row.arg else []) + inner
 

@@ -99,8 +99,8 @@ def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, t
                                       [tuple(v[2][k] for k in kept_axes) for v in views])
     red, red_sets = layout.collapse(tuple(shape[k] for k in axes),
                                     [tuple(v[2][k] for k in axes) for v in views])
-    operands = tuple(Operand(b, dt, kept_sets[k] + red_sets[k], off, "S", k == len(views) - 1)
-                     for k, (b, dt, _, off) in enumerate(views))
+    operands = tuple(Operand(b, dt, kept_sets[k] + red_sets[k], off, unit_class(red_sets[k]),
+                             k == len(views) - 1) for k, (b, dt, _, off) in enumerate(views))
     sections = tuple((r.attrs[0], var[s.serial], var_of[t.serial])
                      for r, s, t in zip(reductions, sources, temps))
     stores = ((var[final.serial], len(operands) - 1),)
@@ -110,7 +110,8 @@ def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, t
         ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
         ("rows", " then ".join(f"{n} of v{v} into operand {t}" for n, v, t in sections)
          + f", then v{stores[0][0]} stored"),
-        ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.code}:S" for o in operands)),
+        ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.code}:{o.layout}"
+                              for o in operands)),
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept, {len(red)} reduced"),
         ("config", repr(config.codegen_settings())),
@@ -131,7 +132,20 @@ def fusible(reductions: list, final_shape: tuple) -> bool:
                and not REDUCTIONS[r.attrs[0]].arg for r in reductions)
 
 
+def unit_class(red_strides: tuple) -> str:
+    """An operand's class in a reduction kernel: ``U`` where its innermost reduced stride is 1
+    (the kernel indexes it without a multiplication there), else ``S``. Never ``C``: every
+    operand of a reduction kernel takes its offset as a parameter."""
+    return "U" if red_strides[-1] == 1 else "S"
+
+
 # -- code --------------------------------------------------------------------------------------
+def step(operand, k: int, j: int, rank: int) -> str:
+    """Operand ``k``'s index term along reduced axis ``j``: no multiplication along the
+    innermost axis of a ``U`` operand (stride 1)."""
+    return f"x{j}" if operand.layout == "U" and j == rank - 1 else f"x{j} * t{k}_{j}"
+
+
 class _Shim:
     """What :class:`_Renderer` reads of a plan, for one section's instructions."""
 
@@ -159,8 +173,8 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     for j in range(rank - 2, 0, -1):
         coords += [f"x{j} = q % e{j}", f"q = q // e{j}"]
     coords.append("x0 = q" if rank > 1 else "x0 = j")
-    coords += [f"i{k} = o{k} + " + " + ".join(f"x{j} * t{k}_{j}" for j in range(rank))
-               for k in range(len(plan.operands))]
+    coords += [f"i{k} = o{k} + " + " + ".join(step(o, k, j, rank) for j in range(rank))
+               for k, o in enumerate(plan.operands)]
     row = [f"c{krank - 1} = op % d{krank - 1}", f"q = op // d{krank - 1}"] if krank > 1 else []
     for j in range(krank - 2, 0, -1):
         row += [f"c{j} = q % d{j}", f"q = q // d{j}"]
@@ -168,7 +182,7 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     row += [f"o{k} = b{k} + " + " + ".join(f"c{j} * s{k}_{j}" for j in range(krank))
             for k in range(len(plan.operands))]
     cuda = target == "cuda"
-    step = ("j = tx", "j += bdim") if cuda else ("j = 0", "j += 1")
+    walk = ("j = tx", "j += bdim") if cuda else ("j = 0", "j += 1")
     body, shared = [], {}
     for number, (name, value, temp) in enumerate(plan.sections):
         section = _Renderer(_Shim(plan, _needed(plan, value)))
@@ -184,8 +198,8 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
         fold += [s.format(v=u).replace("acc", a) for s in REDUCTIONS[name].combine]
         out = plan.operands[temp].code
         result = a if COMPUTE_CODE[out] == acc else f"cv_{out}({a})"
-        body += [f"{a} = cv_{acc}({text})", step[0], "while j < kk:"]
-        body += _indent(coords + element + fold + [step[1]])
+        body += [f"{a} = cv_{acc}({text})", walk[0], "while j < kk:"]
+        body += _indent(coords + element + fold + [walk[1]])
         if cuda:
             shared.setdefault(acc, f"sacc_{acc}")
             sh = shared[acc]
@@ -203,7 +217,7 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     element = final.lines_at(2, "", lambda ins, ln: f"ld_{ins.code}(p{ins.arg}, i{ins.arg})")
     code = plan.operands[out].code
     element.append(f"st_{code}(p{out}, i{out}, {final.convert(var, code, '')})")
-    body += [step[0], "while j < kk:"] + _indent(coords + element + [step[1]])
+    body += [walk[0], "while j < kk:"] + _indent(coords + element + [walk[1]])
     hoisted = whole._constant_loads(0, lambda k: f"b{k}")
     if cuda:
         head = [f"{sh} = cuda.shared.array({BLOCK_THREADS}, sh_{acc})"
