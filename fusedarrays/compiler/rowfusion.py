@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import config
 from ..ir import graph, layout
-from ..ir.dtypes import CODES, COMPUTE_CODE
+from ..ir.dtypes import BY_CODE, CODES, COMPUTE_CODE
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
 from . import keys
 from .codegen import CPU_CHUNK, _function, _indent, _Renderer
@@ -166,59 +166,21 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     """The kernel's source for ``target`` ``"cuda"`` or ``"cpu"`` (see the module docstring)."""
     params = ["n"] + [f"p{k}" for k in range(len(plan.operands))] + plan.int_params()
     params += [f"a{m}" for m in range(len(plan.scalars))]
-    whole = _Renderer(_Shim(plan, list(plan.body)))
-    rank, krank = len(plan.red), len(plan.kept)
-    size = " * ".join(f"e{j}" for j in range(rank))
-    coords = [f"x{rank - 1} = j % e{rank - 1}", f"q = j // e{rank - 1}"] if rank > 1 else []
-    for j in range(rank - 2, 0, -1):
-        coords += [f"x{j} = q % e{j}", f"q = q // e{j}"]
-    coords.append("x0 = q" if rank > 1 else "x0 = j")
-    coords += [f"i{k} = o{k} + " + " + ".join(step(o, k, j, rank) for j in range(rank))
-               for k, o in enumerate(plan.operands)]
-    row = [f"c{krank - 1} = op % d{krank - 1}", f"q = op // d{krank - 1}"] if krank > 1 else []
-    for j in range(krank - 2, 0, -1):
-        row += [f"c{j} = q % d{j}", f"q = q // d{j}"]
-    row.append("c0 = q" if krank > 1 else "c0 = op")
-    row += [f"o{k} = b{k} + " + " + ".join(f"c{j} * s{k}_{j}" for j in range(krank))
-            for k in range(len(plan.operands))]
     cuda = target == "cuda"
     walk = ("j = tx", "j += bdim") if cuda else ("j = 0", "j += 1")
+    coords = _coordinates(plan)
     body, shared = [], {}
-    for number, (name, value, temp) in enumerate(plan.sections):
-        section = _Renderer(_Shim(plan, _needed(plan, value)))
-        element = section.lines_at(2, "", lambda ins, ln: f"ld_{ins.code}(p{ins.arg}, "
-                                                              f"i{ins.arg})")
-        acc = accumulator_code(name, plan.body[value].code, target)
-        start = identity(name, _dtype(COMPUTE_CODE[plan.body[value].code]))
-        text = ("(1e308 * 10.0)" if start > 0 else "-(1e308 * 10.0)") if isinstance(
-            start, float) else str(int(start))
-        # each section's own names: their types differ (an any's byte, a sum's float64)
-        a, u, w = f"acc{number}", f"u{number}", f"w{number}"
-        fold = [f"{u} = {section.convert(value, acc, '')}"]
-        fold += [s.format(v=u).replace("acc", a) for s in REDUCTIONS[name].combine]
-        out = plan.operands[temp].code
-        result = a if COMPUTE_CODE[out] == acc else f"cv_{out}({a})"
-        body += [f"{a} = cv_{acc}({text})", walk[0], "while j < kk:"]
-        body += _indent(coords + element + fold + [walk[1]])
-        if cuda:
-            shared.setdefault(acc, f"sacc_{acc}")
-            sh = shared[acc]
-            merge = [s.format(w=w).replace("acc", a) for s in REDUCTIONS[name].merge]
-            body += [f"{sh}[tx] = {a}", "cuda.syncthreads()", "h = bdim // 2", "while h > 0:",
-                     "    if tx < h:", f"        {w} = {sh}[tx + h]", f"        {a} = {sh}[tx]"]
-            body += _indent(merge + [f"{sh}[tx] = {a}"], 2)
-            body += ["    cuda.syncthreads()", "    h = h // 2", "if tx == 0:",
-                     f"    {a} = {sh}[0]", f"    st_{out}(p{temp}, o{temp}, {result})",
-                     "cuda.syncthreads()"]   # the row's result, visible to the block
-        else:
-            body.append(f"st_{out}(p{temp}, o{temp}, {result})")
+    for number, section in enumerate(plan.sections):
+        body += _section(plan, number, section, target, walk, coords, shared)
     var, out = plan.stores[0]
     final = _Renderer(_Shim(plan, _needed(plan, var)))
-    element = final.lines_at(2, "", lambda ins, ln: f"ld_{ins.code}(p{ins.arg}, i{ins.arg})")
+    element = final.lines_at(2, "", _load)
     code = plan.operands[out].code
     element.append(f"st_{code}(p{out}, i{out}, {final.convert(var, code, '')})")
     body += [walk[0], "while j < kk:"] + _indent(coords + element + [walk[1]])
-    hoisted = whole._constant_loads(0, lambda k: f"b{k}")
+    size = " * ".join(f"e{j}" for j in range(len(plan.red)))
+    hoisted = _Renderer(_Shim(plan, list(plan.body)))._constant_loads(0, lambda k: f"b{k}")
+    row = _row_bases(plan)
     if cuda:
         head = [f"{sh} = cuda.shared.array({BLOCK_THREADS}, sh_{acc})"
                 for acc, sh in shared.items()]
@@ -236,6 +198,57 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     return _function(plan.name, ["k0", "k1"] + params, lines + ["return chunks"])
 
 
-def _dtype(code: str):
-    from ..ir.dtypes import BY_CODE
-    return BY_CODE[code]
+def _load(ins, lane) -> str:
+    return f"ld_{ins.code}(p{ins.arg}, i{ins.arg})"
+
+
+def _coordinates(plan: RowPlan) -> list[str]:
+    """Each operand's index ``i<k>`` of the row's element at flat index ``j`` (C order)."""
+    rank = len(plan.red)
+    coords = [f"x{rank - 1} = j % e{rank - 1}", f"q = j // e{rank - 1}"] if rank > 1 else []
+    for j in range(rank - 2, 0, -1):
+        coords += [f"x{j} = q % e{j}", f"q = q // e{j}"]
+    coords.append("x0 = q" if rank > 1 else "x0 = j")
+    return coords + [f"i{k} = o{k} + " + " + ".join(step(o, k, j, rank) for j in range(rank))
+                     for k, o in enumerate(plan.operands)]
+
+
+def _row_bases(plan: RowPlan) -> list[str]:
+    """Row ``op``'s coordinates over the kept axes and each operand's base ``o<k>`` there."""
+    krank = len(plan.kept)
+    row = [f"c{krank - 1} = op % d{krank - 1}", f"q = op // d{krank - 1}"] if krank > 1 else []
+    for j in range(krank - 2, 0, -1):
+        row += [f"c{j} = q % d{j}", f"q = q // d{j}"]
+    row.append("c0 = q" if krank > 1 else "c0 = op")
+    return row + [f"o{k} = b{k} + " + " + ".join(f"c{j} * s{k}_{j}" for j in range(krank))
+                  for k in range(len(plan.operands))]
+
+
+def _section(plan: RowPlan, number: int, section: tuple, target: str, walk: tuple,
+             coords: list, shared: dict) -> list[str]:
+    """One reduction of the row: its walk, (cuda) the block's tree, the row's result stored
+    (cuda: by thread 0, then a barrier that makes it visible to the block)."""
+    name, value, temp = section
+    element = _Renderer(_Shim(plan, _needed(plan, value)))
+    acc = accumulator_code(name, plan.body[value].code, target)
+    start = identity(name, BY_CODE[COMPUTE_CODE[plan.body[value].code]])
+    text = ("(1e308 * 10.0)" if start > 0 else "-(1e308 * 10.0)") if isinstance(
+        start, float) else str(int(start))
+    # each section's own names: their types differ (an any's byte, a sum's float64)
+    a, u, w = f"acc{number}", f"u{number}", f"w{number}"
+    fold = [f"{u} = {element.convert(value, acc, '')}"]
+    fold += [s.format(v=u).replace("acc", a) for s in REDUCTIONS[name].combine]
+    out = plan.operands[temp].code
+    result = a if COMPUTE_CODE[out] == acc else f"cv_{out}({a})"
+    lines = [f"{a} = cv_{acc}({text})", walk[0], "while j < kk:"]
+    lines += _indent(coords + element.lines_at(2, "", _load) + fold + [walk[1]])
+    if target != "cuda":
+        return lines + [f"st_{out}(p{temp}, o{temp}, {result})"]
+    sh = shared.setdefault(acc, f"sacc_{acc}")
+    merge = [s.format(w=w).replace("acc", a) for s in REDUCTIONS[name].merge]
+    lines += [f"{sh}[tx] = {a}", "cuda.syncthreads()", "h = bdim // 2", "while h > 0:",
+              "    if tx < h:", f"        {w} = {sh}[tx + h]", f"        {a} = {sh}[tx]"]
+    lines += _indent(merge + [f"{sh}[tx] = {a}"], 2)
+    return lines + ["    cuda.syncthreads()", "    h = h // 2", "if tx == 0:",
+                    f"    {a} = {sh}[0]", f"    st_{out}(p{temp}, o{temp}, {result})",
+                    "cuda.syncthreads()"]
