@@ -49,11 +49,15 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> ndarray:
 
 def norm(x, ord=None, axis=None, keepdims: bool = False) -> ndarray:
     """``np.linalg.norm`` for vectors: a 1-D ``x`` or one ``axis``; with ``axis`` and ``ord``
-    None, the 2-norm of every element (the Frobenius norm of a matrix)."""
+    None, the 2-norm of every element; ``ord="fro"`` of a matrix (the Frobenius norm)."""
     x = asarray(x)
     one_axis = axis is not None and (not isinstance(axis, (tuple, list)) or len(axis) == 1)
     if ord is None and (axis is None or one_axis):
         return vector_norm(x, axis=axis, keepdims=keepdims, ord=2)
+    two_axes = (axis is None and x.ndim == 2) or (isinstance(axis, (tuple, list))
+                                                  and len(axis) == 2)
+    if ord == "fro" and two_axes:     # the Frobenius norm: every element's square
+        return vector_norm(x, axis=None if axis is None else tuple(axis), keepdims=keepdims)
     if one_axis or (axis is None and x.ndim == 1):
         if isinstance(ord, str):
             raise ValueError(f"Invalid norm order '{ord}' for vectors")

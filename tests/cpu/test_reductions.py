@@ -83,6 +83,8 @@ def test_norms_softmax_logsumexp():
         got = fa.linalg.vector_norm(a, axis=1, ord=ord).get()
         rc.check(got, np.linalg.norm(x, ord=ord, axis=1), x, f"vector_norm ord={ord}")
     rc.check(fa.linalg.vector_norm(a).get(), np.linalg.norm(x.ravel()), x, "full norm")
+    rc.check(fa.linalg.norm(a.T, "fro", keepdims=True).get(),
+             np.linalg.norm(x.T, "fro", keepdims=True), x, "Frobenius norm")
     rc.check(fa.softmax(a).get(), special.softmax(x, axis=-1), x, "softmax")
     rc.check(fa.log_softmax(a, axis=0).get(), special.log_softmax(x, axis=0), x,
              "log_softmax")
