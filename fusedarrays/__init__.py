@@ -23,6 +23,7 @@ from .api.creation import (
 )
 from .api.display import explain
 from .api.manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
+from .api.profile import Profile, profile
 from .errors import (
     AmbiguousTruthValueError,
     CompileError,
@@ -60,5 +61,6 @@ __all__ = [
     "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse", "memory_info",
     "ndarray", "ones", "ones_like", "precompile", "reset_stats", "reshape", "squeeze", "stats",
     "timings", "transpose", "zeros", "zeros_like",
+    "Profile", "profile",
     *sorted(_elementwise.FUNCTIONS),
 ]
