@@ -106,8 +106,9 @@ def _bytes(n: int) -> str:
 
 _STYLE = ("<style>.fa-repr{display:flex;gap:18px;align-items:flex-start;flex-wrap:wrap}"
           ".fa-repr table{border-collapse:collapse;font-size:12px}"
-          ".fa-repr th{text-align:left;padding:2px 10px 2px 0;color:#555;font-weight:normal}"
-          ".fa-repr td{text-align:left;padding:2px 0;font-family:monospace}"
+          ".fa-repr th{text-align:left!important;padding:2px 10px 2px 0;color:#555;"
+          "font-weight:normal}"
+          ".fa-repr td{text-align:left!important;padding:2px 0;font-family:monospace}"
           ".fa-repr pre{margin:0;font-size:12px}</style>")
 
 
@@ -139,7 +140,7 @@ def array_html(a) -> str:
     else:
         right = f"<pre>{html.escape(values_text(node, ''))}</pre>"
     title = "pending fa.ndarray" if not node.is_leaf else "fa.ndarray"
-    return (f'{_STYLE}<div class="fa-repr"><table><caption style="text-align:left;'
+    return (f'{_STYLE}<div class="fa-repr"><table><caption style="text-align:left!important;'
             f'font-weight:bold;font-size:12px">{title}</caption>{rows}</table>'
             f"<div>{right}</div></div>")
 

@@ -109,9 +109,9 @@ def highlighted(source: str) -> str:
 
 
 _CSS = ("<style>.fa-explain{font-size:12px}.fa-explain table{border-collapse:collapse;"
-        "margin:4px 0 8px}.fa-explain th{text-align:left;font-weight:normal;color:#555;"
+        "margin:4px 0 8px}.fa-explain th{text-align:left!important;font-weight:normal;color:#555;"
         "padding:1px 12px 1px 0;vertical-align:top}.fa-explain td{font-family:monospace;"
-        "padding:1px 12px 1px 0;text-align:left}.fa-explain h4{margin:8px 0 2px}"
+        "padding:1px 12px 1px 0;text-align:left!important}.fa-explain h4{margin:8px 0 2px}"
         ".fa-explain pre{font-size:12px;margin:0}</style>")
 
 

@@ -64,7 +64,14 @@ class Timings(dict):
 
     def _repr_html_(self) -> str:
         import html
-        return f"<pre>{html.escape(str(self))}</pre>"
+        cell = "<td style=\"text-align:{};padding:1px 12px 1px 0;font-family:monospace\">{}</td>"
+        rows = ["<tr>" + cell.format("left", "stage") + "".join(
+            cell.format("right", h) for h in ("count", "total", "mean")) + "</tr>"]
+        for stage, (count, total) in self.items():
+            mean = _seconds(total / count) if count else "-"
+            rows.append("<tr>" + cell.format("left", html.escape(stage)) + "".join(
+                cell.format("right", v) for v in (count, _seconds(total), mean)) + "</tr>")
+        return f"<table style=\"border-collapse:collapse\">{''.join(rows)}</table>"
 
 
 def _seconds(t: float) -> str:
