@@ -1,5 +1,6 @@
 """Reprs: NumPy's summarised values, the HTML table and graph SVG, never a compile or a launch."""
 
+import html
 import re
 
 import numpy as np
@@ -122,3 +123,32 @@ def test_shared_nodes_are_drawn_once_and_repeated_parts_merge():
     small = graphsvg.graph_svg(total._node, max_boxes=3)   # a small budget: to see collapsing
     # the four equal terms under the two drawn adds: one collapsed box, an edge from each add
     assert small.count("add … 5 nodes ×4") == 1 and small.count("<path ") == 4, small
+
+
+def test_explain_html_shows_schedule_layouts_key_parts_and_highlighted_source():
+    x, s = fa.asarray(rand((130, 70))), fa.asarray(rand(130, SEED + 1))
+    z = (x.T + s[None, :]) * 2.0          # a transposed operand: the tiled schedule
+    before = _counts()
+    ex = fa.explain(z)
+    text, html_text = str(ex), ex._repr_html_()
+    assert _counts() == before and z.pending
+    assert ex.plan.schedule == "tiled" and "schedule tiled" in text
+    check_html(html_text)
+    assert "shared-memory tiles" in html_text and "transposed" in html_text
+    assert "key parts (" in html_text and html.escape(ex.why) in html_text
+    assert "<span" in html_text and "def</span>" in html_text   # Pygments is in the test env
+    np.testing.assert_allclose(z.get(), (rand((130, 70)).T + rand(130, SEED + 1)[None, :]) * 2,
+                               rtol=1e-6, err_msg=f"seed {SEED}")
+
+
+def test_explain_html_of_a_fused_function():
+    @fa.fuse
+    def scale(p, g, lr):
+        p -= lr * g
+
+    p, g = fa.asarray(rand(64)), fa.asarray(rand(64, SEED + 1))
+    scale(p, g, 0.5)
+    np.testing.assert_allclose(p.get(), rand(64) - 0.5 * rand(64, SEED + 1), rtol=1e-6)
+    html_text = fa.explain(scale)._repr_html_()
+    check_html(html_text)
+    assert "fa.fuse" in html_text and "signature 0" in html_text and "<span" in html_text
