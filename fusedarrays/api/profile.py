@@ -49,10 +49,12 @@ def _amount(n: float, unit: str) -> str:
 class Profile:
     """Launches and compiles recorded inside ``with fa.profile() as p:``.
 
-    ``p.launches``: one dict per launch (``kernel``, ``elements``, ``device_s``, ``host_s``,
-    ``bytes``, ``device``); ``p.compiles``: one dict per compile stage (``kernel``, ``stage``,
-    ``seconds``, ``why``); ``p.wall_s``: the block's wall time; ``p.copy_bandwidth``: the
-    reference bandwidth per device (bytes/s). ``p.kernels()`` sums the launches per kernel.
+    ``p.launches``: one dict per launch (``kernel``, ``elements``, ``device_s``, ``host_s``: the
+    launch call's time on the host (on cuda, queuing the kernel; on the host backends, running
+    it), ``bytes``: what the launch reads and writes, ``device``); ``p.compiles``: one dict per
+    compile stage (``kernel``, ``stage``, ``seconds``, ``why``); ``p.wall_s``: the block's wall
+    time; ``p.copy_bandwidth``: the reference bandwidth per device (bytes/s).
+    ``p.kernels()`` sums the launches per kernel.
     """
 
     def __init__(self):
@@ -174,7 +176,7 @@ class Profile:
         return "".join(parts)
 
 
-_KERNEL_HEAD = ("kernel", "launches", "elements", "device time", "mean", "host/launch",
+_KERNEL_HEAD = ("kernel", "launches", "elements", "device time", "mean", "host per launch",
                 "bytes", "bandwidth", "of copy")
 
 
