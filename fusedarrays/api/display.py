@@ -23,7 +23,9 @@ explain = _explain.explain          # fa.explain (its home is explain.py)
 Explanation = _explain.Explanation
 
 _LABEL_NODES = 12
-_RUN_GAP = 4096      # elements: shown elements closer than this are read in one copy
+# Shown elements closer than this (in elements) are read in one copy: a copy costs microseconds,
+# so reading a few hundred elements more is cheaper than another copy.
+_RUN_GAP = 256
 
 
 def graph_label(node: graph.Node, budget: list[int] | None = None) -> str:
