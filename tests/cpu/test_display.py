@@ -152,3 +152,19 @@ def test_explain_html_of_a_fused_function():
     html_text = fa.explain(scale)._repr_html_()
     check_html(html_text)
     assert "fa.fuse" in html_text and "signature 0" in html_text and "<span" in html_text
+
+
+def test_a_summarised_view_copies_only_about_the_elements_it_shows(monkeypatch):
+    host = rand((2000, 1500))
+    x = fa.asarray(host)
+    backend = next(iter(x._node.buffers)).backend
+    fetched = []
+    real = backend.to_host
+    monkeypatch.setattr(backend, "to_host", lambda s, dt, n, off: fetched.append(n) or real(
+        s, dt, n, off))
+    for view, hv in ((x.T[::-1], host.T[::-1]), (x[::3, ::-5], host[::3, ::-5]), (x, host)):
+        fetched.clear()
+        want = np.array2string(hv, separator=", ", prefix="fa.ndarray(")
+        assert repr(view).startswith(f"fa.ndarray({want}"), SEED
+        # 7 x 7 shown elements (6 and a filler per axis), in runs a few hundred apart at most
+        assert fetched and sum(fetched) <= 49 * 257 and len(fetched) <= 49, fetched
