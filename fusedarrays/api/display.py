@@ -15,6 +15,7 @@ import html
 import numpy as np
 
 from ..ir import graph, layout
+from ..runtime import realize
 from . import explain as _explain
 from .array import ndarray
 from .graphsvg import graph_svg
@@ -126,8 +127,10 @@ def array_table(a) -> list[tuple[str, str]]:
         rows += [("state", "traced argument" if traced else "computed"), ("kernels", "0")]
     else:
         n = graph.count_nodes(node)
+        ready = ("yes, in this process" if realize.evaluated_before(node) else
+                 "not yet: at first evaluation (or loaded from the disk cache)")
         rows += [("state", "pending"), ("nodes", f"{n} distinct"),
-                 ("kernels", "1 fused kernel, 1 launch")]
+                 ("kernels", "1 fused kernel, 1 launch"), ("compiled", ready)]
     return rows
 
 
