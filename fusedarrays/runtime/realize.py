@@ -346,5 +346,6 @@ def evaluated_before(node: graph.Node) -> bool:
     record table, no planning."""
     backends = {b.backend for b in node.buffers}
     count = len(node.buffers)
-    return any(len(k) == 4 and k[0] in backends and k[1] == node.sid and k[2] == count
+    # a fresh result's key: (backend, sid, buffers, alignment class[, shared buffers])
+    return any(k[0] in backends and k[1] == node.sid and k[2] == count and type(k[3]) is int
                for k in list(_records))
