@@ -127,8 +127,7 @@ def array_table(a) -> list[tuple[str, str]]:
         rows += [("state", "traced argument" if traced else "computed"), ("kernels", "0")]
     else:
         n = graph.count_nodes(node)
-        ready = ("yes, in this process" if realize.evaluated_before(node) else
-                 "not yet: at first evaluation (or loaded from the disk cache)")
+        ready = "yes, in this process" if realize.evaluated_before(node) else "not in this process"
         rows += [("state", "pending"), ("nodes", f"{n} distinct"),
                  ("kernels", "1 fused kernel, 1 launch"), ("compiled", ready)]
     return rows
@@ -147,7 +146,7 @@ def array_html(a) -> str:
     title = "pending fa.ndarray" if not node.is_leaf else "fa.ndarray"
     return (f'{_STYLE}<div class="fa-repr"><table><caption style="text-align:left!important;'
             f'font-weight:bold;font-size:12px">{title}</caption>{rows}</table>'
-            f"<div>{right}</div></div>")
+            f"<div style=\"overflow-x:auto;max-width:100%\">{right}</div></div>")
 
 
 # The array layer sits below this one, so the reprs are installed from here.

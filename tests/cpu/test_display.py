@@ -71,7 +71,7 @@ def test_repr_of_a_pending_array_names_the_graph_and_runs_nothing():
     tags = check_html(html_text)
     assert "svg" in tags and "table" in tags
     assert "pending" in html_text and "(300, 200)" in html_text and "1 fused kernel" in html_text
-    assert "not yet: at first evaluation" in html_text
+    assert "not in this process" in html_text
     hx = rand((300, 200))   # and it still computes what it says
     want = np.sqrt(hx * hx + 1) * (hx[:, ::-1] + rand(200, SEED + 1)[None, :])
     np.testing.assert_allclose(y.get(), want, rtol=1e-5, err_msg=f"seed {SEED}")
