@@ -37,8 +37,9 @@ class _Placeholder:
 class Explanation:
     """The kernel an array's evaluation runs: plan, source, key parts, and why it compiled."""
 
-    def __init__(self, plan: KernelPlan, target: str, arch: str | None):
+    def __init__(self, plan: KernelPlan, target: str, arch: str | None, note: str = ""):
         self.plan = plan
+        self.note = note      # what the explained array is, where that needs saying
         self.target = target
         self.source = codegen.render_kernel(plan, target)
         self.arch = arch
@@ -83,7 +84,7 @@ class Explanation:
                                                     in enumerate(p.scalars)) or "none"),
                  "key parts: " + "; ".join(f"{k}={v}" for k, v in p.key_parts),
                  f"why: {self.why}", "source:", self.source]
-        return "\n".join(lines)
+        return "\n".join(([self.note] if self.note else []) + lines)
 
     __repr__ = __str__
 
@@ -118,7 +119,8 @@ _CSS = ("<style>.fa-explain{font-size:12px}.fa-explain table{border-collapse:col
 def explanation_html(ex: Explanation) -> str:
     """The HTML of :class:`Explanation`: one section per kernel (lazy evaluation: one)."""
     p = ex.plan
-    summary = [("kernels", "1 (the whole expression fuses into one kernel)"),
+    summary = [("note", ex.note)] if ex.note else []
+    summary += [("kernels", "1 (the whole expression fuses into one kernel)"),
                ("kernel", p.name), ("target", ex.target + (f" ({ex.arch})" if ex.arch else "")),
                ("shape → collapsed dims", f"{p.shape} → {p.dims}"),
                ("schedule", _SCHEDULES.get(p.schedule, p.schedule)),
@@ -150,9 +152,12 @@ def explain(a, arch: str | None = None) -> Explanation:
         return a._fa_explain(arch)
 
     node = a._resolved()
+    note = ""
     if node.is_leaf:
+        note = ("this array is computed: evaluating it runs no kernel; shown is the kernel "
+                "that copies it (.copy(), or .get() of a strided view)")
         node = graph.op("copy", (node,), (node.dtype, node.dtype))
     out = (_Placeholder(), node.dtype, node.shape, layout.contiguous_strides(node.shape), 0)
     plan = plan_kernel([(node, out)])
     target = "cuda" if arch else realize.target_of(get_backend())
-    return Explanation(plan, target, arch)
+    return Explanation(plan, target, arch, note)

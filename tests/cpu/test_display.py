@@ -140,6 +140,7 @@ def test_explain_html_shows_schedule_layouts_key_parts_and_highlighted_source():
     assert "shared-memory tiles" in html_text and "transposed" in html_text
     assert "key parts (" in html_text and html.escape(ex.why) in html_text
     assert "<span" in html_text and "def</span>" in html_text   # Pygments is in the test env
+    assert "runs no kernel" in str(fa.explain(x)) and "runs no kernel" not in text
     np.testing.assert_allclose(z.get(), (rand((130, 70)).T + rand(130, SEED + 1)[None, :]) * 2,
                                rtol=1e-6, err_msg=f"seed {SEED}")
 
@@ -171,3 +172,20 @@ def test_a_summarised_view_copies_only_about_the_elements_it_shows(monkeypatch):
         assert repr(view).startswith(f"fa.ndarray({want}"), SEED
         # 7 x 7 shown elements (6 and a filler per axis), in runs a few hundred apart at most
         assert fetched and sum(fetched) <= 49 * 257 and len(fetched) <= 49, fetched
+
+
+def test_reprs_inside_a_fused_function_show_the_trace_and_run_nothing():
+    shown = []
+
+    @fa.fuse
+    def step(p, g):
+        q = p * 2.0 + g
+        shown.extend([p._repr_html_(), q._repr_html_()])
+        p[...] = q
+
+    p, g = fa.asarray(rand(32)), fa.asarray(rand(32, SEED + 1))
+    step(p, g)
+    np.testing.assert_allclose(p.get(), rand(32) * 2 + rand(32, SEED + 1), rtol=1e-6)
+    for text in shown:
+        check_html(text)
+    assert "traced argument" in shown[0] and "<svg" in shown[1] and "pending" in shown[1]
