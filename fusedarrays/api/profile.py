@@ -84,7 +84,7 @@ class Profile:
     def compiled(self, kernel: str, why: str, times: dict) -> None:
         for stage, seconds in times.items():
             self.compiles.append({"kernel": kernel, "stage": stage, "seconds": seconds,
-                                  "why": why if why != stage else ""})
+                                  "why": why})
 
     # -- the context manager --------------------------------------------------------------------
     def __enter__(self) -> Profile:

@@ -105,7 +105,7 @@ class LaunchRecord:
         for stage, seconds in first_call(self.kernel, size, args).items():
             _add_time(stage, seconds)
             if profiling[0] is not None:
-                profiling[0].compiled(self.name, stage, {stage: seconds})
+                profiling[0].compiled(self.name, "", {stage: seconds})
 
 
 class Packer:
