@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 
-from ..ir import graph
+from ..ir import graph, layout
 
 _BOX_H, _ROW_H, _GAP, _CHAR_W, _PAD = 22, 46, 10, 6.6, 10
 _COLOURS = {"leaf": ("#dbeafe", "#2563eb"), "scalar": ("#f1f5f9", "#64748b"),
@@ -40,12 +40,16 @@ class _Box:
         self.layer, self.x, self.w = 0, 0.0, len(text) * _CHAR_W + 2 * _PAD
 
 
-def _label(node: graph.Node) -> tuple[str, str]:
-    """(text in the box, tooltip) of one node."""
+def _label(node: graph.Node, root_shape: tuple) -> tuple[str, str]:
+    """(text in the box, tooltip) of one node. A leaf names its buffer and dtype, and its shape
+    where it differs from the result's (a broadcast operand) or ``view`` where it is not the
+    buffer read in order (transposed, stepped, reversed)."""
     shape = "×".join(map(str, node.shape)) or "scalar"
     if node.kind == "leaf":
-        buffer, vshape, strides, offset = graph.leaf_view(node)
-        return (f"{node.label()} {_short(node.dtype)}",
+        _, vshape, strides, offset = graph.leaf_view(node)
+        extra = (f" {shape}" if node.shape != root_shape else
+                 "" if layout.is_contiguous(vshape, strides) else " view")
+        return (f"{node.label()} {_short(node.dtype)}{extra}",
                 f"{node.label()}: {node.dtype} {shape}, strides {strides}, offset {offset}")
     if node.kind == "scalar":
         return node.label(), f"scalar parameter {node.label()} ({node.dtype})"
@@ -83,7 +87,7 @@ def _boxes(root: graph.Node, max_boxes: int, max_depth: int) -> list[_Box]:
             break
         order += nxt
         level = nxt
-    boxes = {n.serial: _Box(n.serial, n.kind, *_label(n)) for n in order}
+    boxes = {n.serial: _Box(n.serial, n.kind, *_label(n, root.shape)) for n in order}
     extra: list[_Box] = []
     collapsed: dict = {}
     for n in order:
@@ -94,7 +98,7 @@ def _boxes(root: graph.Node, max_boxes: int, max_depth: int) -> list[_Box]:
                 if boxes[i.serial] not in box.inputs:
                     box.inputs.append(boxes[i.serial])
             elif not i.inputs:
-                leaf = _Box((i.serial, n.serial), i.kind, *_label(i))
+                leaf = _Box((i.serial, n.serial), i.kind, *_label(i, root.shape))
                 if all(b.ident != leaf.ident for b in box.inputs):
                     box.inputs.append(leaf)
                     extra.append(leaf)

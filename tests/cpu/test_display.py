@@ -70,6 +70,8 @@ def test_repr_of_a_pending_array_names_the_graph_and_runs_nothing():
     assert text.startswith("fa.ndarray(pending multiply(sqrt(add(multiply(buffer"), text
     tags = check_html(html_text)
     assert "svg" in tags and "table" in tags
+    # leaves say which is a broadcast (its shape) and which a view read out of order
+    assert re.search(r">buffer\d+ f32 1×200<", html_text) and " f32 view<" in html_text
     assert "pending" in html_text and "(300, 200)" in html_text and "1 fused kernel" in html_text
     assert "not in this process" in html_text
     hx = rand((300, 200))   # and it still computes what it says
