@@ -9,6 +9,7 @@ array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 
 from .api import elementwise as _elementwise
 from .api import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
+from .api import random
 from .api.array import asarray, compute, ndarray
 from .api.creation import (
     arange,
@@ -58,7 +59,8 @@ __all__ = [
     "ShapeError", "TracerConversionError", "UnsupportedOperationError", "arange", "asarray",
     "backend", "broadcast_to", "cache_info", "clear_cache", "compute", "empty", "empty_like",
     "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse", "memory_info",
-    "ndarray", "ones", "ones_like", "precompile", "reset_stats", "reshape", "squeeze", "stats",
+    "ndarray", "ones", "ones_like", "precompile", "random", "reset_stats", "reshape", "squeeze",
+    "stats",
     "timings", "transpose", "zeros", "zeros_like",
     *sorted(_elementwise.FUNCTIONS),
 ]

@@ -49,8 +49,8 @@ class Instr:
     """One line of the kernel body: ``var = kind(args)`` or a store (var is None)."""
 
     var: int | None
-    kind: str               # "load" | "scalar" | "cast" | "op" | "store"
-    arg: object             # operand index, scalar index, op name or (op name, loop codes)
+    kind: str               # "load" | "scalar" | "cast" | "op" | "random" | "store"
+    arg: object             # operand or scalar index, (op name, loop codes), (dist, mapping)
     inputs: tuple[int, ...]
     code: str               # result dtype code (for a store, the stored operand's)
 
@@ -173,6 +173,8 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
             body.append(Instr(v, "scalar", var_of[n.serial], (), CODES[n.dtype]))
         elif n.kind == "cast":
             body.append(Instr(v, "cast", None, (var[n.inputs[0].serial],), CODES[n.dtype]))
+        elif n.kind == "random":
+            body.append(random_instr(n, v, tuple(var[i.serial] for i in n.inputs), shape))
         else:
             name, loop = n.attrs
             args = tuple(var[i.serial] for i in n.inputs)
@@ -185,6 +187,20 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
         body.append(Instr(None, "store", len(views) - 1, (var[root.serial],),
                           CODES[np.dtype(dtype)]))
     return _finish(tuple(shape), views, scalars, body, tuple(sources))
+
+
+def random_instr(node: graph.Node, v: int, inputs: tuple, shape: tuple) -> Instr:
+    """A draw's instruction: ``(dist, mapping)``, ``mapping`` None where the kernel reads the
+    draw in its own C order (a fresh draw of the output's shape), else the view from the kernel's
+    logical index to the stream's (``compiler/streams.py``)."""
+    dist, (dshape, dstrides, offset) = node.attrs
+    strides = layout.broadcast_strides(dshape, dstrides, tuple(shape))
+    own = layout.contiguous_strides(tuple(shape))
+    if offset == 0 and all(s == c for s, c, e in zip(strides, own, shape) if e != 1):
+        mapping = None
+    else:
+        mapping = (tuple(shape), strides, offset)
+    return Instr(v, "random", (dist, mapping), inputs, CODES[node.dtype])
 
 
 def _finish(shape, views, scalars, body, sources=()) -> KernelPlan:
