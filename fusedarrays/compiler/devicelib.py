@@ -207,9 +207,10 @@ def fa_sign_u(a):
 
 # Counter-based random numbers (fa.random): Philox4x32-10 (Salmon et al., SC'11, as Random123
 # defines it) and the conversions of its 32-bit words. Every value is a pure function of (seed,
-# key, element index), so any backend, schedule or vector width gives the same bits. Words are held
-# in uint64 (numba gives uint32 arithmetic a 64-bit result anyway; the products of two words need
-# all 64 bits) and every constant goes through cv_u64: numba types uint64 op int64 as a float.
+# key, element index), so any backend, schedule or vector width gives the same bits. Words are
+# uint32, cast back after each operation (numba computes in 64 bits; the casts let NVVM keep 32-bit
+# registers), their products the widening 32 x 32 -> 64 multiply; every constant goes through
+# cv_u32/cv_u64: numba types uint64 op int64 as a float.
 # The Box-Muller transform computes its logarithm and sine/cosine here from IEEE-exact
 # operations (+ - * / sqrt and fused multiply-adds through fa_fma_f64, which each backend computes
 # exactly):
@@ -219,26 +220,26 @@ _RANDOM_SOURCE = '''
 def fa_philox(c0, c1, c2, c3, k0, k1):
     m0 = cv_u64(0xD2511F53)
     m1 = cv_u64(0xCD9E8D57)
-    w0 = cv_u64(0x9E3779B9)
-    w1 = cv_u64(0xBB67AE85)
-    mask = cv_u64(0xFFFFFFFF)
+    w0 = cv_u32(0x9E3779B9)
+    w1 = cv_u32(0xBB67AE85)
     half = cv_u64(32)
     for _ in range(10):
-        p0 = m0 * c0
-        p1 = m1 * c2
-        c0, c1, c2, c3 = (p1 >> half) ^ c1 ^ k0, p1 & mask, (p0 >> half) ^ c3 ^ k1, p0 & mask
-        k0 = (k0 + w0) & mask
-        k1 = (k1 + w1) & mask
+        p0 = cv_u64(c0) * m0
+        p1 = cv_u64(c2) * m1
+        c0, c1, c2, c3 = (cv_u32(cv_u32(p1 >> half) ^ c1 ^ k0), cv_u32(p1),
+                          cv_u32(cv_u32(p0 >> half) ^ c3 ^ k1), cv_u32(p0))
+        k0 = cv_u32(k0 + w0)
+        k1 = cv_u32(k1 + w1)
     return c0, c1, c2, c3
 
 def fa_philox_at(seed, key, block):
     # counter (block low, block high, key low, key high); Philox key = the 64-bit seed
-    mask = cv_u64(0xFFFFFFFF)
     half = cv_u64(32)
     s = cv_u64(seed)
     k = cv_u64(key)
     b = cv_u64(block)
-    return fa_philox(b & mask, b >> half, k & mask, k >> half, s & mask, s >> half)
+    return fa_philox(cv_u32(b), cv_u32(b >> half), cv_u32(k), cv_u32(k >> half), cv_u32(s),
+                     cv_u32(s >> half))
 
 def fa_word(h, j):
     if j == 0:
@@ -250,8 +251,8 @@ def fa_word(h, j):
     return h[3]
 
 def fa_u01_f32(w):
-    # the top 24 bits, times 2**-24: NumPy's float32 conversion of a 32-bit word
-    return cv_f32(cv_f64(cv_u64(w) >> cv_u64(8)) * 5.9604644775390625e-08)
+    # the top 24 bits, times 2**-24: NumPy's float32 conversion of a 32-bit word (exact)
+    return cv_f32(cv_u32(w) >> cv_u32(8)) * cv_f32(5.9604644775390625e-08)
 
 def fa_u01_f64(a, b):
     # 53 bits from two words, as NumPy's next_double: (a >> 5) * 2**26 + (b >> 6), times 2**-53
