@@ -165,6 +165,13 @@ class CudaBackend:
             self._bind()
         return memory.import_array(obj, self.device_id)
 
+    def order_stream(self, stream: int) -> None:
+        """Order the consumer's ``stream`` after fusedarrays' work (an export: ``__dlpack__``'s
+        ``stream``); see :func:`.memory.order_stream`."""
+        if not self._thread.bound:
+            self._bind()
+        memory.order_stream(stream)
+
     def memory_info(self) -> MemoryInfo:
         """What fusedarrays holds on the device, what it keeps cached, and the device's free and
         total bytes (see :func:`fusedarrays.memory_info`)."""
