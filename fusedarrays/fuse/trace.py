@@ -196,7 +196,7 @@ def rebuild(node: graph.Node, leaf_fn, memo: dict) -> graph.Node:
         return found
     if node.kind == "leaf":
         out = leaf_fn(node)
-    elif node.kind == "scalar":
+    elif node.kind in ("scalar", "random"):    # a draw reads no leaf
         out = node
     else:
         inputs = tuple(rebuild(i, leaf_fn, memo) for i in node.inputs)

@@ -123,3 +123,25 @@ def test_dtypes_and_errors():
 
     with pytest.raises(fa.UnsupportedOperationError, match="fa.fuse"):
         noisy(fa.asarray(np.ones(4)))
+
+
+def test_draws_passed_to_and_captured_by_fuse():
+    seed = 1600
+    rng = fa.random.default_rng(seed)
+    host = np.random.default_rng(seed).standard_normal(300)
+    x = fa.asarray(host)
+    captured = rng.standard_normal(300)
+
+    @fa.fuse
+    def add(x, n):
+        return x + n
+
+    @fa.fuse
+    def scaled(x):
+        return x * captured
+
+    first, second = rng.standard_normal(300), rng.standard_normal(300)
+    np.testing.assert_array_equal(add(x, first).get(), host + first.get(), err_msg=f"{seed=}")
+    np.testing.assert_array_equal(add(x, second).get(), host + second.get(), err_msg=f"{seed=}")
+    for _ in range(2):                    # a captured draw is one array: the same each call
+        np.testing.assert_array_equal(scaled(x).get(), host * captured.get())
