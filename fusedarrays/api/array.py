@@ -211,6 +211,10 @@ class ndarray:
 
     # -- writes -------------------------------------------------------------------------------
     def __setitem__(self, key, value) -> None:
+        if isinstance(key, (ndarray, np.ndarray)) and key.dtype == np.bool_:
+            from .indexing import masked_write  # x[mask] = v: a fused where (api/indexing.py)
+            masked_write(self, key, value)
+            return
         target = self._destination(key)
         node = _as_node(value, self.dtype.type)
         runtime_write(target, node)
