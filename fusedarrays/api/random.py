@@ -25,6 +25,8 @@ sort kernel yet), ``choice``, and the other distributions.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..errors import DTypeError, UnsupportedOperationError
@@ -73,10 +75,10 @@ class Generator:
     def __init__(self, seed=None):
         words = np.random.SeedSequence(seed).generate_state(2, np.uint32)
         self._seed = int(words[0]) | int(words[1]) << 32
-        self._key = 0
+        self._keys = itertools.count()   # next() is atomic: threads drawing get distinct keys
 
     def __repr__(self) -> str:
-        return f"fa.random.Generator(Philox4x32-10, draws={self._key})"
+        return f"fa.random.Generator(Philox4x32-10, key {self._seed:#018x})"
 
     def _draw(self, dist: str, dtype: np.dtype, shape: tuple, extra: tuple = ()) -> ndarray:
         if _array._tracing.tracer is not None:
@@ -85,7 +87,7 @@ class Generator:
             raise UnsupportedOperationError(
                 f"fa.random draws inside fa.fuse are not supported (Generator {dist} of shape "
                 f"{shape}): draw outside the fused function and pass the array as an argument")
-        key, self._key = self._key, self._key + 1
+        key = next(self._keys)
         inputs = (graph.scalar(self._seed, _U64), graph.scalar(key, _U64)) + extra
         view = (shape, layout.contiguous_strides(shape), 0)
         return _array._wrap(graph.random(dist, dtype, view, inputs))
