@@ -8,6 +8,7 @@ array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 """
 
 from .api import elementwise as _elementwise
+from .api import indexing as _indexing  # noqa: F401 - x[mask] = v
 from .api import interop as _interop  # noqa: F401 - __dlpack__, __cuda_array_interface__
 from .api import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
 from .api import random

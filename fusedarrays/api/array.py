@@ -212,8 +212,7 @@ class ndarray:
     # -- writes -------------------------------------------------------------------------------
     def __setitem__(self, key, value) -> None:
         if isinstance(key, (ndarray, np.ndarray)) and key.dtype == np.bool_:
-            from .indexing import masked_write  # x[mask] = v: a fused where (api/indexing.py)
-            masked_write(self, key, value)
+            self._masked_write(key, value)   # a fused where, installed by api/indexing.py
             return
         target = self._destination(key)
         node = _as_node(value, self.dtype.type)

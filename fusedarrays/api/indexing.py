@@ -33,3 +33,6 @@ def masked_write(x: ndarray, mask, value) -> None:
     if isinstance(value, (ndarray, np.ndarray)) and value.ndim:
         value = value.reshape(())
     x[...] = FUNCTIONS["where"](mask, value, x)
+
+
+ndarray._masked_write = masked_write
