@@ -8,7 +8,6 @@ array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 """
 
 from .api import elementwise as _elementwise
-from .api import indexing as _indexing  # noqa: F401 - x[mask] = v
 from .api import interop as _interop  # noqa: F401 - __dlpack__, __cuda_array_interface__
 from .api import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
 from .api import random
@@ -25,6 +24,7 @@ from .api.creation import (
     zeros_like,
 )
 from .api.display import explain
+from .api.indexing import take
 from .api.manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
 from .errors import (
     AmbiguousTruthValueError,
@@ -62,7 +62,7 @@ __all__ = [
     "backend", "broadcast_to", "cache_info", "clear_cache", "compute", "empty", "empty_like",
     "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse", "memory_info",
     "ndarray", "ones", "ones_like", "precompile", "random", "reset_stats", "reshape", "squeeze",
-    "stats",
+    "stats", "take",
     "timings", "transpose", "zeros", "zeros_like",
     *sorted(_elementwise.FUNCTIONS),
 ]

@@ -207,6 +207,8 @@ class ndarray:
         return self.reshape(-1)
 
     def __getitem__(self, key) -> ndarray:
+        if isinstance(key, (ndarray, np.ndarray, list)):
+            return self._take(key)   # a gather (api/indexing.py); a view otherwise
         return self._view(lambda v: layout.getitem(v, key))
 
     # -- writes -------------------------------------------------------------------------------

@@ -1,4 +1,12 @@
-"""Indexing beyond views: boolean-mask writes as fused ``where``s.
+"""Indexing beyond views: gathers through integer arrays, boolean-mask writes.
+
+``fa.take(x, idx, axis)`` and ``x[idx]`` (one integer array, NumPy's or fusedarrays') are a
+gather node (``graph.gather``): the kernel that consumes them loads ``x``'s elements through
+the index values, with no copy of the gathered values. The index values are checked on the
+host when the gather is built (an out-of-range index raises NumPy's ``IndexError``); an index
+held by fusedarrays is copied to the host for that check (a synchronisation). Other advanced
+indexing (several index arrays, an array beside slices) and scatter writes raise
+``IndexError``.
 
 ``x[mask] = v`` (``mask`` a boolean array of ``x``'s shape, ``v`` a scalar or a one-element
 array) is ``x[...] = where(mask, v, x)``: one kernel, no compaction, and the same result as
@@ -11,7 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import ndarray
+from ..errors import UnsupportedOperationError
+from ..ir import graph, layout
+from .array import _tracing, _wrap, asarray, ndarray
 
 
 def is_mask(key) -> bool:
@@ -35,4 +45,73 @@ def masked_write(x: ndarray, mask, value) -> None:
     x[...] = FUNCTIONS["where"](mask, value, x)
 
 
+def take(x, indices, axis=None) -> ndarray:
+    """Elements of ``x`` at ``indices`` along ``axis`` (None: of ``x`` flattened), as
+    ``numpy.take``, gathered inside the kernel that consumes the result.
+
+    >>> import fusedarrays as fa, numpy as np
+    >>> fa.take(fa.asarray(np.arange(10.0) * 2), np.array([[3, -1], [0, 0]])).get().tolist()
+    [[6.0, 18.0], [0.0, 0.0]]
+    """
+    if _tracing.tracer is not None:
+        raise UnsupportedOperationError(
+            "fa.take and x[idx] inside fa.fuse are not supported (the gathered array and the "
+            "index values are checked on the host); gather outside and pass the result")
+    x = asarray(x)
+    if axis is None:
+        try:
+            x, axis = x.reshape(-1), 0
+        except layout.NotAView:     # a strided view held in memory: flattened through a copy
+            x, axis = x.copy().reshape(-1), 0
+    if not -x.ndim <= axis < x.ndim:
+        raise IndexError(f"fa.take: axis {axis} is out of bounds for an array of dimension "
+                         f"{x.ndim}")
+    axis %= x.ndim
+    index = _checked_index(indices, x.shape[axis], axis)
+    if axis:
+        x = x.transpose([axis] + [a for a in range(x.ndim) if a != axis])
+    result = _gather0(x, index)
+    if axis:    # the index's axes back to where the gathered axis was
+        k = index.ndim
+        result = result.transpose(list(range(k, k + axis)) + list(range(k))
+                                  + list(range(k + axis, result.ndim)))
+    return result
+
+
+def _checked_index(indices, extent: int, axis: int) -> ndarray:
+    """The index array, its values checked on the host against ``extent``."""
+    host = indices.get() if isinstance(indices, ndarray) else np.asarray(indices)
+    if host.dtype == np.bool_:
+        raise IndexError("reading x[mask] (a boolean mask: its size depends on the data) is not "
+                         "supported; x[mask] = v is (a fused where), and fa.where(mask, x, fill) "
+                         "or x.get()[mask] read")
+    if host.dtype.kind not in "iu":
+        raise IndexError(f"arrays used as indices must be of integer type; got {host.dtype}")
+    if host.size:
+        low, high = int(host.min()), int(host.max())
+        bad = high if high >= extent else low if low < -extent else None
+        if bad is not None:
+            raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {extent}")
+    return indices if isinstance(indices, ndarray) else asarray(host)
+
+
+def _gather0(x: ndarray, index: ndarray) -> ndarray:
+    """``x`` gathered along axis 0 at ``index``: shape ``index.shape + x.shape[1:]``."""
+    node = x.compute()._resolved()      # the gathered array holds memory
+    buffer, shape, strides, offset = graph.leaf_view(node)
+    k, rest = index.ndim, x.ndim - 1
+    source = graph.leaf(buffer, node.dtype, (1,) * k + shape[1:], (0,) * k + strides[1:],
+                        offset)
+    idx = index._resolved()
+    if rest:    # the index over the result's leading axes, constant along x's other axes
+        idx = graph.transform(idx, lambda v: layout.reshape(v, index.shape + (1,) * rest))
+    return _wrap(graph.gather(source, idx, shape[0], strides[0]))
+
+
+def getitem_array(x: ndarray, key) -> ndarray:
+    """``x[idx]`` for one integer array ``idx``: ``take(x, idx, axis=0)``."""
+    return take(x, key, axis=0)
+
+
 ndarray._masked_write = masked_write
+ndarray._take = getitem_array

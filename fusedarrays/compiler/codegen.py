@@ -65,7 +65,7 @@ class _Renderer:
         for ins in plan.body:
             if ins.var is None:
                 continue
-            if ins.kind == "random":      # per element, though its inputs are scalars
+            if ins.kind in ("random", "gather"):  # per element, whatever their inputs
                 self.level[ins.var] = 2
             elif ins.kind == "scalar":
                 self.level[ins.var] = 0
@@ -116,9 +116,20 @@ class _Renderer:
         for ins in self.plan.body:
             if ins.var is None or self.level[ins.var] != level:
                 continue
-            rhs = load(ins, lane) if ins.kind == "load" else self.compute(ins, lane)
+            if ins.kind == "gather":
+                rhs = self.gather(ins, lane, load)
+            else:
+                rhs = load(ins, lane) if ins.kind == "load" else self.compute(ins, lane)
             out.append(f"{self.name(ins.var, lane)} = {rhs}")
         return out
+
+    def gather(self, ins: Instr, lane: str, load) -> str:
+        """A gathered load: operand k (class S) read at its own index plus the index value
+        times the gathered axis's stride (``fa_take_index`` wraps negative values)."""
+        k, extent, stride = ins.arg
+        plain = load(Instr(ins.var, "load", k, (), ins.code), lane)   # ld_<t>(p<k>, <index>)
+        index = self.name(ins.inputs[0], lane)
+        return f"{plain[:-1]} + fa_take_index({index}, {extent}) * {stride})"
 
     def stores(self, lane: str, index) -> list[str]:
         out = []

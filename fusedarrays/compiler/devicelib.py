@@ -191,6 +191,18 @@ def fa_sign_{t}(a):
 '''
 
 _SIGN_INT_SOURCE = '''
+def fa_take_index(i, n):
+    # a gather's index (fa.take): negative values count from the end; the host checked the
+    # range, and an index that still lies outside reads the nearest end, never past it
+    j = cv_i64(i)
+    if j < 0:
+        j += n
+    if j < 0:
+        return cv_i64(0)
+    if j >= n:
+        return cv_i64(n - 1)
+    return j
+
 def fa_sign_i(a):
     if a > 0:
         return cv_i64(1)

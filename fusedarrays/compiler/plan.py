@@ -49,8 +49,9 @@ class Instr:
     """One line of the kernel body: ``var = kind(args)`` or a store (var is None)."""
 
     var: int | None
-    kind: str               # "load" | "scalar" | "cast" | "op" | "random" | "store"
-    arg: object             # operand or scalar index, (op name, loop codes), (dist, mapping)
+    kind: str               # "load" | "scalar" | "cast" | "op" | "random" | "gather" | "store"
+    arg: object             # operand or scalar index, (op name, loop codes), (dist, mapping),
+    #                         (operand, extent, stride) of a gather
     inputs: tuple[int, ...]
     code: str               # result dtype code (for a store, the stored operand's)
 
@@ -164,7 +165,7 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
         else:
             var_of[n.serial] = len(scalars)
             scalars.append((n.attrs[1], n.dtype, position))
-    body, var = [], {}
+    body, var, gathered = [], {}, set()
     for n in graph.walk(roots):
         v = len(body)
         if n.kind == "leaf":
@@ -175,6 +176,11 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
             body.append(Instr(v, "cast", None, (var[n.inputs[0].serial],), CODES[n.dtype]))
         elif n.kind == "random":
             body.append(random_instr(n, v, tuple(var[i.serial] for i in n.inputs), shape))
+        elif n.kind == "gather":    # a load of operand k at its index + index value * stride
+            k = var_of[n.inputs[0].serial]
+            gathered.add(k)
+            body.append(Instr(v, "gather", (k, *n.attrs), (var[n.inputs[1].serial],),
+                              CODES[n.dtype]))
         else:
             name, loop = n.attrs
             args = tuple(var[i.serial] for i in n.inputs)
@@ -186,7 +192,7 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
                       graph.align_class(getattr(buffer, "align", 256))))
         body.append(Instr(None, "store", len(views) - 1, (var[root.serial],),
                           CODES[np.dtype(dtype)]))
-    return _finish(tuple(shape), views, scalars, body, tuple(sources))
+    return _finish(tuple(shape), views, scalars, body, tuple(sources), frozenset(gathered))
 
 
 def random_instr(node: graph.Node, v: int, inputs: tuple, shape: tuple) -> Instr:
@@ -203,12 +209,14 @@ def random_instr(node: graph.Node, v: int, inputs: tuple, shape: tuple) -> Instr
     return Instr(v, "random", (dist, mapping), inputs, CODES[node.dtype])
 
 
-def _finish(shape, views, scalars, body, sources=()) -> KernelPlan:
+def _finish(shape, views, scalars, body, sources=(), gathered=frozenset()) -> KernelPlan:
     dims, stride_sets = layout.collapse(shape, [v[2] for v in views])
     # a tile holds compute-type values (float16 as float32), bool as a byte: see codegen.tiled
     tile_bytes = [1 if v[1] == np.bool_ else max(v[1].itemsize, 4) if v[1].kind == "f"
                   else v[1].itemsize for v in views]
     schedule, classes = layout.schedule(dims, stride_sets, tile_bytes)
+    if gathered:    # a gathered operand is read per element at an index plus a gathered offset
+        schedule, classes = _gathered_classes(schedule, classes, gathered)
     operands = tuple(
         Operand(buffer, dtype, strides, offset, cls, output)
         for (buffer, dtype, _, offset, output, _), strides, cls in zip(views, stride_sets,
@@ -234,6 +242,16 @@ def _finish(shape, views, scalars, body, sources=()) -> KernelPlan:
     return KernelPlan(shape, dims, operands, tuple((v, dt) for v, dt, _ in scalars),
                       tuple(body), parts, key, schedule, width,
                       sources=sources, scalar_sources=tuple(p for _, _, p in scalars))
+
+
+def _gathered_classes(schedule: str, classes: list, gathered: frozenset) -> tuple[str, list]:
+    """Gathered operands (``fa.take``) as class ``S``: no vector or tile access, since each
+    element adds its own gathered offset; a tiled walk left without transposed operands walks
+    rows."""
+    classes = ["S" if k in gathered else c for k, c in enumerate(classes)]
+    if schedule == "tiled" and "T" not in classes:
+        schedule = "rows"
+    return schedule, classes
 
 
 def _canonical(i: Instr) -> str:

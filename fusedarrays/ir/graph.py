@@ -115,6 +115,8 @@ class Node:
             return f"astype({self.dtype})"
         if self.kind == "random":
             return f"random.{self.attrs[0]}"
+        if self.kind == "gather":
+            return "take"
         if self.kind == "scalar":
             return repr(self.attrs[1])
         return f"buffer{self.attrs[0].uid}"
@@ -147,7 +149,7 @@ def _text_attrs(node: Node) -> tuple:
         return (node.attrs[0],)
     if node.kind == "op":
         return (node.attrs[0], tuple(d.str for d in node.attrs[1]))
-    if node.kind == "random":
+    if node.kind in ("random", "gather"):
         return node.attrs
     return ()
 
@@ -367,6 +369,22 @@ def random(dist: str, dtype: np.dtype, view: tuple, inputs: tuple[Node, ...]) ->
     return node
 
 
+def gather(source: Node, index: Node, extent: int, stride: int) -> Node:
+    """A gather (``fa.take``, ``x[idx]``): ``source``'s buffer read at ``index`` along an axis of
+    ``extent`` elements ``stride`` apart (a negative index counts from the end).
+
+    ``source`` is a leaf viewing the gathered array without that axis, broadcast over the
+    index's axes; ``index`` an integer node. Both are elementwise over the result's shape, so a
+    view of a gather is a gather of their views (``transform``). The kernel loads the element at
+    the source's own index plus ``index * stride``: a load through an index, no copy.
+    """
+    shape = layout.broadcast_shapes(source.shape, index.shape)
+    attrs = (int(extent), int(stride))
+    node = _new("gather", source.dtype, shape, (source, index), attrs)
+    _combine(node, node.inputs, ("gather",) + attrs)
+    return node
+
+
 def leaf_view(node: Node) -> tuple[object, tuple, tuple, int]:
     """(buffer, shape, strides, offset) of a leaf."""
     buffer, (shape, strides, offset) = node.attrs
@@ -408,8 +426,11 @@ def transform(node: Node, fn) -> Node:
             result = leaf(buffer, n.dtype, vshape, vstrides, voffset)
         else:
             inputs = tuple(visit(i, shape) for i in n.inputs)
-            result = (cast(inputs[0], n.dtype) if n.kind == "cast"
-                      else op(n.attrs[0], inputs, n.attrs[1]))
+            if n.kind == "gather":
+                result = gather(inputs[0], inputs[1], *n.attrs)
+            else:
+                result = (cast(inputs[0], n.dtype) if n.kind == "cast"
+                          else op(n.attrs[0], inputs, n.attrs[1]))
         memo[(n.serial, shape)] = result
         return result
 

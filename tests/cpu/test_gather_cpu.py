@@ -1,0 +1,73 @@
+"""Gathers (fa.take, x[idx]) on the cpu backend at its defaults, against NumPy: negative and
+repeated indices, NumPy and fa index arrays, views with negative steps as the gathered array,
+every axis, shapes reaching every schedule, a gather fused into its consumer, out-of-range
+indices raising IndexError on the host."""
+
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+
+pytestmark = pytest.mark.usefixtures("cpu_backend")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8])
+def test_take_matches_numpy(dtype):
+    seed = 170
+    rng = np.random.default_rng(seed)
+    table = (rng.standard_normal((40, 150)) * 20).astype(dtype)
+    x = fa.asarray(table)
+    reached = set()
+    for view, hview in ((x, table), (x[::-2, ::3], table[::-2, ::3]), (x.T, table.T)):
+        for axis in (None, 0, 1, -1):
+            extent = hview.size if axis is None else hview.shape[axis]
+            for shape in ((1003,), (7, 3)):
+                idx = rng.integers(-extent, extent, shape)
+                got = fa.take(view, idx, axis=axis)
+                reached.add(fa.explain(got).plan.schedule)
+                np.testing.assert_array_equal(got.get(), np.take(hview, idx, axis=axis),
+                                              err_msg=f"{seed=} {axis=} {shape=}")
+    assert {"flat", "rows", "nd"} <= reached, reached
+
+
+def test_getitem_gathers_fused():
+    seed = 171
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal(5000).astype(np.float32)
+    idx = rng.integers(0, 5000, 2000).astype(np.int32)
+    idx[:10] = 17                                   # repeated indices
+    w = rng.standard_normal(2000).astype(np.float32)
+    y = fa.asarray(table)[fa.asarray(idx)] * fa.asarray(w)
+    plan = fa.explain(y).plan
+    assert [o.output for o in plan.operands] == [False, False, False, True]
+    fa.reset_stats()
+    np.testing.assert_array_equal(y.get(), table[idx] * w, err_msg=f"{seed=}")
+    assert fa.stats()["launches"] == 1
+    emb = rng.standard_normal((300, 136)).astype(np.float32)
+    rows = rng.integers(-300, 300, (4, 5))
+    got = fa.asarray(emb)[rows.tolist()] + 1        # a list is an index array, as in NumPy
+    np.testing.assert_array_equal(got.get(), emb[rows] + 1, err_msg=f"{seed=}")
+    perm = rng.permutation(5000)
+    x = fa.asarray(table.copy())
+    x[...] = x[perm]                                # gathers from the array written
+    np.testing.assert_array_equal(x.get(), table[perm], err_msg=f"{seed=}")
+    np.testing.assert_array_equal(fa.asarray(emb)[rows][::-1, 2].T.get(), emb[rows][::-1, 2].T)
+
+
+def test_out_of_range_and_unsupported():
+    x = fa.asarray(np.arange(12.0).reshape(3, 4))
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        x[np.array([0, 3])]
+    with pytest.raises(IndexError, match="index -5 is out of bounds for axis 1 with size 4"):
+        fa.take(x, fa.asarray(np.array([-5])), axis=1)
+    with pytest.raises(IndexError, match="integer type"):
+        x[np.array([0.0])]
+    with pytest.raises(IndexError, match="axis 2 is out of bounds"):
+        fa.take(x, [0], axis=2)
+
+    @fa.fuse
+    def gathered(a):
+        return a[np.array([1, 0])]
+
+    with pytest.raises(fa.UnsupportedOperationError, match="fa.fuse"):
+        gathered(fa.asarray(np.arange(4.0)))
