@@ -1,4 +1,4 @@
-"""Random numbers drawn inside the consuming kernel, and arrays that leave without a copy.
+"""Random numbers and gathers inside the consuming kernel, and arrays that leave without a copy.
 
 - ``x + 0.1 * rng.standard_normal(x.shape, dtype=float32)`` over 2^26 float32, the graph built
   and evaluated in the timed loop (a new draw each call), as a fraction of a copy moving the
@@ -7,6 +7,10 @@
 - dropout ``x * (rng.random(x.shape, dtype=float32) > p) / (1 - p)`` over 2^26 float16, the same
   way; peers ``torch.compile`` of the same text with ``torch.rand_like``, and eager
   ``F.dropout``;
+- gather ``table[idx] * w``: a 2^20 float32 table (it fits in L2), 2^26 int32 indices and
+  float32 weights, as a fraction of a copy moving ``idx``, ``w`` and the result; the gather is
+  built once (its index check copies ``idx`` to the host) and ``(g * w).compute()`` timed; peers
+  ``torch.compile`` and eager ``table[idx] * w``;
 - host µs per ``torch.from_dlpack(y)`` of a computed fa array (cuda with PyTorch only).
 
 The numbers themselves are checked against the cpu-independent reference of the stream (the
@@ -95,6 +99,43 @@ def torch_dropout(x_host, p: float, compiled: bool):
     return lambda: f(x)
 
 
+def gather(run: harness.Run, n: int, table_size: int) -> None:
+    rng = run.rng()
+    table_h = rng.standard_normal(table_size).astype(np.float32)
+    idx_h = rng.integers(0, table_size, n).astype(np.int32)
+    w_h = rng.standard_normal(n).astype(np.float32)
+    table, idx, w = fa.asarray(table_h), fa.asarray(idx_h), fa.asarray(w_h)
+    g = table[idx]
+    moved, size = 3 * n * 4, f"2^{n.bit_length() - 1}"
+    copy = run.copy_time(moved)
+
+    def fused():
+        (g * w).compute()
+    repeat = 3 if run.smoke else 30
+    row = run.row(f"gather table[idx] * w, {size} int32 indices, 2^"
+                  f"{table_size.bit_length() - 1} f32 table, × copy",
+                  copy / run.device_time(fused, repeat), ">= 0.60", "fraction of copy",
+                  bytes_moved=moved)
+    row.peer("torch.compile", lambda: copy / run.device_time(torch_gather(table_h, idx_h, w_h,
+                                                                          True), repeat))
+    row.peer("torch eager", lambda: copy / run.device_time(torch_gather(table_h, idx_h, w_h,
+                                                                        False), repeat))
+    run.row("launches per gather evaluation", run.launches(fused), "== 1", "launches")
+    run.check("gather", (g * w).get(), table_h[idx_h] * w_h, rtol=0, atol=0)
+
+
+def torch_gather(table_h, idx_h, w_h, compiled: bool):
+    import torch
+
+    table, w = (torch.as_tensor(a, device="cuda") for a in (table_h, w_h))
+    idx = torch.as_tensor(idx_h.astype(np.int64), device="cuda")
+
+    def fn(table, idx, w):
+        return table[idx] * w
+    f = torch.compile(fn) if compiled else fn
+    return lambda: f(table, idx, w)
+
+
 def export_cost(run: harness.Run) -> None:
     if run.backend.name != "cuda":
         return
@@ -117,6 +158,7 @@ def main() -> int:
     run = harness.Run("random_export", args)
     noise_add(run, 1 << (12 if run.smoke else 26))
     dropout(run, 1 << (12 if run.smoke else 26))
+    gather(run, 1 << (12 if run.smoke else 26), 1 << (10 if run.smoke else 20))
     export_cost(run)
     return run.finish()
 

@@ -1,6 +1,6 @@
-"""fa.random draws compile to PTX for sm_90 (no GPU needed): Philox's 32x32 products as wide
-multiplies, the Box-Muller multiply-adds as explicit fma.rn.f64, no memory traffic for the
-noise."""
+"""fa.random draws and gathers compile to PTX for sm_90 (no GPU needed): Philox's products as
+32-bit mul.hi/mul.lo, the Box-Muller multiply-adds as explicit fma.rn.f64, no memory traffic
+for the noise; a gather's table read element by element beside 128-bit accesses."""
 
 import re
 
@@ -67,3 +67,17 @@ def test_philox_intrinsic_known_answers_on_the_cpu_target():
         assert tuple(int(w) for w in words) == expected, [hex(int(w)) for w in words]
     assert "mul.hi.u32" in fa.explain(fa.random.default_rng(3).random(64, dtype=np.float32),
                                       arch="sm_90").ptx
+
+
+def test_gather_ptx_loads_through_the_index():
+    rng = np.random.default_rng(122)
+    table = fa.asarray(rng.standard_normal(1 << 12).astype(np.float32))
+    idx = fa.asarray(rng.integers(0, 1 << 12, 4096).astype(np.int32))
+    w = fa.asarray(rng.standard_normal(4096).astype(np.float32))
+    ex = fa.explain(table[idx] * w, arch="sm_90")
+    ptx = ex.ptx
+    assert ex.vector_width == 4
+    # idx and w in 128-bit loads, the table element by element, the result in 128-bit stores
+    assert len(re.findall(r"ld\.global\.v4\.(f32|u32|b32)", ptx)) == 2 * len(
+        re.findall(r"st\.global\.v4\.f32", ptx))
+    assert re.search(r"ld\.global\.f32", ptx)

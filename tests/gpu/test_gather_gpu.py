@@ -1,0 +1,40 @@
+"""Gathers on the cuda backend against NumPy: a large table lookup fused with its consumer (one
+launch), embedding rows, every axis, negative and repeated indices."""
+
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+from fusedarrays import config
+
+
+@pytest.fixture(autouse=True)
+def cuda_backend():
+    with config.override(BACKEND="cuda"):
+        yield
+
+
+def test_table_lookup_fused():
+    seed = 190
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal(1 << 20).astype(np.float32)
+    idx = rng.integers(-(1 << 20), 1 << 20, (1 << 22) + 3).astype(np.int32)
+    w = rng.standard_normal(idx.size).astype(np.float32)
+    g = fa.asarray(table)[fa.asarray(idx)]
+    fa.reset_stats()
+    got = (g * fa.asarray(w)).get()
+    assert fa.stats()["launches"] == 1
+    np.testing.assert_array_equal(got, table[idx] * w, err_msg=f"{seed=}")
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_take_every_axis(axis):
+    seed = 191
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((300, 400)).astype(np.float16)
+    for view, hview in ((fa.asarray(host), host), (fa.asarray(host)[::-1, 1::3], host[::-1, 1::3]),
+                        (fa.asarray(host).T, host.T)):
+        extent = hview.size if axis is None else hview.shape[axis]
+        idx = rng.integers(-extent, extent, (37, 5))
+        np.testing.assert_array_equal(fa.take(view, idx, axis=axis).get(),
+                                      np.take(hview, idx, axis=axis), err_msg=f"{seed=}")
