@@ -24,7 +24,7 @@ from .api.creation import (
     zeros_like,
 )
 from .api.display import explain
-from .api.indexing import take
+from .api.indexing import take, take_along_axis
 from .api.manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
 from .errors import (
     AmbiguousTruthValueError,
@@ -62,7 +62,7 @@ __all__ = [
     "backend", "broadcast_to", "cache_info", "clear_cache", "compute", "empty", "empty_like",
     "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse", "memory_info",
     "ndarray", "ones", "ones_like", "precompile", "random", "reset_stats", "reshape", "squeeze",
-    "stats", "take",
+    "stats", "take", "take_along_axis",
     "timings", "transpose", "zeros", "zeros_like",
     *sorted(_elementwise.FUNCTIONS),
 ]

@@ -108,6 +108,36 @@ def _gather0(x: ndarray, index: ndarray) -> ndarray:
     return _wrap(graph.gather(source, idx, shape[0], strides[0]))
 
 
+def take_along_axis(x, indices, axis: int) -> ndarray:
+    """``numpy.take_along_axis``: ``x`` gathered along ``axis`` at ``indices`` (an integer array
+    of ``x``'s rank, broadcast with it on the other axes), inside the consuming kernel.
+
+    >>> import fusedarrays as fa, numpy as np
+    >>> x = fa.asarray(np.array([[10.0, 30.0, 20.0], [60.0, 40.0, 50.0]]))
+    >>> fa.take_along_axis(x, np.array([[1], [0]]), axis=1).get().tolist()
+    [[30.0], [60.0]]
+    """
+    if _tracing.tracer is not None:
+        raise UnsupportedOperationError(
+            "fa.take_along_axis inside fa.fuse is not supported (the index values are checked "
+            "on the host); gather outside and pass the result")
+    x = asarray(x)
+    if not -x.ndim <= axis < x.ndim:
+        raise IndexError(f"fa.take_along_axis: axis {axis} is out of bounds for an array of "
+                         f"dimension {x.ndim}")
+    axis %= x.ndim
+    index = _checked_index(indices, x.shape[axis], axis)
+    if index.ndim != x.ndim:
+        raise ValueError(f"fa.take_along_axis: indices of dimension {index.ndim} for an array "
+                         f"of dimension {x.ndim}; they must match (as in NumPy)")
+    node = x.compute()._resolved()
+    buffer, shape, strides, offset = graph.leaf_view(node)
+    rest = tuple(1 if a == axis else e for a, e in enumerate(shape))
+    source = graph.leaf(buffer, node.dtype, rest,
+                        tuple(0 if a == axis else s for a, s in enumerate(strides)), offset)
+    return _wrap(graph.gather(source, index._resolved(), shape[axis], strides[axis]))
+
+
 def getitem_array(x: ndarray, key) -> ndarray:
     """``x[idx]`` for one integer array ``idx``: ``take(x, idx, axis=0)``."""
     return take(x, key, axis=0)

@@ -71,3 +71,25 @@ def test_out_of_range_and_unsupported():
 
     with pytest.raises(fa.UnsupportedOperationError, match="fa.fuse"):
         gathered(fa.asarray(np.arange(4.0)))
+
+
+def test_take_along_axis_matches_numpy():
+    seed = 172
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((6, 140)).astype(np.float32)
+    x = fa.asarray(host)
+    order = np.argsort(host, axis=1)
+    np.testing.assert_array_equal(fa.take_along_axis(x, order, axis=1).get(),
+                                  np.take_along_axis(host, order, 1), err_msg=f"{seed=}")
+    for view, hview in ((x[:, ::-1], host[:, ::-1]), (x.T, host.T)):
+        for idx_shape, axis in (((3, hview.shape[1]), 0), ((hview.shape[0], 1), 1),
+                                ((1, 5), -1)):
+            extent = hview.shape[axis]
+            idx = rng.integers(-extent, extent, idx_shape)
+            got = fa.take_along_axis(view, fa.asarray(idx), axis=axis) * 2
+            np.testing.assert_array_equal(got.get(), np.take_along_axis(hview, idx, axis) * 2,
+                                          err_msg=f"{seed=} {idx_shape=} {axis=}")
+    with pytest.raises(ValueError, match="dimension"):
+        fa.take_along_axis(x, np.array([0]), axis=1)
+    with pytest.raises(IndexError, match="out of bounds"):
+        fa.take_along_axis(x, np.array([[140]]), axis=1)

@@ -38,3 +38,13 @@ def test_take_every_axis(axis):
         idx = rng.integers(-extent, extent, (37, 5))
         np.testing.assert_array_equal(fa.take(view, idx, axis=axis).get(),
                                       np.take(hview, idx, axis=axis), err_msg=f"{seed=}")
+
+
+def test_take_along_axis():
+    seed = 192
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((512, 300)).astype(np.float32)
+    order = np.argsort(host, axis=0)[::-1].copy()
+    got = fa.take_along_axis(fa.asarray(host).T, order.T, axis=1) + 1
+    np.testing.assert_array_equal(got.get(), np.take_along_axis(host.T, order.T, 1) + 1,
+                                  err_msg=f"{seed=}")
