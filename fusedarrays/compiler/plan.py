@@ -174,13 +174,8 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
             body.append(Instr(v, "scalar", var_of[n.serial], (), CODES[n.dtype]))
         elif n.kind == "cast":
             body.append(Instr(v, "cast", None, (var[n.inputs[0].serial],), CODES[n.dtype]))
-        elif n.kind == "random":
-            body.append(random_instr(n, v, tuple(var[i.serial] for i in n.inputs), shape))
-        elif n.kind == "gather":    # a load of operand k at its index + index value * stride
-            k = var_of[n.inputs[0].serial]
-            gathered.add(k)
-            body.append(Instr(v, "gather", (k, *n.attrs), (var[n.inputs[1].serial],),
-                              CODES[n.dtype]))
+        elif n.kind in ("random", "gather"):
+            body.append(_draw_or_gather(n, v, var, var_of, shape, gathered))
         else:
             name, loop = n.attrs
             args = tuple(var[i.serial] for i in n.inputs)
@@ -193,6 +188,16 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
         body.append(Instr(None, "store", len(views) - 1, (var[root.serial],),
                           CODES[np.dtype(dtype)]))
     return _finish(tuple(shape), views, scalars, body, tuple(sources), frozenset(gathered))
+
+
+def _draw_or_gather(n: graph.Node, v: int, var: dict, var_of: dict, shape: tuple,
+                    gathered: set) -> Instr:
+    """The instruction of a random draw or of a gather (whose operand joins ``gathered``)."""
+    if n.kind == "random":
+        return random_instr(n, v, tuple(var[i.serial] for i in n.inputs), shape)
+    k = var_of[n.inputs[0].serial]      # a load of operand k at its index + index * stride
+    gathered.add(k)
+    return Instr(v, "gather", (k, *n.attrs), (var[n.inputs[1].serial],), CODES[n.dtype])
 
 
 def random_instr(node: graph.Node, v: int, inputs: tuple, shape: tuple) -> Instr:
