@@ -110,10 +110,12 @@ class Generator:
         return self._out(self._draw(_FLOATS[dt], dt, shape), out)
 
     def standard_normal(self, size=None, dtype=np.float64, out=None) -> ndarray:
-        """Standard normal floats (Box-Muller: two 32-bit words give two normals)."""
+        """Standard normal floats (Box-Muller: two 32-bit words give two normals; float32 ones
+        computed to float32 accuracy, with shorter series than float64's)."""
         dt = _float_dtype(dtype, "standard_normal")
         shape = out.shape if out is not None and size is None else _shape(size)
-        return self._out(self._draw("normal", dt, shape), out)
+        dist = "normal_f32" if dt == np.float32 else "normal"
+        return self._out(self._draw(dist, dt, shape), out)
 
     def normal(self, loc=0.0, scale=1.0, size=None) -> ndarray:
         """``loc + scale * standard_normal`` (float64, NumPy's dtype; ``loc`` and ``scale`` may be

@@ -279,8 +279,9 @@ def fa_int_span(a, b, span):
     s = cv_u64(span)
     return cv_i64((cv_u64(a) * s + ((cv_u64(b) * s) >> half)) >> half)
 
-def fa_bm(a, b):
-    # Box-Muller on u = (a + 1) / 2**32 in (0, 1] and the angle 2 pi b / 2**32
+def fa_bm_log(a):
+    # u = (a + 1) / 2**32 in (0, 1] as 2**(e - 32) m, m in [sqrt(1/2), sqrt(2)); returns
+    # s = (m - 1) / (m + 1) (ln m = 2 atanh s, |s| < 0.172), s * s and e - 32
     k = cv_i64(a) + 1
     e = cv_i64(0)
     t = k
@@ -298,13 +299,32 @@ def fa_bm(a, b):
         e += 2
     if t >= 2:
         e += 1
-    m = cv_f64(k) / cv_f64(cv_i64(1) << e)
+    m = cv_f64(k << (32 - e)) * 2.3283064365386963e-10
     if m > 1.4142135623730951:
         m = m * 0.5
         e += 1
-    # ln m = 2 atanh(s) = 2 s (1 + z/3 + z**2/5 + ...), s = (m - 1) / (m + 1), |s| < 0.172
     s = (m - 1.0) / (m + 1.0)
-    z = s * s
+    return s, s * s, cv_f64(e - 32)
+
+def fa_bm_angle(b):
+    # the angle 2 pi b / 2**32 as its nearest quarter turn q and theta in [-pi/4, pi/4)
+    w = (cv_i64(b) + 536870912) & 4294967295
+    theta = cv_f64((w & 1073741823) - 536870912) * 1.4629180792671596e-09
+    return theta, theta * theta, w >> 30
+
+def fa_bm_turn(r, cs, sn, q):
+    if q == 1:
+        cs, sn = -sn, cs
+    elif q == 2:
+        cs, sn = -cs, -sn
+    elif q == 3:
+        cs, sn = sn, -cs
+    return r * cs, r * sn
+
+def fa_bm(a, b):
+    # Box-Muller on u = (a + 1) / 2**32 in (0, 1] and the angle 2 pi b / 2**32, to float64
+    # accuracy: r = sqrt(-2 ln u), (r cos, r sin)
+    s, z, f = fa_bm_log(a)
     h = fa_fma_f64(z, 0.047619047619047616, 0.05263157894736842)
     h = fa_fma_f64(z, h, 0.058823529411764705)
     h = fa_fma_f64(z, h, 0.06666666666666667)
@@ -316,14 +336,9 @@ def fa_bm(a, b):
     h = fa_fma_f64(z, h, 0.3333333333333333)
     q = fa_fma_f64(z, h, 1.0)
     # ln u = (e - 32) ln 2 + ln m; ln 2's high part has 40 bits, so (e - 32) times it is exact
-    f = cv_f64(e - 32)
     lnu = fa_fma_f64(f, -1.724176357242868e-13, fa_fma_f64(s + s, q, f * 0.6931471805601177))
     r = math.sqrt(-2.0 * lnu)
-    # the angle: the nearest quarter turn q4, then theta in [-pi/4, pi/4)
-    w = (cv_i64(b) + 536870912) & 4294967295
-    q4 = w >> 30
-    theta = cv_f64((w & 1073741823) - 536870912) * 1.4629180792671596e-09
-    z = theta * theta
+    theta, z, quarter = fa_bm_angle(b)
     ps = fa_fma_f64(z, 2.8114572543455206e-15, -7.647163731819816e-13)
     ps = fa_fma_f64(z, ps, 1.6059043836821613e-10)
     ps = fa_fma_f64(z, ps, -2.505210838544172e-08)
@@ -339,14 +354,30 @@ def fa_bm(a, b):
     pc = fa_fma_f64(z, pc, -0.001388888888888889)
     pc = fa_fma_f64(z, pc, 0.041666666666666664)
     pc = fa_fma_f64(z, pc, -0.5)
-    cs = fa_fma_f64(z, pc, 1.0)
-    if q4 == 1:
-        cs, sn = -sn, cs
-    elif q4 == 2:
-        cs, sn = -cs, -sn
-    elif q4 == 3:
-        cs, sn = sn, -cs
-    return r * cs, r * sn
+    return fa_bm_turn(r, fa_fma_f64(z, pc, 1.0), sn, quarter)
+
+def fa_bm_f32(a, b):
+    # fa_bm to float32 accuracy (relative error below 1e-10 before the rounding to float32):
+    # the same exact operations, shorter series
+    s, z, f = fa_bm_log(a)
+    h = fa_fma_f64(z, 0.09090909090909091, 0.1111111111111111)
+    h = fa_fma_f64(z, h, 0.14285714285714285)
+    h = fa_fma_f64(z, h, 0.2)
+    h = fa_fma_f64(z, h, 0.3333333333333333)
+    q = fa_fma_f64(z, h, 1.0)
+    lnu = fa_fma_f64(f, -1.724176357242868e-13, fa_fma_f64(s + s, q, f * 0.6931471805601177))
+    r = math.sqrt(-2.0 * lnu)
+    theta, z, quarter = fa_bm_angle(b)
+    ps = fa_fma_f64(z, -2.505210838544172e-08, 2.7557319223985893e-06)
+    ps = fa_fma_f64(z, ps, -0.0001984126984126984)
+    ps = fa_fma_f64(z, ps, 0.008333333333333333)
+    ps = fa_fma_f64(z, ps, -0.16666666666666666)
+    sn = theta * fa_fma_f64(z, ps, 1.0)
+    pc = fa_fma_f64(z, -2.755731922398589e-07, 2.48015873015873e-05)
+    pc = fa_fma_f64(z, pc, -0.001388888888888889)
+    pc = fa_fma_f64(z, pc, 0.041666666666666664)
+    pc = fa_fma_f64(z, pc, -0.5)
+    return fa_bm_turn(r, fa_fma_f64(z, pc, 1.0), sn, quarter)
 
 def fa_rand_uniform_f32(seed, key, g):
     return fa_u01_f32(fa_word(fa_philox_at(seed, key, g >> 2), g & 3))
@@ -363,6 +394,14 @@ def fa_rand_normal(seed, key, g):
     if (g & 1) == 0:
         return pair[0]
     return pair[1]
+
+def fa_rand_normal_f32(seed, key, g):
+    h = fa_philox_at(seed, key, g >> 2)
+    j = g & 2
+    pair = fa_bm_f32(fa_word(h, j), fa_word(h, j + 1))
+    if (g & 1) == 0:
+        return cv_f32(pair[0])
+    return cv_f32(pair[1])
 
 def fa_rand_integers(seed, key, g, low, span):
     h = fa_philox_at(seed, key, g >> 1)

@@ -19,8 +19,9 @@ of the Philox work for 32-bit draws.
 from __future__ import annotations
 
 # elements per Philox block, and the compute type the helper returns
-GROUP = {"uniform_f32": 4, "normal": 4, "uniform_f64": 2, "integers": 2}
-NATURAL = {"uniform_f32": "f32", "uniform_f64": "f64", "normal": "f64", "integers": "i64"}
+GROUP = {"uniform_f32": 4, "normal": 4, "normal_f32": 4, "uniform_f64": 2, "integers": 2}
+NATURAL = {"uniform_f32": "f32", "uniform_f64": "f64", "normal": "f64", "normal_f32": "f32",
+           "integers": "i64"}
 
 
 def stream_index(mapping, position: str) -> str:
@@ -59,8 +60,9 @@ def block_lines(var: int, arg: tuple, names: list[str], vector: str, width: int)
     per = width // GROUP[dist]
     lines = [f"h{var}_{m} = fa_philox_at({names[0]}, {names[1]}, {vector} * {per} + {m})"
              for m in range(per)]
-    if dist == "normal":
-        lines += [f"n{var}_{m}_{p} = fa_bm(h{var}_{m}[{2 * p}], h{var}_{m}[{2 * p + 1}])"
+    if dist in ("normal", "normal_f32"):
+        bm = "fa_bm" if dist == "normal" else "fa_bm_f32"
+        lines += [f"n{var}_{m}_{p} = {bm}(h{var}_{m}[{2 * p}], h{var}_{m}[{2 * p + 1}])"
                   for m in range(per) for p in range(2)]
     return lines
 
@@ -74,6 +76,8 @@ def lane(code: str, var: int, arg: tuple, names: list[str], k: int) -> str:
         expr = f"fa_u01_f32({h}[{w}])"
     elif dist == "normal":
         expr = f"n{var}_{m}_{w // 2}[{w % 2}]"
+    elif dist == "normal_f32":
+        expr = f"cv_f32(n{var}_{m}_{w // 2}[{w % 2}])"
     elif dist == "uniform_f64":
         expr = f"fa_u01_f64({h}[{2 * w}], {h}[{2 * w + 1}])"
     else:

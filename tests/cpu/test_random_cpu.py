@@ -25,6 +25,12 @@ def test_streams_match_numpy_philox():
         normal = rng.standard_normal(n).get()
         np.testing.assert_allclose(normal, randomcases.normal_approx(seed, n, key=3),
                                    rtol=1e-13, atol=1e-14, err_msg=f"{seed=}")
+        # float32 normals: the same numbers to float32 accuracy (shorter series)
+        single = fa.random.default_rng(seed)
+        for _ in range(3):
+            single.random(1)
+        np.testing.assert_allclose(single.standard_normal(n, dtype=np.float32).get(), normal,
+                                   rtol=1.2e-7, atol=1e-12, err_msg=f"{seed=}")
 
 
 @pytest.mark.parametrize("case", randomcases.CASES, ids=lambda c: c.__name__)

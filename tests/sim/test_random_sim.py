@@ -28,4 +28,4 @@ def test_vector_walk_shares_blocks():
         x = fa.asarray(np.random.default_rng(9).standard_normal(64).astype(np.float32))
         y = x + fa.random.default_rng(9).standard_normal(64, dtype=np.float32)
         source = fa.explain(y).source
-    assert fa.explain(y).vector_width == 4 and "fa_philox_at" in source and "fa_bm(" in source
+    assert fa.explain(y).vector_width == 4 and "fa_philox_at" in source and "fa_bm_f32(" in source
