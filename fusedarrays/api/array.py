@@ -207,7 +207,9 @@ class ndarray:
         return self.reshape(-1)
 
     def __getitem__(self, key) -> ndarray:
-        if isinstance(key, (ndarray, np.ndarray, list)):
+        if isinstance(key, (ndarray, np.ndarray, list)) or (
+                type(key) is tuple and any(isinstance(k, (ndarray, np.ndarray, list))
+                                           for k in key)):
             return self._take(key)   # a gather (api/indexing.py); a view otherwise
         return self._view(lambda v: layout.getitem(v, key))
 

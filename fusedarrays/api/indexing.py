@@ -138,9 +138,30 @@ def take_along_axis(x, indices, axis: int) -> ndarray:
     return _wrap(graph.gather(source, index._resolved(), shape[axis], strides[axis]))
 
 
+def _is_index_array(k) -> bool:
+    return isinstance(k, (ndarray, np.ndarray, list))
+
+
 def getitem_array(x: ndarray, key) -> ndarray:
-    """``x[idx]`` for one integer array ``idx``: ``take(x, idx, axis=0)``."""
-    return take(x, key, axis=0)
+    """``x[idx]`` and ``x[..., idx, :]``: one integer array among slices, ``None`` and ``...``
+    (no integers beside it, which NumPy would broadcast with it), a gather along the axis it
+    stands for, its dimensions where it stands (NumPy's rule for one advanced index)."""
+    if not isinstance(key, tuple):
+        return take(x, key, axis=0)
+    arrays = [j for j, k in enumerate(key) if _is_index_array(k)]
+    if len(arrays) != 1 or any(isinstance(k, (int, np.integer)) for k in key):
+        raise IndexError("only one integer array among slices, None and ... is supported as an "
+                         "index (several index arrays, or an array beside integers, is advanced "
+                         "indexing fusedarrays does not support); index in steps, e.g. "
+                         "x[i][:, idx]")
+    (at,) = arrays
+    basic = key[:at] + (slice(None),) + key[at + 1:]
+    if any(k is Ellipsis for k in key[:at]):
+        after = sum(1 for k in key[at + 1:] if k is not None and k is not Ellipsis)
+        axis = x[basic].ndim - 1 - after - sum(1 for k in key[at + 1:] if k is None)
+    else:
+        axis = at
+    return take(x[basic], key[at], axis=axis)
 
 
 ndarray._masked_write = masked_write

@@ -93,3 +93,17 @@ def test_take_along_axis_matches_numpy():
         fa.take_along_axis(x, np.array([0]), axis=1)
     with pytest.raises(IndexError, match="out of bounds"):
         fa.take_along_axis(x, np.array([[140]]), axis=1)
+
+
+def test_one_index_array_among_slices():
+    seed = 173
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((4, 5, 136))
+    x = fa.asarray(host)
+    i = rng.integers(-4, 4, (2, 3))      # valid on axes 0 and 1
+    j = rng.integers(-136, 136, 7)
+    for key in ((slice(None), i), (slice(3, 0, -1), i, slice(None, None, 2)), (Ellipsis, j),
+                (None, slice(None), i), (i.tolist(), Ellipsis), (Ellipsis, i, slice(None))):
+        got, want = x[key], host[key]
+        assert got.shape == want.shape, key
+        np.testing.assert_array_equal(got.get(), want, err_msg=f"{seed=} {key=}")
