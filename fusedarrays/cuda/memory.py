@@ -383,20 +383,6 @@ def copy(dst: DeviceStorage, src: DeviceStorage, nbytes: int) -> None:
         check(driver.cuMemcpyDtoDAsync(dst.ptr, src.ptr, nbytes, _LEGACY))
 
 
-def order_stream(stream: int) -> None:
-    """Make the consumer's ``stream`` (a ``CUstream`` handle) wait for the work queued so far on
-    the legacy stream, where fusedarrays computes: an event recorded there, waited on there.
-    Nothing to do for the legacy stream itself (1) or for -1 (the consumer asks for no order)."""
-    if stream in (-1, 1, _LEGACY):
-        return
-    event = check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING))
-    try:
-        check(driver.cuEventRecord(event, _LEGACY))
-        check(driver.cuStreamWaitEvent(driver.CUstream(stream), event, 0))
-    finally:
-        check(driver.cuEventDestroy(event))
-
-
 def wrap_foreign(ptr: int, nbytes: int, owner: object) -> DeviceStorage:
     """Memory another library owns, used in place; ``owner`` is kept alive with it."""
     return DeviceStorage(ptr, nbytes, owner)
@@ -463,3 +449,17 @@ def import_array(obj, device_id: int):
     # The view owns the DLPack capsule (its deleter runs when the view goes) and the exporter.
     storage = wrap_foreign(ptr, (high - low + 1) * dtype.itemsize, view)
     return storage, dtype, shape, strides, -low
+
+
+def order_stream(stream: int) -> None:
+    """Make the consumer's ``stream`` (a ``CUstream`` handle) wait for the work queued so far on
+    the legacy stream, where fusedarrays computes: an event recorded there, waited on there.
+    Nothing to do for the legacy stream itself (1) or for -1 (the consumer asks for no order)."""
+    if stream in (-1, 1, _LEGACY):
+        return
+    event = check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+    try:
+        check(driver.cuEventRecord(event, _LEGACY))
+        check(driver.cuStreamWaitEvent(driver.CUstream(stream), event, 0))
+    finally:
+        check(driver.cuEventDestroy(event))
