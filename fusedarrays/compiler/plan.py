@@ -165,7 +165,7 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
         else:
             var_of[n.serial] = len(scalars)
             scalars.append((n.attrs[1], n.dtype, position))
-    body, var, gathered = [], {}, set()
+    body, var = [], {}
     for n in graph.walk(roots):
         v = len(body)
         if n.kind == "leaf":
@@ -175,7 +175,7 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
         elif n.kind == "cast":
             body.append(Instr(v, "cast", None, (var[n.inputs[0].serial],), CODES[n.dtype]))
         elif n.kind in ("random", "gather"):
-            body.append(_draw_or_gather(n, v, var, var_of, shape, gathered))
+            body.append(_draw_or_gather(n, v, var, var_of))
         else:
             name, loop = n.attrs
             args = tuple(var[i.serial] for i in n.inputs)
@@ -187,34 +187,41 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
                       graph.align_class(getattr(buffer, "align", 256))))
         body.append(Instr(None, "store", len(views) - 1, (var[root.serial],),
                           CODES[np.dtype(dtype)]))
-    return _finish(tuple(shape), views, scalars, body, tuple(sources), frozenset(gathered))
+    return _finish(tuple(shape), views, scalars, body, tuple(sources))
 
 
-def _draw_or_gather(n: graph.Node, v: int, var: dict, var_of: dict, shape: tuple,
-                    gathered: set) -> Instr:
-    """The instruction of a random draw or of a gather (whose operand joins ``gathered``)."""
+def _draw_or_gather(n: graph.Node, v: int, var: dict, var_of: dict) -> Instr:
+    """The instruction of a random draw (``(dist, view)``, placed by :func:`_placed`) or of a
+    gather (``(operand, extent, stride)``: a load of the operand at its index + index *
+    stride)."""
     if n.kind == "random":
-        return random_instr(n, v, tuple(var[i.serial] for i in n.inputs), shape)
-    k = var_of[n.inputs[0].serial]      # a load of operand k at its index + index * stride
-    gathered.add(k)
-    return Instr(v, "gather", (k, *n.attrs), (var[n.inputs[1].serial],), CODES[n.dtype])
+        return Instr(v, "random", n.attrs, tuple(var[i.serial] for i in n.inputs),
+                     CODES[n.dtype])
+    return Instr(v, "gather", (var_of[n.inputs[0].serial], *n.attrs),
+                 (var[n.inputs[1].serial],), CODES[n.dtype])
 
 
-def random_instr(node: graph.Node, v: int, inputs: tuple, shape: tuple) -> Instr:
-    """A draw's instruction: ``(dist, mapping)``, ``mapping`` None where the kernel reads the
-    draw in its own C order (a fresh draw of the output's shape), else the view from the kernel's
-    logical index to the stream's (``compiler/streams.py``)."""
-    dist, (dshape, dstrides, offset) = node.attrs
-    strides = layout.broadcast_strides(dshape, dstrides, tuple(shape))
-    own = layout.contiguous_strides(tuple(shape))
-    if offset == 0 and all(s == c for s, c, e in zip(strides, own, shape) if e != 1):
-        mapping = None
-    else:
-        mapping = (tuple(shape), strides, offset)
-    return Instr(v, "random", (dist, mapping), inputs, CODES[node.dtype])
+def _placed(body: list, shape: tuple) -> tuple[tuple, frozenset]:
+    """The body with each draw's view turned into its ``(dist, mapping)``, and the gathered
+    operands. ``mapping`` is None where the kernel reads the draw in its own C order (a fresh
+    draw of the output's shape), else the map from the kernel's logical index to the stream's
+    (``compiler/streams.py``)."""
+    own = layout.contiguous_strides(shape)
+    placed = []
+    for ins in body:
+        if ins.kind == "random":
+            dist, (dshape, dstrides, offset) = ins.arg
+            strides = layout.broadcast_strides(dshape, dstrides, shape)
+            identity = offset == 0 and all(s == c for s, c, e in zip(strides, own, shape)
+                                           if e != 1)
+            ins = dataclasses.replace(ins, arg=(dist, None if identity else
+                                                (shape, strides, offset)))
+        placed.append(ins)
+    return tuple(placed), frozenset(i.arg[0] for i in body if i.kind == "gather")
 
 
-def _finish(shape, views, scalars, body, sources=(), gathered=frozenset()) -> KernelPlan:
+def _finish(shape, views, scalars, body, sources=()) -> KernelPlan:
+    body, gathered = _placed(body, shape)
     dims, stride_sets = layout.collapse(shape, [v[2] for v in views])
     # a tile holds compute-type values (float16 as float32), bool as a byte: see codegen.tiled
     tile_bytes = [1 if v[1] == np.bool_ else max(v[1].itemsize, 4) if v[1].kind == "f"
