@@ -34,14 +34,6 @@ _BACKEND_MATH = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": 
                  "cbrt": np.cbrt, "exp2": np.exp2, "fmod": np.fmod}
 
 
-def _fma(a, b, c):
-    # Exact, rounded once, like the fma of the other backends (math.fma is Python >= 3.13).
-    a, b, c = float(a), float(b), float(c)
-    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
-        return np.float64(a * b + c)
-    return np.float64(float(Fraction(a) * Fraction(b) + Fraction(c)))
-
-
 def _caster(dtype: np.dtype):
     def cv(x):
         return np.asarray(x).astype(dtype)[()]  # NumPy's C cast: integers wrap
@@ -79,6 +71,14 @@ def _vector_store(lanes: int):
         first = p[1] + lanes * j
         p[0][first:first + lanes] = values
     return stv
+
+
+def _fma(a, b, c):
+    # Exact, rounded once, like the fma of the other backends (math.fma is Python >= 3.13).
+    a, b, c = float(a), float(b), float(c)
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+        return np.float64(a * b + c)
+    return np.float64(float(Fraction(a) * Fraction(b) + Fraction(c)))
 
 
 def _build_namespace(helpers: dict) -> dict:
