@@ -1,5 +1,6 @@
-"""Gathers on the cuda backend against NumPy: a large table lookup fused with its consumer (one
-launch), embedding rows, every axis, negative and repeated indices."""
+"""Gathers and mask writes on the cuda backend against NumPy: a large table lookup fused with
+its consumer (one launch), embedding rows, every axis, negative and repeated indices; x[mask] = v
+into views at sizes that reach the vector walks."""
 
 import numpy as np
 import pytest
@@ -48,3 +49,18 @@ def test_take_along_axis():
     got = fa.take_along_axis(fa.asarray(host).T, order.T, axis=1) + 1
     np.testing.assert_array_equal(got.get(), np.take_along_axis(host.T, order.T, 1) + 1,
                                   err_msg=f"{seed=}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+def test_mask_writes(dtype):
+    seed = 193
+    rng = np.random.default_rng(seed)
+    host = (rng.standard_normal((300, 400)) * 20).astype(dtype)
+    x, expect = fa.asarray(host.copy()), host.copy()
+    x[x > 0] = 5
+    expect[expect > 0] = 5
+    view, eview = x[::-1, 1::2], expect[::-1, 1::2]
+    mask = rng.random(eview.shape) < 0.5
+    view[mask] = -3
+    eview[mask] = -3
+    np.testing.assert_array_equal(x.get(), expect, err_msg=f"{seed=}")
