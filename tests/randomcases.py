@@ -118,11 +118,11 @@ def rows(seed):
 
 
 def tiled(seed):
-    """A transposed operand (tiles, edge tiles) plus a draw."""
-    x = _data(seed, (150, 70))
+    """A transposed operand plus a draw: full tiles with 128-bit accesses, and edge tiles."""
+    x = _data(seed, (136, 128))
     rng = fa.random.default_rng(seed)
-    result = fa.asarray(x).T + rng.random((70, 150), dtype=np.float32)
-    return result, lambda s: x.T + s(seed, "random", np.float32, 10500).reshape(70, 150)
+    result = fa.asarray(x).T + rng.random((128, 136), dtype=np.float32)
+    return result, lambda s: x.T + s(seed, "random", np.float32, 17408).reshape(128, 136)
 
 
 def nd_views(seed):
