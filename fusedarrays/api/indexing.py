@@ -2,7 +2,8 @@
 
 ``fa.take(x, idx, axis)`` and ``x[idx]`` (one integer array, NumPy's or fusedarrays') are a
 gather node (``graph.gather``): the kernel that consumes them loads ``x``'s elements through
-the index values, with no copy of the gathered values. The index values are checked on the
+the index values, with no copy of the gathered values (a pending ``x`` is computed first: the
+gather reads memory; the index may be any pending integer expression). The index values are checked on the
 host when the gather is built (an out-of-range index raises NumPy's ``IndexError``); an index
 held by fusedarrays is copied to the host for that check (a synchronisation). Other advanced
 indexing (several index arrays, an array beside slices) and scatter writes raise
