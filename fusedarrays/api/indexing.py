@@ -1,13 +1,13 @@
 """Indexing beyond views: gathers through integer arrays, boolean-mask writes.
 
-``fa.take(x, idx, axis)`` and ``x[idx]`` (one integer array, NumPy's or fusedarrays') are a
-gather node (``graph.gather``): the kernel that consumes them loads ``x``'s elements through
-the index values, with no copy of the gathered values (a pending ``x`` is computed first: the
-gather reads memory; the index may be any pending integer expression). The index values are checked on the
-host when the gather is built (an out-of-range index raises NumPy's ``IndexError``); an index
-held by fusedarrays is copied to the host for that check (a synchronisation). Other advanced
-indexing (several index arrays, an array beside slices) and scatter writes raise
-``IndexError``.
+``fa.take(x, idx, axis)``, ``fa.take_along_axis`` and ``x[idx]`` / ``x[:, idx]`` (one integer
+array among slices, NumPy's or fusedarrays') are a gather node (``graph.gather``): the kernel
+that consumes them loads ``x``'s elements through the index values, with no copy of the
+gathered values (a pending ``x`` is computed first: the gather reads memory; the index may be
+any pending integer expression). The index values are checked on the host when the gather is
+built (an out-of-range index raises NumPy's ``IndexError``); an index held by fusedarrays is
+copied to the host for that check (a synchronisation). Other advanced indexing (several index
+arrays, an array beside integers) and scatter writes raise ``IndexError``.
 
 ``x[mask] = v`` (``mask`` a boolean array of ``x``'s shape, ``v`` a scalar or a one-element
 array) is ``x[...] = where(mask, v, x)``: one kernel, no compaction, and the same result as

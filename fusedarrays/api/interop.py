@@ -9,9 +9,12 @@ deleter, or until the capsule is collected unconsumed.
 
 Stream order: fusedarrays computes on the device's legacy default stream. ``__dlpack__(stream=s)``
 makes the consumer's stream ``s`` wait for that work (an event; nothing for the legacy stream
-itself, ``s = 1``, or ``s = -1``, "no order"); ``__cuda_array_interface__`` names the legacy
-stream (``"stream": 1``), on which a v3 consumer waits. On the cpu and sim backends the memory is
-host memory (``kDLCPU``; no CUDA array interface) and ``numpy.from_dlpack`` takes it.
+itself, ``s = 1``, or ``s = -1``, "no order"), and when the consumer lets the capsule go, the
+legacy stream waits for ``s`` before the buffer can be reused by the pool;
+``__cuda_array_interface__`` names the legacy stream (``"stream": 1``), on which a v3 consumer
+waits (its consumer holds the array itself, so the buffer lives as long as it does). On the cpu
+and sim backends the memory is host memory (``kDLCPU``; no CUDA array interface) and
+``numpy.from_dlpack`` takes it.
 """
 
 from __future__ import annotations
@@ -66,7 +69,17 @@ _next_ctx = [1]
 
 @_DELETER
 def _delete(managed) -> None:
-    _live.pop(managed.contents.manager_ctx or 0, None)
+    entry = _live.pop(managed.contents.manager_ctx or 0, None)
+    if entry is not None and entry[4] is not None:
+        # the consumer's stream may still read the memory: order its reuse after that work
+        backend, stream = entry[4]
+        try:
+            backend.release_after(stream)
+        except Exception:  # a stream already destroyed: wait for the whole device instead
+            try:
+                backend.synchronize()
+            except Exception:  # pragma: no cover - interpreter shutdown
+                pass
 
 
 @_CAPSULE_DESTRUCTOR
@@ -114,7 +127,8 @@ def dlpack(array: ndarray, *, stream=None, max_version=None, dl_device=None, cop
         if stream == 0:
             raise ValueError("__dlpack__(stream=0) is ambiguous for CUDA (the DLPack protocol "
                              "disallows it): pass 1 for the legacy default stream")
-        buffer.backend.order_stream(1 if stream is None else int(stream))
+        stream = 1 if stream is None else int(stream)
+        buffer.backend.order_stream(stream)
     elif stream not in (None, -1):
         raise ValueError(f"__dlpack__: stream={stream!r} for an array in host memory; pass None")
     dtype = node.dtype
@@ -136,7 +150,10 @@ def dlpack(array: ndarray, *, stream=None, max_version=None, dl_device=None, cop
     ctx, _next_ctx[0] = _next_ctx[0], _next_ctx[0] + 1
     managed.manager_ctx = ctx
     managed.deleter = _delete
-    _live[ctx] = (node, managed, shape_c, strides_c)   # the leaf holds the buffer
+    # the leaf holds the buffer; a consumer on a stream of its own orders the buffer's reuse
+    consumer = ((buffer.backend, stream) if device[0] == _KDL_CUDA and stream not in (-1, 1)
+                else None)
+    _live[ctx] = (node, managed, shape_c, strides_c, consumer)
     return _api.PyCapsule_New(ctypes.addressof(managed), _NAME, _destroy_capsule)
 
 

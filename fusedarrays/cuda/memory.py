@@ -463,3 +463,16 @@ def order_stream(stream: int) -> None:
         check(driver.cuStreamWaitEvent(driver.CUstream(stream), event, 0))
     finally:
         check(driver.cuEventDestroy(event))
+
+
+def wait_for_stream(stream: int) -> None:
+    """Make the legacy stream wait for the work queued so far on the consumer's ``stream``: an
+    exported buffer given back to the pool is then reused only after the consumer's reads."""
+    if stream in (-1, 1, _LEGACY):
+        return
+    event = check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+    try:
+        check(driver.cuEventRecord(event, driver.CUstream(stream)))
+        check(driver.cuStreamWaitEvent(_LEGACY, event, 0))
+    finally:
+        check(driver.cuEventDestroy(event))
