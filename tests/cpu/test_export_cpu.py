@@ -83,3 +83,25 @@ def test_compute_into_targets():
         fa.compute(x, y, out=(out_fa,))
     with pytest.raises(ValueError, match="shape"):
         fa.compute(x, out=fa.empty(3))
+
+
+def test_release_waits_for_the_consumer_stream():
+    """The deleter of a capsule exported to a consumer's stream orders the buffer's reuse after
+    that stream (the cuda backend's release_after), falling back to a device synchronisation
+    where the stream is gone. A stand-in backend records the calls (no GPU here)."""
+    calls = []
+
+    class Recorder:
+        def release_after(self, stream):
+            calls.append(("after", stream))
+            raise RuntimeError("stream destroyed")
+
+        def synchronize(self):
+            calls.append(("sync",))
+
+    capsule = fa.asarray(np.ones(3)).__dlpack__()
+    ctx = max(interop._live)
+    interop._live[ctx] = interop._live[ctx][:4] + ((Recorder(), 77),)
+    del capsule
+    gc.collect()
+    assert calls == [("after", 77), ("sync",)] and ctx not in interop._live
