@@ -215,8 +215,10 @@ class ndarray:
 
     # -- writes -------------------------------------------------------------------------------
     def __setitem__(self, key, value) -> None:
-        if isinstance(key, (ndarray, np.ndarray)) and key.dtype == np.bool_:
-            self._masked_write(key, value)   # a fused where, installed by api/indexing.py
+        if isinstance(key, (ndarray, np.ndarray, list)) or (
+                type(key) is tuple and any(isinstance(k, (ndarray, np.ndarray, list))
+                                           for k in key)):
+            self._index_write(key, value)   # masks and index arrays (api/indexing.py)
             return
         target = self._destination(key)
         node = _as_node(value, self.dtype.type)

@@ -1,4 +1,4 @@
-"""Indexing beyond views: gathers through integer arrays, boolean-mask writes.
+"""Indexing beyond views: gathers and writes through integer arrays, boolean-mask writes.
 
 ``fa.take(x, idx, axis)``, ``fa.take_along_axis`` and ``x[idx]`` / ``x[:, idx]`` (one integer
 array among slices, NumPy's or fusedarrays') are a gather node (``graph.gather``): the kernel
@@ -7,7 +7,13 @@ gathered values (a pending ``x`` is computed first: the gather reads memory; the
 any pending integer expression). The index values are checked on the host when the gather is
 built (an out-of-range index raises NumPy's ``IndexError``); an index held by fusedarrays is
 copied to the host for that check (a synchronisation). Other advanced indexing (several index
-arrays, an array beside integers) and scatter writes raise ``IndexError``.
+arrays, an array beside integers) raises ``IndexError``.
+
+``x[idx] = v`` and ``x[:, idx] = v`` (and ``x[idx] += v``, which Python runs as a gather and a
+write) rewrite the indexed axis in one kernel: ``where(hit, v gathered through the inverse
+index, x)``, the inverse index (for each position along the axis, the last index naming it)
+made on the host from the checked values: NumPy's results, repeated indices included (the last
+value wins), at the cost of one pass over ``x`` rather than over the indexed rows alone.
 
 ``x[mask] = v`` (``mask`` a boolean array of ``x``'s shape, ``v`` a scalar or a one-element
 array) is ``x[...] = where(mask, v, x)``: one kernel, no compaction, and the same result as
@@ -81,6 +87,12 @@ def take(x, indices, axis=None) -> ndarray:
 
 def _checked_index(indices, extent: int, axis: int) -> ndarray:
     """The index array, its values checked on the host against ``extent``."""
+    host = _checked_host(indices, extent, axis)
+    return indices if isinstance(indices, ndarray) else asarray(host)
+
+
+def _checked_host(indices, extent: int, axis: int) -> np.ndarray:
+    """The index values on the host, checked against ``extent`` (NumPy's ``IndexError``)."""
     host = indices.get() if isinstance(indices, ndarray) else np.asarray(indices)
     if host.dtype == np.bool_:
         raise IndexError("reading x[mask] (a boolean mask: its size depends on the data) is not "
@@ -93,7 +105,7 @@ def _checked_index(indices, extent: int, axis: int) -> ndarray:
         bad = high if high >= extent else low if low < -extent else None
         if bad is not None:
             raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {extent}")
-    return indices if isinstance(indices, ndarray) else asarray(host)
+    return host
 
 
 def _gather0(x: ndarray, index: ndarray) -> ndarray:
@@ -143,12 +155,10 @@ def _is_index_array(k) -> bool:
     return isinstance(k, (ndarray, np.ndarray, list))
 
 
-def getitem_array(x: ndarray, key) -> ndarray:
-    """``x[idx]`` and ``x[..., idx, :]``: one integer array among slices, ``None`` and ``...``
-    (no integers beside it, which NumPy would broadcast with it), a gather along the axis it
-    stands for, its dimensions where it stands (NumPy's rule for one advanced index)."""
-    if not isinstance(key, tuple):
-        return take(x, key, axis=0)
+def _array_axis(x: ndarray, key) -> tuple[tuple, int, object]:
+    """For ``key`` holding one integer array among slices, ``None`` and ``...``: the basic
+    key with ``:`` in the array's place, the axis the array indexes in ``x[basic]``, and the
+    array. Anything else raises ``IndexError``."""
     arrays = [j for j, k in enumerate(key) if _is_index_array(k)]
     if len(arrays) != 1 or any(isinstance(k, (int, np.integer)) for k in key):
         raise IndexError("only one integer array among slices, None and ... is supported as an "
@@ -162,8 +172,65 @@ def getitem_array(x: ndarray, key) -> ndarray:
         axis = x[basic].ndim - 1 - after - sum(1 for k in key[at + 1:] if k is None)
     else:
         axis = at
-    return take(x[basic], key[at], axis=axis)
+    return basic, axis, key[at]
 
 
-ndarray._masked_write = masked_write
+def getitem_array(x: ndarray, key) -> ndarray:
+    """``x[idx]`` and ``x[..., idx, :]``: one integer array among slices, ``None`` and ``...``
+    (no integers beside it, which NumPy would broadcast with it), a gather along the axis it
+    stands for, its dimensions where it stands (NumPy's rule for one advanced index)."""
+    if not isinstance(key, tuple):
+        return take(x, key, axis=0)
+    basic, axis, index = _array_axis(x, key)
+    return take(x[basic], index, axis=axis)
+
+
+def index_write(x: ndarray, key, value) -> None:
+    """``x[mask] = v`` (:func:`masked_write`) and ``x[idx] = v``, ``x[:, idx] = v`` (one
+    integer array among slices): NumPy's assignment, repeated indices included (the last value
+    wins), as one fused rewrite of the indexed axis: ``where(hit, v gathered by the inverse
+    index, x)``, the inverse index made on the host from the checked index values."""
+    if is_mask(key) or (isinstance(key, list) and np.asarray(key).dtype == np.bool_):
+        masked_write(x, np.asarray(key) if isinstance(key, list) else key, value)
+        return
+    if isinstance(key, tuple):
+        basic, axis, index = _array_axis(x, key)
+        target = x[basic]
+    else:
+        target, axis, index = x, 0, key
+    if axis:
+        target = target.transpose([axis] + [a for a in range(target.ndim) if a != axis])
+    _scatter0(target, index, value, axis)
+
+
+def _scatter0(target: ndarray, index, value, axis: int) -> None:
+    from .creation import empty
+    from .elementwise import FUNCTIONS
+    from .manipulation import broadcast_to
+
+    extent, rest = target.shape[0], target.shape[1:]
+    host = _checked_host(index, extent, axis)
+    flat = np.where(host < 0, host + extent, host).reshape(-1).astype(np.int64)
+    if not flat.size:
+        return
+    inverse = np.full(extent, -1, np.int64)
+    inverse[flat] = np.arange(flat.size)          # NumPy's assignment: the last one stays
+    hit = (inverse >= 0).reshape((extent,) + (1,) * len(rest))
+    if isinstance(value, (bool, int, float, complex, np.generic)) or np.size(value) == 1:
+        source = value if not isinstance(value, (ndarray, np.ndarray)) else value.reshape(())
+    else:
+        # v broadcasts to NumPy's indexing result (the index's axes where the array stood),
+        # then goes into index order: the index's axes first, as ``target`` has them
+        k = host.ndim
+        values = broadcast_to(asarray(value), rest[:axis] + host.shape + rest[axis:])
+        if axis:
+            values = values.transpose(list(range(axis, axis + k)) + list(range(axis))
+                                      + list(range(axis + k, values.ndim)))
+        rows = empty((flat.size,) + rest, values.dtype)
+        rows.reshape(host.shape + rest)[...] = values
+        source = take(rows, np.maximum(inverse, 0), axis=0)
+    target[...] = FUNCTIONS["where"](hit, source, target)
+
+
+ndarray._index_write = index_write
 ndarray._take = getitem_array

@@ -107,3 +107,32 @@ def test_one_index_array_among_slices():
         got, want = x[key], host[key]
         assert got.shape == want.shape, key
         np.testing.assert_array_equal(got.get(), want, err_msg=f"{seed=} {key=}")
+
+
+@pytest.mark.parametrize("shape", [(1003,), (6, 136), (3, 5, 8)], ids=str)
+def test_index_writes_match_numpy(shape):
+    """x[idx] = v, x[:, idx] = v and x[idx] += v with negative and repeated indices (the last
+    value wins, as in NumPy), scalar and array values, views as targets."""
+    seed = 174
+    rng = np.random.default_rng(seed + len(shape))
+    host = rng.standard_normal(shape).astype(np.float32)
+    x, expect = fa.asarray(host.copy()), host.copy()
+    rows = rng.integers(-shape[0], shape[0], 7)
+    rows[:3] = rows[0]                                     # repeated
+    x[rows] = 2.5
+    expect[rows] = 2.5
+    values = rng.standard_normal((7,) + shape[1:]).astype(np.float32)
+    x[::-1][rows] = values                                 # a view as the target
+    expect[::-1][rows] = values
+    x[rows] += 1.0
+    expect[rows] += 1.0
+    if len(shape) > 1:
+        cols = rng.integers(-shape[1], shape[1], (2, 3))
+        vals = rng.standard_normal(shape[:1] + (2, 3) + shape[2:]).astype(np.float32)
+        x[:, cols] = vals
+        expect[:, cols] = vals
+        x[..., [0, -1]] = fa.asarray(np.float32([7, 8]))
+        expect[..., [0, -1]] = np.float32([7, 8])
+    np.testing.assert_array_equal(x.get(), expect, err_msg=f"{seed=}")
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[np.array([shape[0]])] = 1.0
