@@ -1,4 +1,4 @@
-"""Gathers and mask writes on the cuda backend against NumPy: a large table lookup fused with
+"""Gathers, index and mask writes on the cuda backend against NumPy: a table lookup fused with
 its consumer (one launch), embedding rows, every axis, negative and repeated indices; x[mask] = v
 into views at sizes that reach the vector walks."""
 
@@ -63,4 +63,20 @@ def test_mask_writes(dtype):
     mask = rng.random(eview.shape) < 0.5
     view[mask] = -3
     eview[mask] = -3
+    np.testing.assert_array_equal(x.get(), expect, err_msg=f"{seed=}")
+
+
+def test_index_writes():
+    seed = 194
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((1000, 260)).astype(np.float32)
+    x, expect = fa.asarray(host.copy()), host.copy()
+    rows = rng.integers(-1000, 1000, 300)
+    rows[:5] = rows[0]                               # repeated: the last value wins
+    values = rng.standard_normal((300, 260)).astype(np.float32)
+    x[rows] = values
+    expect[rows] = values
+    cols = rng.integers(-260, 260, 17)
+    x[::-1][:, cols] += 1.0
+    expect[::-1][:, cols] += 1.0
     np.testing.assert_array_equal(x.get(), expect, err_msg=f"{seed=}")
