@@ -4,9 +4,9 @@ a new seed, distributions (moments, Kolmogorov-Smirnov against SciPy where insta
 
 import numpy as np
 import pytest
+import randomcases
 
 import fusedarrays as fa
-from tests import randomcases
 
 pytestmark = pytest.mark.usefixtures("cpu_backend")
 

@@ -4,10 +4,10 @@ distributions."""
 
 import numpy as np
 import pytest
+import randomcases
 
 import fusedarrays as fa
 from fusedarrays import config
-from tests import randomcases
 
 
 @pytest.fixture(autouse=True)

@@ -3,10 +3,10 @@ every schedule, with the vector walk's shared Philox blocks."""
 
 import numpy as np
 import pytest
+import randomcases
 
 import fusedarrays as fa
 from fusedarrays import config
-from tests import randomcases
 
 
 def _cpu_stream(*args, **kwargs):
