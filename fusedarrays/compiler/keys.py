@@ -32,6 +32,7 @@ KERNEL_CODE = (
     "compiler/plan.py",       # instructions; the kernel's parameters, order and types
     "ir/layout.py",           # tile sizes the generated code hard-codes
     "compiler/devicelib.py",  # helper functions compiled into kernels
+    "compiler/streams.py",    # fa.random draws in the kernel source
     "cuda/intrinsics.py",     # loads, stores, casts and parameter types of the cuda target
     "cuda/compile.py",        # compile options, numba's pass pipeline as trimmed, typing memos
     "cpu/backend.py",         # the cpu target's loads, stores, casts and math, compile options

@@ -179,6 +179,24 @@ class CudaBackend:
             self._bind()
         return memory.import_array(obj, self.device_id)
 
+    def order_stream(self, stream: int) -> None:
+        """Order the consumer's ``stream`` after fusedarrays' work (an export: ``__dlpack__``'s
+        ``stream``); see :func:`.memory.order_stream`."""
+        if not self._thread.bound:
+            self._bind()
+        memory.order_stream(stream)
+
+    def release_after(self, stream: int) -> None:
+        """Before an exported buffer goes back to the pool: later work on the legacy stream
+        waits for the consumer's ``stream`` (:func:`.memory.wait_for_stream`); for the
+        per-thread default stream (2), whose thread is unknown here, the device synchronises."""
+        if not self._thread.bound:
+            self._bind()
+        if stream == 2:
+            self.device.sync()
+        else:
+            memory.wait_for_stream(stream)
+
     def memory_info(self) -> MemoryInfo:
         """What fusedarrays holds on the device, what it keeps cached, and the device's free and
         total bytes (see :func:`fusedarrays.memory_info`)."""

@@ -475,3 +475,30 @@ def import_array(obj, device_id: int):
     # The view owns the DLPack capsule (its deleter runs when the view goes) and the exporter.
     storage = wrap_foreign(ptr, (high - low + 1) * dtype.itemsize, view)
     return storage, dtype, shape, strides, -low
+
+
+def order_stream(stream: int) -> None:
+    """Make the consumer's ``stream`` (a ``CUstream`` handle) wait for the work queued so far on
+    the legacy stream, where fusedarrays computes: an event recorded there, waited on there.
+    Nothing to do for the legacy stream itself (1) or for -1 (the consumer asks for no order)."""
+    if stream in (-1, 1, _LEGACY):
+        return
+    event = check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+    try:
+        check(driver.cuEventRecord(event, _LEGACY))
+        check(driver.cuStreamWaitEvent(driver.CUstream(stream), event, 0))
+    finally:
+        check(driver.cuEventDestroy(event))
+
+
+def wait_for_stream(stream: int) -> None:
+    """Make the legacy stream wait for the work queued so far on the consumer's ``stream``: an
+    exported buffer given back to the pool is then reused only after the consumer's reads."""
+    if stream in (-1, 1, _LEGACY):
+        return
+    event = check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+    try:
+        check(driver.cuEventRecord(event, driver.CUstream(stream)))
+        check(driver.cuStreamWaitEvent(_LEGACY, event, 0))
+    finally:
+        check(driver.cuEventDestroy(event))

@@ -196,12 +196,15 @@ def rebuild(node: graph.Node, leaf_fn, memo: dict) -> graph.Node:
         return found
     if node.kind == "leaf":
         out = leaf_fn(node)
-    elif node.kind == "scalar":
+    elif node.kind in ("scalar", "random"):    # a draw reads no leaf
         out = node
     else:
         inputs = tuple(rebuild(i, leaf_fn, memo) for i in node.inputs)
-        out = (graph.cast(inputs[0], node.dtype) if node.kind == "cast"
-               else graph.op(node.attrs[0], inputs, node.attrs[1]))
+        if node.kind == "gather":
+            out = graph.gather(inputs[0], inputs[1], *node.attrs)
+        else:
+            out = (graph.cast(inputs[0], node.dtype) if node.kind == "cast"
+                   else graph.op(node.attrs[0], inputs, node.attrs[1]))
     memo[node.serial] = out
     return out
 

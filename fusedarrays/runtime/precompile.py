@@ -243,9 +243,13 @@ def _with_stand_in_buffers(nodes: list[graph.Node]) -> list[graph.Node]:
             built[n.serial] = graph.leaf(slot, n.dtype, shape, strides, offset)
         elif n.kind == "scalar":
             built[n.serial] = n
+        elif n.kind == "random":    # reads no buffer: the draw itself
+            built[n.serial] = n
         else:
             inputs = tuple(built[i.serial] for i in n.inputs)
-            built[n.serial] = (graph.cast(inputs[0], n.dtype) if n.kind == "cast"
+            built[n.serial] = (graph.gather(inputs[0], inputs[1], *n.attrs)
+                               if n.kind == "gather" else
+                               graph.cast(inputs[0], n.dtype) if n.kind == "cast"
                                else graph.op(n.attrs[0], inputs, n.attrs[1]))
     return [built[n.serial] for n in nodes]
 

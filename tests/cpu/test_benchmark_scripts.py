@@ -47,3 +47,14 @@ def test_lazy_front_end_smoke(tmp_path):
         assert part in figures, (part, figures)
     assert rows["launches per lazy Black-Scholes evaluation"]["fusedarrays"] == 1
     assert all(p.startswith("not measured") for r in rows.values() for p in r["peers"].values())
+
+
+def test_random_export_smoke(tmp_path):
+    rows = numbers(run_script("random_export", tmp_path))
+    figures = " | ".join(rows)
+    for part in ("rng.standard_normal", "dropout", "launches per noise-add",
+                 "launches per dropout", "gather table[idx] * w", "launches per gather"):
+        assert part in figures, (part, figures)
+    assert rows["launches per noise-add evaluation"]["fusedarrays"] == 1
+    assert rows["launches per dropout evaluation"]["fusedarrays"] == 1
+    assert rows["launches per gather evaluation"]["fusedarrays"] == 1
