@@ -8,7 +8,8 @@ array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 """
 
 from .api import elementwise as _elementwise
-from .api import linalg
+from .api import interop as _interop  # noqa: F401 - __dlpack__, __cuda_array_interface__
+from .api import linalg, random
 from .api import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
 from .api.array import asarray, compute, ndarray
 from .api.creation import (
@@ -23,7 +24,9 @@ from .api.creation import (
     zeros_like,
 )
 from .api.display import explain
+from .api.indexing import take, take_along_axis
 from .api.manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
+from .api.profile import Profile, profile
 from .api.reductions import FUNCTIONS_REDUCING as _REDUCING
 from .errors import (
     AmbiguousTruthValueError,
@@ -62,7 +65,9 @@ __all__ = [
     "backend", "broadcast_to", "cache_info", "clear_cache", "compute", "empty", "empty_like",
     "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse", "linalg",
     "memory_info",
-    "ndarray", "ones", "ones_like", "precompile", "reset_stats", "reshape", "squeeze", "stats",
+    "ndarray", "ones", "ones_like", "precompile", "random", "reset_stats", "reshape", "squeeze",
+    "stats", "take", "take_along_axis",
     "timings", "transpose", "zeros", "zeros_like",
+    "Profile", "profile",
     *sorted(_elementwise.FUNCTIONS), *sorted(_REDUCING),
 ]

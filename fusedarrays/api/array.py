@@ -207,10 +207,19 @@ class ndarray:
         return self.reshape(-1)
 
     def __getitem__(self, key) -> ndarray:
+        if isinstance(key, (ndarray, np.ndarray, list)) or (
+                type(key) is tuple and any(isinstance(k, (ndarray, np.ndarray, list))
+                                           for k in key)):
+            return self._take(key)   # a gather (api/indexing.py); a view otherwise
         return self._view(lambda v: layout.getitem(v, key))
 
     # -- writes -------------------------------------------------------------------------------
     def __setitem__(self, key, value) -> None:
+        if isinstance(key, (ndarray, np.ndarray, list)) or (
+                type(key) is tuple and any(isinstance(k, (ndarray, np.ndarray, list))
+                                           for k in key)):
+            self._index_write(key, value)   # masks and index arrays (api/indexing.py)
+            return
         target = self._destination(key)
         node = _as_node(value, self.dtype.type)
         runtime_write(target, node)
@@ -328,11 +337,14 @@ def runtime_write(target: tuple, node: graph.Node) -> None:
     realize.run([(node, target)])
 
 
-def compute(*arrays: ndarray):
+def compute(*arrays: ndarray, out=None):
     """Evaluate several arrays together: one kernel launch per distinct shape.
 
-    Returns the arrays (one array if one was given), each now holding memory.
+    Returns the arrays (one array if one was given), each now holding memory. With ``out`` (one
+    target per array), each array is written into its target instead, which is returned.
     """
+    if out is not None:
+        return _compute_into(arrays, out)
     _no_host_value_while_tracing(arrays, "fa.compute()")
     todo = []
     for a in arrays:
@@ -352,6 +364,27 @@ def compute(*arrays: ndarray):
     for a in arrays:
         _settle(a)
     return arrays[0] if len(arrays) == 1 else arrays
+
+
+def _compute_into(arrays: tuple, out):
+    """``fa.compute(*arrays, out=targets)``: each array stored into its target (a
+    ``fa.ndarray``, or on the GPU any CUDA array, written in place through a zero-copy import;
+    a NumPy target gets a copy of the result), as ``target[...] = array``: a target that another
+    array of the call reads is read before it is written."""
+    targets = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    if len(targets) != len(arrays):
+        raise ValueError(f"fa.compute: {len(arrays)} arrays and {len(targets)} out targets; "
+                         "give one target per array")
+    _no_host_value_while_tracing(arrays, "fa.compute(out=...)")
+    for a, target in zip(arrays, targets):
+        if tuple(np.shape(target)) != a.shape:
+            raise ValueError(f"fa.compute: out target of shape {np.shape(target)} for an "
+                             f"array of shape {a.shape}")
+        if isinstance(target, np.ndarray):
+            np.copyto(target, a.get(), casting="same_kind")
+        else:
+            asarray(target)[...] = a
+    return targets[0] if len(targets) == 1 else targets
 
 
 def _settle(array: ndarray) -> None:

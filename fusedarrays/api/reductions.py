@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import DTypeError
 from ..ir import dtypes, graph, layout
-from ..ir.reductions import BY_UFUNC, REDUCTIONS, result_dtype
+from ..ir.reductions import BY_UFUNC, REDUCTIONS, reduction_node, result_dtype
 from .array import _wrap, asarray, ndarray
 from .elementwise import FUNCTIONS, UFUNC_METHODS
 from .refusals import options_text, refusal
@@ -61,6 +61,10 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarr
     row = REDUCTIONS[name]
     x = asarray(x)
     node = x._resolved()
+    if any(n.kind in ("random", "gather") for n in graph.walk([node])):
+        # a draw or gather indexes by the element order of the kernel that reads it, which
+        # the reduction kernel's walk is not: its input is computed first
+        node = x.compute()._resolved()
     axes = normalize_axes(axis, node.ndim)
     if row.arg and axis is not None and not isinstance(axis, int) and \
             not isinstance(axis, np.integer):
@@ -88,7 +92,7 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarr
     elif node.dtype.kind == "b":            # argmax/max of bool compare as 0/1
         node = graph.cast(node, np.dtype(np.uint8))
     # max/argmax of bool read it as 0/1 (cast above) and store bool (max) or the index
-    return _wrap(graph.reduce(name, node, axes, keepdims, out))
+    return _wrap(reduction_node(name, node, axes, keepdims, out))
 
 
 def _primitive(name: str):

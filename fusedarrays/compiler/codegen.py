@@ -20,6 +20,7 @@ import dataclasses
 from ..ir import ops
 from ..ir.dtypes import BY_CODE, COMPUTE_CODE
 from ..ir.layout import TILE, TILE_THREADS
+from . import streams
 from .plan import ForeachPlan, Instr, KernelPlan, operand_params
 
 
@@ -56,10 +57,17 @@ class _Renderer:
         # Suffix of per-row and per-element names: a tile renders several groups of rows at once
         # (all their loads first), each group's values under its own names.
         self.tag = ""
+        # The logical (C-order) index of the element rendered, per lane ("" or "_<k>"): where a
+        # draw of fa.random reads its stream. Each walk sets it; vshared: the flat vector walk,
+        # whose lanes share a draw's Philox blocks (streams.block_lines).
+        self.pos = lambda lane: "i"
+        self.vshared = False
         for ins in plan.body:
             if ins.var is None:
                 continue
-            if ins.kind == "scalar":
+            if ins.kind in ("random", "gather"):  # per element, whatever their inputs
+                self.level[ins.var] = 2
+            elif ins.kind == "scalar":
                 self.level[ins.var] = 0
             elif ins.kind == "load":
                 cls = plan.operands[ins.arg].layout
@@ -86,6 +94,11 @@ class _Renderer:
             return f"cv_b1(a{ins.arg})" if ins.code == "b1" else f"a{ins.arg}"
         if ins.kind == "cast":
             return f"cv_{ins.code}({self.name(ins.inputs[0], lane)})"
+        if ins.kind == "random":
+            names = [self.name(v, lane) for v in ins.inputs]
+            if self.vshared and streams.shares_blocks(ins.arg, self.plan.vector_width):
+                return streams.lane(ins.code, ins.var, ins.arg, names, int(lane[1:]))
+            return streams.element(ins.code, ins.arg, names, self.pos(lane))
         name, loop = ins.arg
         row = ops.OPS[name]
         loop_dtypes = tuple(BY_CODE[c] for c in loop)
@@ -103,9 +116,20 @@ class _Renderer:
         for ins in self.plan.body:
             if ins.var is None or self.level[ins.var] != level:
                 continue
-            rhs = load(ins, lane) if ins.kind == "load" else self.compute(ins, lane)
+            if ins.kind == "gather":
+                rhs = self.gather(ins, lane, load)
+            else:
+                rhs = load(ins, lane) if ins.kind == "load" else self.compute(ins, lane)
             out.append(f"{self.name(ins.var, lane)} = {rhs}")
         return out
+
+    def gather(self, ins: Instr, lane: str, load) -> str:
+        """A gathered load: operand k (class S) read at its own index plus the index value
+        times the gathered axis's stride (``fa_take_index`` wraps negative values)."""
+        k, extent, stride = ins.arg
+        plain = load(Instr(ins.var, "load", k, (), ins.code), lane)   # ld_<t>(p<k>, <index>)
+        index = self.name(ins.inputs[0], lane)
+        return f"{plain[:-1]} + fa_take_index({index}, {extent}) * {stride})"
 
     def stores(self, lane: str, index) -> list[str]:
         out = []
@@ -140,6 +164,10 @@ class _Renderer:
                 loaded.add(ins.arg)
                 loads.append(f"w{ins.arg}{tag} = ldv{width}_{ins.code}(p{ins.arg}, "
                              f"{vindex(ins.arg)})")
+            elif ins.kind == "random" and self.vshared \
+                    and streams.shares_blocks(ins.arg, width):
+                names = [self.name(v, "") for v in ins.inputs]
+                loads += streams.block_lines(ins.var, ins.arg, names, self.vshared, width)
         for lane in range(width):
             def load(ins, ln, lane=lane):
                 if plan.operands[ins.arg].layout == "C":
@@ -175,11 +203,14 @@ class _Renderer:
         width = self.plan.vector_width
         head = ["t = cv_i64(cuda.grid(1))", "step = cv_i64(cuda.gridsize(1))"]
         head += self._constant_loads(0, lambda k: f"b{k}")
+        self.pos = lambda lane: f"(j * {width} + {lane[1:]})" if lane else "i"
         if width == 1:
             body = self.scalar_element(lambda k: self._flat_index(k, "i"))
             return head + ["i = t", "while i < n:"] + _indent(body + ["i += step"])
+        self.vshared = "j"      # vector j holds elements j * width ... (j + 1) * width - 1
         block = self.vector_block(
             lambda k: "j", lambda k, lane: self._flat_index(k, f"(j * {width} + {lane})"))
+        self.vshared = False
         tail = self.scalar_element(lambda k: self._flat_index(k, "i"))
         return (head + [f"nv = n // {width}", "j = t", "while j < nv:"]
                 + _indent(block + ["j += step"])
@@ -207,6 +238,7 @@ class _Renderer:
         head = ["tx = cv_i64(cuda.grid(1))", "cstep = cv_i64(cuda.gridsize(1))",
                 "r = cv_i64(cuda.blockIdx.y)", "rstep = cv_i64(cuda.gridDim.y)"]
         head += self._constant_loads(0, lambda k: f"b{k}")
+        self.pos = lambda lane: f"(r * d1 + c * {width} + {lane[1:]})" if lane else "(r * d1 + c)"
         row = self._row_base() + self._constant_loads(1, self._rb)
         if width == 1:
             body = self.scalar_element(lambda k: self._row_index(k, "c"))
@@ -230,6 +262,9 @@ class _Renderer:
                  f"c0 = cv_i64(cuda.blockIdx.x) * {TILE}", "tr = cv_i64(cuda.blockIdx.y)",
                  "tstep = cv_i64(cuda.gridDim.y)"]
         head += self._constant_loads(0, lambda k: f"b{k}")
+        # a vector tile's lane: row r<tag>, column c0 + g * width + lane (see _vector_tile)
+        self.pos = lambda lane: (f"(r{self.tag} * d1 + c0 + g * {plan.vector_width} + "
+                                 f"{lane[1:]})" if lane else "(r * d1 + c)")
         loop = [f"r0 = tr * {TILE}"]
         if plan.vector_width == 1:
             loop += self._scalar_tile(staged)
@@ -324,6 +359,7 @@ class _Renderer:
         number of chunks, so ``k0 == k1`` asks for the count alone. The cpu backend spreads the
         chunks over threads; numba compiles it without the GIL and without parfors."""
         plan = self.plan
+        self.pos = lambda lane: "(r * d1 + c)" if plan.schedule in ("rows", "tiled") else "i"
         if plan.schedule in ("rows", "tiled"):
             row = self._row_base() + self._constant_loads(1, self._rb)
             body = self.scalar_element(lambda k: self._row_index(k, "c"))

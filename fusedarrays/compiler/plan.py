@@ -49,8 +49,9 @@ class Instr:
     """One line of the kernel body: ``var = kind(args)`` or a store (var is None)."""
 
     var: int | None
-    kind: str               # "load" | "scalar" | "cast" | "op" | "store"
-    arg: object             # operand index, scalar index, op name or (op name, loop codes)
+    kind: str               # "load" | "scalar" | "cast" | "op" | "random" | "gather" | "store"
+    arg: object             # operand or scalar index, (op name, loop codes), (dist, mapping),
+    #                         (operand, extent, stride) of a gather
     inputs: tuple[int, ...]
     code: str               # result dtype code (for a store, the stored operand's)
 
@@ -186,6 +187,8 @@ def instructions(roots: list, var_of: dict) -> tuple[list[Instr], dict[int, int]
             body.append(Instr(v, "scalar", var_of[n.serial], (), CODES[n.dtype]))
         elif n.kind == "cast":
             body.append(Instr(v, "cast", None, (var[n.inputs[0].serial],), CODES[n.dtype]))
+        elif n.kind in ("random", "gather"):
+            body.append(_draw_or_gather(n, v, var, var_of))
         elif n.kind == "op":
             name, loop = n.attrs
             args = tuple(var[i.serial] for i in n.inputs)
@@ -197,12 +200,45 @@ def instructions(roots: list, var_of: dict) -> tuple[list[Instr], dict[int, int]
     return body, var
 
 
+def _draw_or_gather(n: graph.Node, v: int, var: dict, var_of: dict) -> Instr:
+    """The instruction of a random draw (``(dist, view)``, placed by :func:`_placed`) or of a
+    gather (``(operand, extent, stride)``: a load of the operand at its index + index *
+    stride)."""
+    if n.kind == "random":
+        return Instr(v, "random", n.attrs, tuple(var[i.serial] for i in n.inputs),
+                     CODES[n.dtype])
+    return Instr(v, "gather", (var_of[n.inputs[0].serial], *n.attrs),
+                 (var[n.inputs[1].serial],), CODES[n.dtype])
+
+
+def _placed(body: list, shape: tuple) -> tuple[tuple, frozenset]:
+    """The body with each draw's view turned into its ``(dist, mapping)``, and the gathered
+    operands. ``mapping`` is None where the kernel reads the draw in its own C order (a fresh
+    draw of the output's shape), else the map from the kernel's logical index to the stream's
+    (``compiler/streams.py``)."""
+    own = layout.contiguous_strides(shape)
+    placed = []
+    for ins in body:
+        if ins.kind == "random":
+            dist, (dshape, dstrides, offset) = ins.arg
+            strides = layout.broadcast_strides(dshape, dstrides, shape)
+            identity = offset == 0 and all(s == c for s, c, e in zip(strides, own, shape)
+                                           if e != 1)
+            ins = dataclasses.replace(ins, arg=(dist, None if identity else
+                                                (shape, strides, offset)))
+        placed.append(ins)
+    return tuple(placed), frozenset(i.arg[0] for i in body if i.kind == "gather")
+
+
 def _finish(shape, views, scalars, body, sources=()) -> KernelPlan:
+    body, gathered = _placed(body, shape)
     dims, stride_sets = layout.collapse(shape, [v[2] for v in views])
     # a tile holds compute-type values (float16 as float32), bool as a byte: see codegen.tiled
     tile_bytes = [1 if v[1] == np.bool_ else max(v[1].itemsize, 4) if v[1].kind == "f"
                   else v[1].itemsize for v in views]
     schedule, classes = layout.schedule(dims, stride_sets, tile_bytes)
+    if gathered:    # a gathered operand is read per element at an index plus a gathered offset
+        schedule, classes = _gathered_classes(schedule, classes, gathered)
     operands = tuple(
         Operand(buffer, dtype, strides, offset, cls, output)
         for (buffer, dtype, _, offset, output, _), strides, cls in zip(views, stride_sets,
@@ -228,6 +264,16 @@ def _finish(shape, views, scalars, body, sources=()) -> KernelPlan:
     return KernelPlan(shape, dims, operands, tuple((v, dt) for v, dt, _ in scalars),
                       tuple(body), parts, key, schedule, width,
                       sources=sources, scalar_sources=tuple(p for _, _, p in scalars))
+
+
+def _gathered_classes(schedule: str, classes: list, gathered: frozenset) -> tuple[str, list]:
+    """Gathered operands (``fa.take``) as class ``S``: no vector or tile access, since each
+    element adds its own gathered offset; a tiled walk left without transposed operands walks
+    rows."""
+    classes = ["S" if k in gathered else c for k, c in enumerate(classes)]
+    if schedule == "tiled" and "T" not in classes:
+        schedule = "rows"
+    return schedule, classes
 
 
 def _canonical(i: Instr) -> str:

@@ -31,7 +31,7 @@ from .. import config
 from ..ir import graph, layout
 from ..ir.dtypes import CODES
 from ..ir.params import roots_params
-from ..ir.reductions import REDUCTIONS
+from ..ir.reductions import REDUCTIONS, reduction_node
 from . import keys
 from .plan import Instr, KernelPlan, Operand, instructions, plan_kernel
 from .rowfusion import fusible, plan_rows, unit_class
@@ -62,6 +62,11 @@ class ReducePlan:
     @property
     def elements(self) -> int:
         return layout.size_of(self.red)
+
+    @property
+    def dims(self) -> tuple:
+        """The walk: kept then reduced extents (operand strides follow them)."""
+        return self.kept + self.red
 
     @property
     def name(self) -> str:
@@ -233,8 +238,12 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
     roots = [node for node, _ in outputs]
     direct = len(outputs) == 1 and roots[0].kind == "reduce"
     if not direct and len(outputs) == 1:
-        reductions = [n for n in graph.walk(roots) if n.kind == "reduce"]
-        if fusible(reductions, roots[0].shape):   # its shape allows one kernel: do its plans?
+        nodes = graph.walk(roots)
+        reductions = [n for n in nodes if n.kind == "reduce"]
+        # draws and gathers index by the kernel's element order: only the elementwise planner
+        # places them (plan._placed)
+        placed = any(n.kind in ("random", "gather") for n in nodes)
+        if not placed and fusible(reductions, roots[0].shape):   # the shapes allow one kernel
             cut = _cut(outputs, params, temp_align, None, split=False)
             if all(step.plan.schedule == "rows" and (step.plan.elements <= ROW_FUSE_MAX
                                                      or choose_split(step.plan) == 1)
@@ -330,7 +339,7 @@ class _Cut:
                             f"(so that {plan.size} output(s) keep every SM busy), its input "
                             f"computed as it is read, into partial results {pshape}")
             axis = len(pshape) - 1 if plan.schedule == "rows" else 0
-            fold = graph.reduce(node.attrs[0], pleaf, (axis,), False, node.dtype)
+            fold = reduction_node(node.attrs[0], pleaf, (axis,), False, node.dtype)
             plan = plan_reduce(fold, pleaf, _kept_view(node, target), self.positions)
             label = f"{node.attrs[0]} of the partials, in a fixed order"
         self.steps.append(Step(plan, len(self.temps) if temporary else -1))

@@ -45,6 +45,7 @@ class RowPlan:
 
     size = property(lambda self: layout.size_of(self.kept))
     name = property(lambda self: "fw_" + self.key[:16])
+    dims = property(lambda self: self.kept + self.red)   # the walk the strides follow
 
     def int_params(self) -> list[str]:
         names = [f"d{j}" for j in range(len(self.kept))] + [f"e{j}" for j in range(len(self.red))]

@@ -29,6 +29,7 @@ import platform
 import re
 import sys
 import threading
+import time
 import types
 from concurrent.futures import ThreadPoolExecutor
 
@@ -82,6 +83,31 @@ def _cv_b1(x):
 
 def _cv_f16(x):
     return half_to_f32(f64_to_half(np.float64(x)))  # noqa: F821
+
+
+def _fma_intrinsic():
+    """``fa_fma_f64(a, b, c)``: LLVM's ``llvm.fma.f64``, rounded once (a hardware fused
+    multiply-add, or libm's exact ``fma``), as the cuda backend's ``fma.rn.f64``."""
+    from llvmlite import ir
+    from numba import types as nbtypes
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def fa_fma_f64(typingctx, a, b, c):
+        f64 = nbtypes.float64
+        if not all(isinstance(t, (nbtypes.Float, nbtypes.Integer)) for t in (a, b, c)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            values = [context.cast(builder, v, t, f64) for v, t in zip(args, sig.args)]
+            double = ir.DoubleType()
+            fn = builder.module.declare_intrinsic(
+                "llvm.fma", [double], ir.FunctionType(double, [double] * 3))
+            return builder.call(fn, values)
+
+        return f64(a, b, c), codegen
+
+    return fa_fma_f64
 
 
 def _cpus() -> int:
@@ -178,6 +204,7 @@ class CpuBackend(HostMemory):
         for fname, ufunc in _MATH.items():
             ns[f"fa_{fname}_f32"] = ns[f"fa_{fname}_f64"] = ufunc
         ns["fa_exp2_f32"], ns["fa_exp2_f64"] = self._jit(_exp2_f32, ns), self._jit(_exp2_f64, ns)
+        ns["fa_fma_f64"] = _fma_intrinsic()
         for name, fn in helpers.items():
             ns[name] = self._jit(fn, ns)
         self._namespace = ns
@@ -232,11 +259,44 @@ class CpuBackend(HostMemory):
                                                     None), None
             self.launch(kernel, n, args, geometry)
 
+    def first_call(self, kernel: list, n: int, args: list) -> dict[str, float]:
+        """Before a kernel's first launch: numba's compile for these argument types (or the
+        load of its cached machine code), as ``{stage: seconds}``, so that it is timed as a
+        compile and not as a launch. A failure here is left to :meth:`launch`, which raises
+        it (or drops a damaged numba cache file and compiles again)."""
+        start = time.perf_counter()
+        try:
+            self.prepare(kernel, n, args)
+        except Exception:   # noqa: BLE001 - launch() reports it, right after
+            return {}
+        hits = sum(kernel[0].stats.cache_hits.values())
+        stage = "cpu load (numba cache)" if hits else "cpu compile (numba)"
+        return {stage: time.perf_counter() - start}
+
     def prepare(self, kernel: list, n: int, args: list) -> None:
         """Compile ``kernel`` for these argument types without running it (``k0 == k1``: the
         kernel returns its chunk count before touching memory), so numba's cache holds it."""
         kernel[0](0, 0, n, *args)
 
+
+    def copy_bandwidth(self) -> float:
+        """Bytes per second (read and written) of a 64 MiB copy split over the CPUs as the
+        kernels split their chunks (NumPy's copy releases the GIL): the best of three, the
+        reference ``fa.profile()`` states achieved bandwidth against."""
+        nbytes = 1 << 26
+        src, dst = np.ones(nbytes, np.uint8), np.empty(nbytes, np.uint8)
+        bounds = [nbytes * t // _CPUS for t in range(_CPUS + 1)]
+
+        def part(t):
+            np.copyto(dst[bounds[t]:bounds[t + 1]], src[bounds[t]:bounds[t + 1]])
+
+        best = math.inf
+        with ThreadPoolExecutor(_CPUS) as pool:
+            for _ in range(3):
+                start = time.perf_counter()
+                list(pool.map(part, range(_CPUS)))
+                best = min(best, time.perf_counter() - start)
+        return 2 * nbytes / best
 
     def operand_arg(self, storage, dtype: np.dtype, elem_offset: int):
         view_dtype = np.uint16 if dtype == np.float16 else dtype

@@ -258,6 +258,47 @@ def _stv8_f16_typer(typingctx, p, j, a, b, c, d, e, f, g, h):
     return None
 
 
+# Philox4x32-10 (fa.random) in 32-bit registers: the Python helper of the same name in
+# compiler/devicelib.py computes in numba's 64-bit integers, which NVVM keeps as 64-bit
+# multiplies, ands and xors (~2x the instructions); here the rounds are unrolled i32 operations
+# (mul.lo.u32 and mul.hi.u32). Same words: checked against Random123's
+# known answers on numba's CPU target (tests/ptx/test_random_ptx.py).
+_PHILOX_M = (0xD2511F53, 0xCD9E8D57)
+_PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+
+
+def _mulhi32(builder, a, m: int):
+    """The high word of ``a * m`` (32-bit): ``mul.hi.u32`` on NVPTX (a 64-bit product there
+    is widened by LLVM into 64-bit ands and xors downstream), the 64-bit product elsewhere (the
+    tests run this IR on numba's CPU target)."""
+    if "nvptx" in (builder.module.triple or ""):
+        fn = builder.module.declare_intrinsic(
+            "llvm.nvvm.mulhi.ui", (), ir.FunctionType(_I32, [_I32, _I32]))
+        return builder.call(fn, [a, ir.Constant(_I32, m)])
+    wide = builder.mul(builder.zext(a, _I64), ir.Constant(_I64, m))
+    return builder.trunc(builder.lshr(wide, ir.Constant(_I64, 32)), _I32)
+
+
+def _philox_codegen(context, builder, sig, args):
+    c0, c1, c2, c3, k0, k1 = (context.cast(builder, v, t, types.uint32)
+                              for v, t in zip(args, sig.args))
+    for _ in range(10):
+        hi0, hi1 = _mulhi32(builder, c0, _PHILOX_M[0]), _mulhi32(builder, c2, _PHILOX_M[1])
+        lo0 = builder.mul(c0, ir.Constant(_I32, _PHILOX_M[0]))
+        lo1 = builder.mul(c2, ir.Constant(_I32, _PHILOX_M[1]))
+        c0, c1, c2, c3 = (builder.xor(builder.xor(hi1, c1), k0), lo1,
+                          builder.xor(builder.xor(hi0, c3), k1), lo0)
+        k0 = builder.add(k0, ir.Constant(_I32, _PHILOX_W[0]))
+        k1 = builder.add(k1, ir.Constant(_I32, _PHILOX_W[1]))
+    return context.make_tuple(builder, sig.return_type, [c0, c1, c2, c3])
+
+
+def _philox_typer(typingctx, c0, c1, c2, c3, k0, k1):
+    if all(map(_is_int, (c0, c1, c2, c3, k0, k1))):
+        return signature(types.UniTuple(types.uint32, 4), c0, c1, c2, c3, k0, k1), _philox_codegen
+    return None
+
+
 # --- the namespace ------------------------------------------------------------------------------
 
 
@@ -265,7 +306,8 @@ def _build_typers() -> dict[str, Callable]:
     made = [make(s) for s in SCALARS.values() for make in (_make_load, _make_store, _make_cast)]
     made += [make(SCALARS[code]) for code in VECTOR4_CODES
              for make in (_make_load_vector, _make_store_vector)]
-    made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer)]
+    made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer),
+             _named("fa_philox", _philox_typer)]
     return {typer.__name__: typer for typer in made}
 
 
@@ -322,6 +364,7 @@ def _build_base() -> dict[str, object]:
     ns.update((name, _cached_intrinsic(typer)) for name, typer in TYPERS.items())
     # libdevice stubs are typed device functions already: binding them under our names costs
     # nothing at run time (floorf/floor, …, fmodf/fmod).
+    ns["fa_fma_f64"] = libdevice.fma    # fma.rn.f64: the exact multiply-add fa.random needs
     for name in MATH_FUNCTIONS:
         ns[f"fa_{name}_f32"] = getattr(libdevice, name + "f")
         ns[f"fa_{name}_f64"] = getattr(libdevice, name)
@@ -352,6 +395,8 @@ def device_namespace(helpers: dict[str, pytypes.FunctionType]) -> dict[str, obje
         return hit[1]
     ns = dict(_BASE)
     for name, fn in helpers.items():
+        if name in TYPERS:      # an intrinsic computes it here (fa_philox)
+            continue
         rebuilt = pytypes.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__,
                                        fn.__closure__)
         # inline="always" (numba IR inlining, before typing), not forceinline: a device function

@@ -9,10 +9,12 @@ process as the cpu backend and PTX compiles (no ``NUMBA_ENABLE_CUDASIM`` needed)
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import types
 import warnings
+from fractions import Fraction
 
 import numpy as np
 
@@ -72,6 +74,14 @@ def _vector_store(lanes: int):
     return stv
 
 
+def _fma(a, b, c):
+    # Exact, rounded once, like the fma of the other backends (math.fma is Python >= 3.13).
+    a, b, c = float(a), float(b), float(c)
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+        return np.float64(a * b + c)
+    return np.float64(float(Fraction(a) * Fraction(b) + Fraction(c)))
+
+
 def _build_namespace(helpers: dict) -> dict:
     from numba import cuda
 
@@ -90,6 +100,7 @@ def _build_namespace(helpers: dict) -> dict:
         ns[f"sh_{code}"] = {"b1": np.uint8, "f16": np.float32}.get(code, BY_CODE[code])
     for name, fn in _BACKEND_MATH.items():
         ns[f"fa_{name}_f32"] = ns[f"fa_{name}_f64"] = fn
+    ns["fa_fma_f64"] = _fma
     for name, fn in helpers.items():
         ns[name] = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
     return ns

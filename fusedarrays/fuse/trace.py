@@ -39,6 +39,7 @@ from ..compiler.reduction import has_reduction, plan_program
 from ..errors import TracerConversionError, UnsupportedOperationError
 from ..ir import graph, layout
 from ..ir.params import roots_params
+from ..ir.reductions import reduction_node
 from ..runtime.backend import Buffer
 
 _HINT = ("traced functions must be straight-line array code; pass values that choose code paths "
@@ -198,14 +199,18 @@ def rebuild(node: graph.Node, leaf_fn, memo: dict) -> graph.Node:
         return found
     if node.kind == "leaf":
         out = leaf_fn(node)
-    elif node.kind == "scalar":
+    elif node.kind in ("scalar", "random"):    # a draw reads no leaf
         out = node
     else:
         inputs = tuple(rebuild(i, leaf_fn, memo) for i in node.inputs)
-        out = (graph.cast(inputs[0], node.dtype) if node.kind == "cast"
-               else graph.reduce(node.attrs[0], inputs[0], node.attrs[1], node.attrs[2],
-                                 node.dtype) if node.kind == "reduce"
-               else graph.op(node.attrs[0], inputs, node.attrs[1]))
+        if node.kind == "gather":
+            out = graph.gather(inputs[0], inputs[1], *node.attrs)
+        elif node.kind == "reduce":
+            out = reduction_node(node.attrs[0], inputs[0], node.attrs[1], node.attrs[2],
+                               node.dtype)
+        else:
+            out = (graph.cast(inputs[0], node.dtype) if node.kind == "cast"
+                   else graph.op(node.attrs[0], inputs, node.attrs[1]))
     memo[node.serial] = out
     return out
 

@@ -1,6 +1,7 @@
 """The expression graph: immutable nodes that carry, from creation, what evaluating them needs.
 
-A node is a leaf (a view of a buffer), a scalar parameter, a cast, or an op from the op table,
+A node is a leaf (a view of a buffer), a scalar parameter, a cast, an op from the op table, or a
+random draw (``fa.random``: a view of a counter-based stream, its seed and key scalar inputs),
 with its result dtype and shape (NumPy broadcasting, right-aligned). Building a node does its
 per-node work once, so that evaluating a graph seen before is a dictionary look-up:
 
@@ -112,6 +113,10 @@ class Node:
             return self.attrs[0]
         if self.kind == "cast":
             return f"astype({self.dtype})"
+        if self.kind == "random":
+            return f"random.{self.attrs[0]}"
+        if self.kind == "gather":
+            return "take"
         if self.kind == "scalar":
             return repr(self.attrs[1])
         if self.kind == "reduce":
@@ -147,7 +152,7 @@ def _text_attrs(node: Node) -> tuple:
         return (node.attrs[0],)
     if node.kind == "op":
         return (node.attrs[0], tuple(d.str for d in node.attrs[1]))
-    if node.kind == "reduce":
+    if node.kind in ("random", "gather", "reduce"):
         return node.attrs
     return ()
 
@@ -262,24 +267,6 @@ def cast(node: Node, dtype: np.dtype) -> Node:
     return cast_node
 
 
-def reduce(name: str, node: Node, axes: tuple[int, ...], keepdims: bool,
-           dtype: np.dtype) -> Node:
-    """Reduction ``name`` (a row of :mod:`.reductions`) of ``node`` over ``axes`` (sorted,
-    non-negative), giving ``dtype``. Its params are its input's (a leaf or scalar input: that
-    one), so a graph over reductions binds every leaf and scalar under them; its sid adds the
-    reduction's name, axes, keepdims and dtype to its input's."""
-    dtype = np.dtype(dtype)
-    axes = tuple(sorted(axes))
-    shape = tuple(1 if k in axes else e for k, e in enumerate(node.shape)
-                  if keepdims or k not in axes)
-    red = _new("reduce", dtype, shape, (node,), (name, axes, bool(keepdims)))
-    red.params = node.params if node.params is not None else {node: 0}
-    red.sid = _sid(("reduce", name, axes, bool(keepdims), dtype, node.sid))
-    red.count = 1 + node.count
-    red.buffers = node.buffers
-    return red
-
-
 def op(name: str, inputs: tuple[Node, ...], loop: tuple[np.dtype, ...]) -> Node:
     """Op ``name`` on ``inputs`` with NumPy loop dtypes ``loop`` = (in..., out)."""
     for d in loop:
@@ -368,6 +355,39 @@ def _combine(node: Node, inputs: tuple, head) -> None:
     node.buffers = buffers
 
 
+def random(dist: str, dtype: np.dtype, view: tuple, inputs: tuple[Node, ...]) -> Node:
+    """A draw of ``fa.random``: distribution ``dist`` (a ``fa_rand_<dist>`` helper of
+    :mod:`..compiler.devicelib`) evaluated at each element's index in the stream.
+
+    ``view`` = ``(shape, strides, offset)`` maps the node's elements to stream indices, as a
+    leaf's view maps them to a buffer's (a fresh draw: C-contiguous, offset 0), so views and
+    broadcasts of a draw are draws too and never cut a fusion. ``inputs`` are scalar params: the
+    seed and the key (then the distribution's own, e.g. ``low`` and ``span``); their values are
+    in no key, so a new seed never recompiles. No buffer is read: the numbers never touch memory.
+    """
+    dtype = np.dtype(dtype)
+    view = (tuple(view[0]), tuple(view[1]), int(view[2]))
+    node = _new("random", dtype, view[0], tuple(inputs), (dist, view))
+    _combine(node, node.inputs, ("random", dist, dtype, view))
+    return node
+
+
+def gather(source: Node, index: Node, extent: int, stride: int) -> Node:
+    """A gather (``fa.take``, ``x[idx]``): ``source``'s buffer read at ``index`` along an axis of
+    ``extent`` elements ``stride`` apart (a negative index counts from the end).
+
+    ``source`` is a leaf viewing the gathered array without that axis, broadcast over the
+    index's axes; ``index`` an integer node. Both are elementwise over the result's shape, so a
+    view of a gather is a gather of their views (``transform``). The kernel loads the element at
+    the source's own index plus ``index * stride``: a load through an index, no copy.
+    """
+    shape = layout.broadcast_shapes(source.shape, index.shape)
+    attrs = (int(extent), int(stride))
+    node = _new("gather", source.dtype, shape, (source, index), attrs)
+    _combine(node, node.inputs, ("gather",) + attrs)
+    return node
+
+
 def leaf_view(node: Node) -> tuple[object, tuple, tuple, int]:
     """(buffer, shape, strides, offset) of a leaf."""
     buffer, (shape, strides, offset) = node.attrs
@@ -398,6 +418,10 @@ def transform(node: Node, fn) -> Node:
             return found
         if n.kind == "scalar":
             result = n
+        elif n.kind == "random":    # a view of a draw: its stream indices through the view
+            dist, (dshape, dstrides, doffset) = n.attrs
+            bstrides = layout.broadcast_strides(dshape, dstrides, shape)
+            result = random(dist, n.dtype, fn((shape, bstrides, doffset)), n.inputs)
         elif n.kind == "reduce":    # its leaves have the input's shape, not the view's
             raise layout.NotAView(f"a view of a pending {n.label()} (computed first)")
         elif n.kind == "leaf":
@@ -407,8 +431,11 @@ def transform(node: Node, fn) -> Node:
             result = leaf(buffer, n.dtype, vshape, vstrides, voffset)
         else:
             inputs = tuple(visit(i, shape) for i in n.inputs)
-            result = (cast(inputs[0], n.dtype) if n.kind == "cast"
-                      else op(n.attrs[0], inputs, n.attrs[1]))
+            if n.kind == "gather":
+                result = gather(inputs[0], inputs[1], *n.attrs)
+            else:
+                result = (cast(inputs[0], n.dtype) if n.kind == "cast"
+                          else op(n.attrs[0], inputs, n.attrs[1]))
         memo[(n.serial, shape)] = result
         return result
 

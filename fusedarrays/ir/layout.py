@@ -250,6 +250,10 @@ def _getitem(view, key):
                 raise TypeError
             index = operator.index(k)
         except TypeError:
+            if getattr(getattr(k, "dtype", None), "kind", "") == "b":
+                raise IndexError("reading x[mask] (a boolean mask: its size depends on the "
+                                 "data) is not supported; x[mask] = v is (a fused where), and "
+                                 "fa.where(mask, x, fill) or x.get()[mask] read") from None
             raise IndexError(f"only integers, slices, None and ... are valid indices; got "
                              f"{type(k).__name__} (advanced indexing is not supported)") from None
         if not -extent <= index < extent:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import graph
+
 
 @dataclass(frozen=True)
 class Reduction:
@@ -120,3 +122,21 @@ def accumulator_code(name: str, value_code: str, target: str) -> str:
     if target == "cpu" and name == "sum" and value_code == "f32":
         return "f64"
     return value_code
+
+
+def reduction_node(name: str, node: graph.Node, axes: tuple[int, ...], keepdims: bool,
+                   dtype: np.dtype) -> graph.Node:
+    """The graph node of reduction ``name`` (a row above) of ``node`` over ``axes`` (sorted,
+    non-negative), giving ``dtype``. Its params are its input's (a leaf or scalar input: that
+    one), so a graph over reductions binds every leaf and scalar under them; its sid adds the
+    reduction's name, axes, keepdims and dtype to its input's."""
+    dtype = np.dtype(dtype)
+    axes = tuple(sorted(axes))
+    shape = tuple(1 if k in axes else e for k, e in enumerate(node.shape)
+                  if keepdims or k not in axes)
+    red = graph._new("reduce", dtype, shape, (node,), (name, axes, bool(keepdims)))
+    red.params = node.params if node.params is not None else {node: 0}
+    red.sid = graph._sid(("reduce", name, axes, bool(keepdims), dtype, node.sid))
+    red.count = 1 + node.count
+    red.buffers = node.buffers
+    return red

@@ -56,3 +56,14 @@ def test_reductions_smoke(tmp_path):
                  "sum over axis 1", "relative error"):
         assert part in figures, (part, figures)
     assert rows[next(f for f in rows if f.startswith("((x - y)"))]["details"]["launches"] == 1
+
+
+def test_random_export_smoke(tmp_path):
+    rows = numbers(run_script("random_export", tmp_path))
+    figures = " | ".join(rows)
+    for part in ("rng.standard_normal", "dropout", "launches per noise-add",
+                 "launches per dropout", "gather table[idx] * w", "launches per gather"):
+        assert part in figures, (part, figures)
+    assert rows["launches per noise-add evaluation"]["fusedarrays"] == 1
+    assert rows["launches per dropout evaluation"]["fusedarrays"] == 1
+    assert rows["launches per gather evaluation"]["fusedarrays"] == 1

@@ -290,3 +290,15 @@ def test_random_shapes_axes_and_steps(shape, data, name, keepdims, step):
 
 def _subsets(ndim):
     return [[k for k in range(ndim) if mask >> k & 1] for mask in range(1 << ndim)]
+
+
+def test_reductions_of_draws_and_gathers():
+    # a draw or gather is placed by the elementwise planner: a reduction computes it first
+    draws = fa.random.default_rng(26).standard_normal((30, 200))
+    same = fa.random.default_rng(26).standard_normal((30, 200)).get()
+    rc.check((draws - draws.max(axis=-1, keepdims=True)).get(),
+             same - same.max(axis=-1, keepdims=True), same, "draws less their row maxima")
+    table = np.random.default_rng(26).standard_normal((9, 40))
+    idx = np.array([4, 0, 8, 4])
+    got = fa.take(fa.asarray(table), idx, axis=0).sum(axis=0).get()
+    rc.check(got, table[idx].sum(axis=0), table, "sum of a gather (seed 26)")

@@ -1,0 +1,116 @@
+"""Leaving on the cuda backend: torch, CuPy and JAX take fa arrays zero-copy (DLPack and the
+CUDA array interface v3), ordered after fusedarrays' work on the consumer's own stream (a
+producer/consumer loop on a non-blocking stream would read stale memory otherwise), and
+fa.compute(..., out=...) writes into their arrays. Each library's tests skip without it."""
+
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+from fusedarrays import config
+
+N = 1 << 25    # a kernel long enough that an unordered consumer would overtake it
+
+
+@pytest.fixture(autouse=True)
+def cuda_backend():
+    with config.override(BACKEND="cuda"):
+        yield
+
+
+def _torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    return torch
+
+
+def _views(seed):
+    host = np.random.default_rng(seed).standard_normal((300, 400)).astype(np.float32)
+    x = fa.asarray(host)
+    return [(x * 2, host * 2), (x[::-1, 3::2], host[::-1, 3::2]), (x.T, host.T),
+            (fa.sin(x)[7], np.sin(host)[7])]
+
+
+def test_cuda_array_interface_fields():
+    x = fa.asarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    cai = x.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["stream"] == 1 and cai["strides"] is None
+    assert cai["shape"] == (3, 4) and cai["typestr"] == "<f4" and cai["data"][0] != 0
+    view = x[::-1, 1::2].__cuda_array_interface__
+    assert view["strides"] == (-16, 8) and view["data"][0] == cai["data"][0] + 8 * 4 + 4
+    assert x.__dlpack_device__() == (2, 0)
+
+
+def test_cupy_dlpack_and_cai():
+    cp = pytest.importorskip("cupy")
+    for y, expect in _views(150):
+        np.testing.assert_array_equal(cp.from_dlpack(y).get(), expect)
+        np.testing.assert_array_equal(cp.asarray(y).get(), expect)
+    y = fa.asarray(np.ones(10, np.float32)) * 3
+    c = cp.from_dlpack(y)
+    c[0] = 7                                         # zero-copy: the write shows in y
+    cp.cuda.Device().synchronize()
+    assert y.get()[0] == 7
+
+
+def test_torch_dlpack_and_cai():
+    torch = _torch()
+    for y, expect in _views(151):
+        np.testing.assert_array_equal(torch.from_dlpack(y).cpu().numpy(), expect)
+        np.testing.assert_array_equal(torch.as_tensor(y, device="cuda").cpu().numpy(), expect)
+
+
+def test_jax_dlpack():
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax without a GPU")
+    for y, expect in _views(152):
+        np.testing.assert_array_equal(np.asarray(jax.dlpack.from_dlpack(y)), expect)
+
+
+def test_cupy_consumer_on_its_own_stream_is_ordered():
+    cp = pytest.importorskip("cupy")
+    x = fa.asarray(np.ones(N, np.float32))
+    stream = cp.cuda.Stream(non_blocking=True)
+    for k in range(1, 13):
+        y = fa.sqrt(x * np.float32(k * k))           # a fresh block each time: k everywhere
+        with stream:
+            c = cp.from_dlpack(y)                    # stream=stream.ptr: waits for fa's work
+            lo, hi = c.min(), c.max()
+        stream.synchronize()
+        assert float(lo) == float(hi) == k, (k, float(lo), float(hi))
+        with stream:
+            c = cp.asarray(fa.sqrt(x * np.float32(k * k)))   # CAI v3: "stream": 1
+            lo, hi = c.min(), c.max()
+        stream.synchronize()
+        assert float(lo) == float(hi) == k, (k, float(lo), float(hi))
+
+
+def test_torch_consumer_on_its_own_stream_is_ordered():
+    torch = _torch()
+    x = fa.asarray(np.ones(N, np.float32))
+    stream = torch.cuda.Stream()
+    for k in range(1, 13):
+        y = fa.sqrt(x * np.float32(k * k))
+        with torch.cuda.stream(stream):
+            t = torch.from_dlpack(y)
+            lo, hi = t.min(), t.max()
+        stream.synchronize()
+        assert lo.item() == hi.item() == k, (k, lo.item(), hi.item())
+
+
+def test_compute_into_torch_and_cupy():
+    seed = 153
+    host = np.random.default_rng(seed).standard_normal(5000).astype(np.float32)
+    x = fa.asarray(host)
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        t = torch.zeros(5000, device="cuda")
+        assert fa.compute(x * 2 + 1, out=t) is t
+        np.testing.assert_array_equal(t.cpu().numpy(), host * 2 + 1, err_msg=f"{seed=}")
+    cp = pytest.importorskip("cupy")
+    c = cp.zeros((2, 5000), cp.float32)
+    fa.compute(x - 1, fa.sin(x), out=(c[1], c[0]))
+    np.testing.assert_array_equal(c[1].get(), host - 1, err_msg=f"{seed=}")
+    np.testing.assert_allclose(c[0].get(), np.sin(host), rtol=2e-6, atol=2e-7)

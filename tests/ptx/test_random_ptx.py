@@ -1,0 +1,83 @@
+"""fa.random draws and gathers compile to PTX for sm_90 (no GPU needed): Philox's products as
+32-bit mul.hi/mul.lo, the Box-Muller multiply-adds as explicit fma.rn.f64, no memory traffic
+for the noise; a gather's table read element by element beside 128-bit accesses."""
+
+import re
+
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+from fusedarrays import config
+
+
+@pytest.fixture(autouse=True)
+def cpu_arrays():
+    with config.override(BACKEND="cpu"):   # arrays on the cpu; PTX for sm_90 by arch=
+        yield
+
+
+def test_noise_add_ptx():
+    x = fa.asarray(np.random.default_rng(120).standard_normal(4096).astype(np.float32))
+    y = x + np.float32(0.1) * fa.random.default_rng(1).standard_normal(x.shape,
+                                                                       dtype=np.float32)
+    ex = fa.explain(y, arch="sm_90")
+    ptx = ex.ptx
+    assert ex.vector_width == 4
+    loads = len(re.findall(r"ld\.global\.v4\.f32", ptx))
+    stores = len(re.findall(r"st\.global\.v4\.f32", ptx))
+    assert stores >= 1 and loads == stores      # x only: the noise never touches memory
+    assert "fma.rn.f64" in ptx
+    assert re.search(r"mul\.(wide|hi|lo)\.u32|mul\.lo\.s64|mad\.(wide|hi|lo)\.u32", ptx)
+
+
+@pytest.mark.parametrize("draw", ["uniform_f32", "uniform_f64", "integers", "bernoulli_f16"])
+def test_each_distribution_compiles(draw):
+    rng = fa.random.default_rng(2)
+    x = fa.asarray(np.random.default_rng(121).standard_normal(1000).astype(np.float16))
+    expr = {"uniform_f32": lambda: rng.random(1000, dtype=np.float32),
+            "uniform_f64": lambda: rng.random(1000),
+            "integers": lambda: rng.integers(0, 1000, 1000, dtype=np.int32),
+            "bernoulli_f16": lambda: x * rng.bernoulli(0.9, 1000) / np.float16(0.9)}[draw]()
+    assert ".entry" in fa.explain(expr, arch="sm_90").ptx
+
+
+KAT = [((0, 0, 0, 0, 0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+       ((0xFFFFFFFF,) * 6, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+       ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344, 0xA4093822, 0x299F31D0),
+        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1))]
+
+
+def test_philox_intrinsic_known_answers_on_the_cpu_target():
+    """The cuda target's Philox rounds (LLVM IR in 32-bit registers), run by numba's CPU
+    target, give Random123's published known answers."""
+    from numba import njit
+    from numba.extending import intrinsic
+
+    from fusedarrays.cuda.intrinsics import TYPERS
+
+    philox = intrinsic(TYPERS["fa_philox"])
+
+    @njit
+    def run(c0, c1, c2, c3, k0, k1):
+        return philox(c0, c1, c2, c3, k0, k1)
+
+    for args, expected in KAT:
+        words = run(*[np.uint32(a) for a in args])
+        assert tuple(int(w) for w in words) == expected, [hex(int(w)) for w in words]
+    assert "mul.hi.u32" in fa.explain(fa.random.default_rng(3).random(64, dtype=np.float32),
+                                      arch="sm_90").ptx
+
+
+def test_gather_ptx_loads_through_the_index():
+    rng = np.random.default_rng(122)
+    table = fa.asarray(rng.standard_normal(1 << 12).astype(np.float32))
+    idx = fa.asarray(rng.integers(0, 1 << 12, 4096).astype(np.int32))
+    w = fa.asarray(rng.standard_normal(4096).astype(np.float32))
+    ex = fa.explain(table[idx] * w, arch="sm_90")
+    ptx = ex.ptx
+    assert ex.vector_width == 4
+    # idx and w in 128-bit loads, the table element by element, the result in 128-bit stores
+    assert len(re.findall(r"ld\.global\.v4\.(f32|u32|b32)", ptx)) == 2 * len(
+        re.findall(r"st\.global\.v4\.f32", ptx))
+    assert re.search(r"ld\.global\.f32", ptx)
