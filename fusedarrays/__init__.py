@@ -7,22 +7,55 @@
 array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 """
 
+import math as _math
+
 from .api import elementwise as _elementwise
 from .api import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
-from .api.array import asarray, compute, ndarray
+from .api import protocols as _protocols
+from .api import special
+from .api import standard as _standard
+from .api.array import compute, ndarray
 from .api.creation import (
     arange,
+    asarray,
     empty,
     empty_like,
+    eye,
+    from_dlpack,
     full,
     full_like,
+    linspace,
+    meshgrid,
     ones,
     ones_like,
+    tril,
+    triu,
     zeros,
     zeros_like,
 )
+from .api.datatypes import DTYPES as _DTYPES
+from .api.datatypes import astype, can_cast, finfo, iinfo, isdtype, result_type
+from .api.devices import Device
 from .api.display import explain
-from .api.manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
+from .api.linalg import matmul, tensordot, vecdot
+from .api.manipulation import (
+    broadcast_arrays,
+    broadcast_to,
+    concat,
+    expand_dims,
+    flip,
+    moveaxis,
+    permute_dims,
+    repeat,
+    reshape,
+    roll,
+    squeeze,
+    stack,
+    tile,
+    transpose,
+    unstack,
+)
+from .api.standard import imag, real
 from .errors import (
     AmbiguousTruthValueError,
     CompileError,
@@ -45,6 +78,13 @@ from .runtime.records import reset_stats, stats, timings
 from .version import __version__  # noqa: F401
 
 globals().update(_elementwise.FUNCTIONS)
+globals().update(_DTYPES)          # fa.float32 … fa.bool: NumPy's dtype objects
+# the standard's clip (optional bounds) over the op-table row of that name, and round
+clip, round = _standard.clip, _standard.round
+
+__array_api_version__ = _protocols.API_VERSION
+e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
+concatenate = concat               # NumPy's name
 
 
 def backend() -> str:
@@ -61,4 +101,11 @@ __all__ = [
     "ndarray", "ones", "ones_like", "precompile", "reset_stats", "reshape", "squeeze", "stats",
     "timings", "transpose", "zeros", "zeros_like",
     *sorted(_elementwise.FUNCTIONS),
+    # the Array API namespace (api/creation.py, manipulation.py, datatypes.py, standard.py …)
+    "Device", "__array_api_version__", "astype", "broadcast_arrays", "can_cast", "concat",
+    "concatenate", "e", "eye", "finfo", "flip", "from_dlpack", "iinfo", "imag", "inf",
+    "isdtype", "linspace", "matmul", "meshgrid", "moveaxis", "nan", "newaxis", "permute_dims",
+    "pi", "real", "repeat", "result_type", "roll", "special", "stack", "tensordot", "tile",
+    "tril", "triu", "unstack", "vecdot", *sorted(_DTYPES),
 ]
+__all__ = sorted(set(__all__))

@@ -113,6 +113,8 @@ def check_all_ops(dtype: np.dtype, layout: str, seed: int, to_device=fa.asarray)
     rng = np.random.default_rng(seed)
     lazy, expected = [], []
     for row in ops.OPS.values():
+        if row.module:      # fa.special's rows: tests/*/test_special*.py, against SciPy
+            continue
         host, device = operands(rng, row, dtype, layout, to_device)
         try:
             want = np.asarray(numpy_result(row, host))
@@ -157,7 +159,7 @@ def mixed_float_unary_ops(seed: int = 7):
     bases = {dt: (rng.random(40) * 1.8 + 0.1).astype(dt) for dt in FLOATS}  # in every domain
     want, lazy = [], []
     for row in ops.OPS.values():
-        if row.nin != 1:
+        if row.nin != 1 or row.module:
             continue
         for dt in FLOATS:
             try:

@@ -8,6 +8,8 @@ operator methods on ``fa.ndarray`` (``__add__``, ``__radd__``, ``__iadd__``), an
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..errors import UnsupportedOperationError
@@ -44,6 +46,15 @@ def loop_dtypes(row: ops.Op, types: list) -> tuple[np.dtype, ...]:
     elif row.rule == "where":
         common = dtypes.promote(types[1:])
         loop = (np.dtype(np.bool_), common, common, common)
+    elif row.rule == "loops":   # the first float loop the operand casts to safely, as SciPy
+        loop = next(((dt, dt) for dt in map(dtypes.BY_CODE.get, row.loops)
+                     if not isinstance(types[0], dtypes.Weak) and np.can_cast(types[0], dt)),
+                    None)
+        if loop is None:
+            dt = dtypes.BY_CODE[row.loops[0]]
+            if not isinstance(types[0], dtypes.Weak):
+                raise UnsupportedOperationError(f"{row.name} is not defined for {types[0]}")
+            loop = (dt, dt)   # a Python scalar: the first loop, as SciPy takes a float
     elif row.rule == "clip":
         common = dtypes.promote(types)
         loop = (common,) * 4
@@ -235,8 +246,10 @@ def _function(row: ops.Op):
     return fn
 
 
-FUNCTIONS = {row.name: _function(row) for row in ops.OPS.values()}
+FUNCTIONS = {row.name: _function(row) for row in ops.OPS.values() if not row.module}
 FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ops.ALIASES.items()})
+# fa.special's functions (api/special.py), from the rows of that module
+SPECIAL = {name: _function(row) for name, row in ops.SPECIAL.items()}
 
 
 def _install_operators() -> None:
@@ -259,7 +272,7 @@ _install_operators()
 
 def array_ufunc(ufunc, method, inputs, kwargs):
     """``np.<ufunc>(fa_array, ...)`` → the lazy op from the table."""
-    row = ops.BY_UFUNC.get(ufunc)
+    row = ops.BY_UFUNC.get(ufunc) or _scipy_row(ufunc)
     if method != "__call__" or row is None:
         raise refusal(f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}"))
     out = kwargs.pop("out", None)
@@ -268,6 +281,16 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         raise refusal(f"np.{ufunc.__name__} with {options_text(unknown)}",
                       f"fa.{row.name}(..., out=...) takes no other options")
     return apply(row, *inputs, out=out)
+
+
+def _scipy_row(ufunc) -> ops.Op | None:
+    """The ``fa.special`` row of ``scipy.special.<name>`` (SciPy is imported by then, if it is
+    the caller's ufunc), else None."""
+    row = ops.SPECIAL.get(getattr(ufunc, "__name__", ""))
+    module = sys.modules.get("scipy.special")
+    if row is not None and module is not None and getattr(module, row.name, None) is ufunc:
+        return row
+    return None
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
