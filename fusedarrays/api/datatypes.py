@@ -9,6 +9,8 @@ hold and both hash alike (a dict keyed by one finds the other).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..errors import DTypeError
@@ -36,13 +38,26 @@ def _dtype_of(x) -> np.dtype:
     return dtypes.as_dtype(x)
 
 
-def finfo(type, /):
+class FInfo(NamedTuple):
+    """A floating dtype's limits as the Array API gives them: Python ints and floats."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: np.dtype
+
+
+def finfo(type, /) -> FInfo:
     """Machine limits of a floating dtype (or of an array's dtype): ``bits eps max min
-    smallest_normal dtype``, as ``np.finfo``."""
+    smallest_normal dtype``, NumPy's ``finfo`` values as Python floats."""
     dt = _dtype_of(type)
     if dt.kind != "f":
         raise DTypeError(f"finfo takes a floating dtype, got {dt}; use fa.iinfo for integers")
-    return np.finfo(dt)
+    info = np.finfo(dt)
+    return FInfo(info.bits, float(info.eps), float(info.max), float(info.min),
+                 float(info.smallest_normal), dt)
 
 
 def iinfo(type, /):
