@@ -46,10 +46,12 @@ def loop_dtypes(row: ops.Op, types: list) -> tuple[np.dtype, ...]:
     elif row.rule == "where":
         common = dtypes.promote(types[1:])
         loop = (np.dtype(np.bool_), common, common, common)
-    elif row.rule == "loops":   # the first float loop the operand casts to safely, as SciPy
-        loop = next(((dt, dt) for dt in map(dtypes.BY_CODE.get, row.loops)
-                     if not isinstance(types[0], dtypes.Weak) and np.can_cast(types[0], dt)),
-                    None)
+    elif row.rule == "loops":   # as NumPy resolves SciPy's ufuncs: the operand's own loop,
+        # else the first one it casts to safely
+        floats = [dtypes.BY_CODE[code] for code in row.loops]
+        strong = not isinstance(types[0], dtypes.Weak)
+        loop = next(((dt, dt) for dt in floats if strong and dt == types[0]), None) or next(
+            ((dt, dt) for dt in floats if strong and np.can_cast(types[0], dt)), None)
         if loop is None:
             dt = dtypes.BY_CODE[row.loops[0]]
             if not isinstance(types[0], dtypes.Weak):

@@ -276,7 +276,11 @@ TYPED: dict[str, frozenset[str]] = {name: frozenset(codes.split()) for name, cod
                                "equal", "not_equal", "less", "less_equal", "greater",
                                "greater_equal")},
     **{name: "b1 i64 u64" for name in ("bitwise_and", "bitwise_or", "bitwise_xor")},
-    **{name: "i64 u64" for name in ("invert", "left_shift", "right_shift")},
+    **{name: "i64 u64" for name in ("invert", "left_shift", "right_shift", "gcd", "lcm")},
+    "conjugate": _ALL.removeprefix("b1 "), "float_power": "f64",
+    **{name: _FLOATS for name in ("deg2rad", "rad2deg", "fabs", "heaviside", "logaddexp",
+                                  "logaddexp2", "erf", "erfc", "erfinv", "expit", "logit",
+                                  "gammaln")},
 }.items()}
 
 
