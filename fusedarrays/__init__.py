@@ -37,6 +37,7 @@ from .api.datatypes import DTYPES as _DTYPES
 from .api.datatypes import astype, can_cast, finfo, iinfo, isdtype, result_type
 from .api.devices import Device
 from .api.display import explain
+from .api.info import __array_namespace_info__
 from .api.linalg import matmul, tensordot, vecdot
 from .api.manipulation import (
     broadcast_arrays,
@@ -44,6 +45,7 @@ from .api.manipulation import (
     concat,
     expand_dims,
     flip,
+    matrix_transpose,
     moveaxis,
     permute_dims,
     repeat,
@@ -102,7 +104,8 @@ __all__ = [
     "timings", "transpose", "zeros", "zeros_like",
     *sorted(_elementwise.FUNCTIONS),
     # the Array API namespace (api/creation.py, manipulation.py, datatypes.py, standard.py …)
-    "Device", "__array_api_version__", "astype", "broadcast_arrays", "can_cast", "concat",
+    "Device", "__array_api_version__", "__array_namespace_info__", "matrix_transpose",
+    "astype", "broadcast_arrays", "can_cast", "concat",
     "concatenate", "e", "eye", "finfo", "flip", "from_dlpack", "iinfo", "imag", "inf",
     "isdtype", "linspace", "matmul", "meshgrid", "moveaxis", "nan", "newaxis", "permute_dims",
     "pi", "real", "repeat", "result_type", "roll", "special", "stack", "tensordot", "tile",

@@ -72,6 +72,14 @@ def permute_dims(x, /, axes) -> ndarray:
     return asarray(x).transpose(tuple(axes))
 
 
+def matrix_transpose(x, /) -> ndarray:
+    """The last two axes of ``x`` swapped (``x.mT``, a view)."""
+    x = asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose needs at least 2 dimensions, got shape {x.shape}")
+    return x.transpose(tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
+
+
 def _axis(axis, ndim: int, what: str) -> int:
     axis = operator.index(axis)
     if not -ndim <= axis < ndim:

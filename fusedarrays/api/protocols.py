@@ -14,6 +14,7 @@ import sys
 from .array import asarray, ndarray
 from .devices import check_device, default_device, device_of_backend
 from .linalg import matmul
+from .manipulation import matrix_transpose
 
 API_VERSION = "2023.12"
 
@@ -35,13 +36,6 @@ def _device(self):
 def _to_device(self, device, /, *, stream=None):
     check_device(device, "to_device")
     return self
-
-
-def _mT(self):
-    if self.ndim < 2:
-        raise ValueError(f".mT needs an array of at least 2 dimensions, got shape {self.shape}")
-    axes = tuple(range(self.ndim - 2)) + (self.ndim - 1, self.ndim - 2)
-    return self.transpose(axes)
 
 
 def _format(self, spec: str) -> str:
@@ -72,7 +66,7 @@ def _install() -> None:
     ndarray.__array_namespace__ = _array_namespace
     ndarray.device = property(_device, doc="Where the array's memory is (a fa Device).")
     ndarray.to_device = _to_device
-    ndarray.mT = property(_mT, doc="The last two axes swapped (a view).")
+    ndarray.mT = property(matrix_transpose, doc="The last two axes swapped (a view).")
     ndarray.__format__ = _format
     ndarray.tolist = lambda self: self.get().tolist()
     ndarray.__iter__ = _iter

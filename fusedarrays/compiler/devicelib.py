@@ -184,6 +184,29 @@ def fa_lcm_u(a, b):
         return cv_u64(0)
     return cv_u64(cv_u64(cv_u64(a) // g) * cv_u64(b))
 
+def fa_cfmod_i(a, b):
+    # C's fmod: the sign of a (Python's % has the sign of b); by 0 and INT_MIN by -1: 0
+    if b == 0 or b == -1:
+        return cv_i64(0)
+    r = cv_i64(a % b)
+    if r != 0 and (r < 0) != (a < 0):
+        r = cv_i64(r - b)
+    return r
+
+def fa_popcount_u(a):
+    x = cv_u64(a)
+    n = cv_u64(0)
+    while x != cv_u64(0):
+        x = cv_u64(x & cv_u64(x - cv_u64(1)))
+        n = cv_u64(n + cv_u64(1))
+    return n
+
+def fa_popcount_i(a):
+    x = cv_i64(a)
+    if x < 0:
+        return fa_popcount_u(cv_u64(0) - cv_u64(x))
+    return fa_popcount_u(cv_u64(x))
+
 def fa_fmin(a, b):
     if b != b:
         return a
