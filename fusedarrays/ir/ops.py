@@ -241,7 +241,7 @@ ALIASES: dict[str, str] = {alias: row.name for row in _ROWS for alias in row.ali
 LEFT_OUT: dict[str, str] = {
     "divmod": "two results; `a // b` and `a % b` fuse into one kernel",
     "frexp": "two results (mantissa, exponent)",
-    "modf": "two results; `a % 1` and `trunc(a)` instead",
+    "modf": "two results; `a - trunc(a)` and `trunc(a)` fuse into one kernel",
     "ldexp": "needs exact scaling past the exponent range (two steps of 2**k); not yet",
     "nextafter": "bit-level float stepping; numba's math has no nextafter on cpu",
     "spacing": "bit-level float stepping, as nextafter",
