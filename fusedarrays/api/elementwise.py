@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import dtypes, graph, ops
+from . import linalg
 from .array import ScalarParam, _as_node, _wrap, asarray, ndarray, runtime_write
 from .refusals import options_text, refusal
 
@@ -275,6 +276,8 @@ _install_operators()
 def array_ufunc(ufunc, method, inputs, kwargs):
     """``np.<ufunc>(fa_array, ...)`` → the lazy op from the table."""
     row = ops.BY_UFUNC.get(ufunc) or _scipy_row(ufunc)
+    if method == "__call__" and row is None and ufunc in _PRODUCTS and not kwargs:
+        return _PRODUCTS[ufunc](*inputs)
     if method != "__call__" or row is None:
         raise refusal(f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}"))
     out = kwargs.pop("out", None)
@@ -283,6 +286,10 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         raise refusal(f"np.{ufunc.__name__} with {options_text(unknown)}",
                       f"fa.{row.name}(..., out=...) takes no other options")
     return apply(row, *inputs, out=out)
+
+
+# NumPy's product ufuncs: fa.matmul / fa.vecdot (computed on the host, not fused)
+_PRODUCTS = {np.matmul: linalg.matmul, np.vecdot: linalg.vecdot}
 
 
 def _scipy_row(ufunc) -> ops.Op | None:

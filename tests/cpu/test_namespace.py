@@ -170,6 +170,9 @@ def test_products_match_numpy():
     np.testing.assert_allclose(fa.tensordot(fa_a, fa_b, axes=1).get(), np.tensordot(a, b, 1),
                                rtol=1e-6)
     assert (fa_a @ fa_b.astype(fa.float64)).dtype == np.float64
+    for got, want in ((np.matmul(fa_a, fa_b), a @ b), (np.vecdot(fa_a, fa_a), np.vecdot(a, a))):
+        assert isinstance(got, fa.ndarray)
+        np.testing.assert_allclose(got.get(), want, rtol=1e-5)
 
 
 def test_new_ufuncs_dispatch_from_numpy():
