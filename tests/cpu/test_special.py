@@ -41,3 +41,9 @@ def test_black_scholes_with_erf_is_one_kernel_and_matches_scipy():
     for got, ref in zip((call, put), want):
         assert got.dtype == np.float32
         np.testing.assert_allclose(got.get(), ref, rtol=1e-4, atol=2e-4)
+
+
+def test_gammaln_of_negative_arguments_matches_scipy():
+    host = np.random.default_rng(20261124).uniform(-12, -0.01, 3001)
+    got = fa.special.gammaln(fa.asarray(host)[::-3]).get()
+    np.testing.assert_allclose(got, scipy_special.gammaln(host[::-3]), rtol=1e-13, atol=1e-13)

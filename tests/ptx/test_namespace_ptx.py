@@ -33,8 +33,9 @@ def test_special_and_new_float_rows_compile_into_one_kernel(dtype):
 
 
 @pytest.mark.parametrize("dtype", ["int64", "uint32"])
-def test_gcd_and_lcm_compile(dtype):
+def test_integer_rows_compile(dtype):
     rng = np.random.default_rng(SEED)
     x, y = (fa.asarray(rng.integers(1, 1000, 4096).astype(dtype)) for _ in range(2))
-    ptx = fa.explain(fa.gcd(x, y) + fa.lcm(y, x), arch="sm_90").ptx
+    expr = fa.gcd(x, y) + fa.lcm(y, x) + fa.fmod(x, y) + fa.bitwise_count(x)
+    ptx = fa.explain(expr, arch="sm_90").ptx
     assert ".entry" in ptx and "rem." in ptx
