@@ -81,8 +81,8 @@ from .version import __version__  # noqa: F401
 
 globals().update(_elementwise.FUNCTIONS)
 globals().update(_DTYPES)          # fa.float32 … fa.bool: NumPy's dtype objects
-# the standard's clip (optional bounds) over the op-table row of that name, and round
-clip, round = _standard.clip, _standard.round
+# the standard's clip (optional bounds), round and where over the op-table rows of those names
+clip, round, where = _standard.clip, _standard.round, _standard.where
 
 __array_api_version__ = _protocols.API_VERSION
 e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None

@@ -38,7 +38,15 @@ def broadcast_arrays(*arrays) -> list[ndarray]:
 
 
 def expand_dims(x, /, axis=0) -> ndarray:
-    return asarray(x)._view(lambda v: layout.expand_dims(v, axis))
+    """``x`` with a new axis of extent 1 at ``axis`` (a view); an axis past the result's
+    dimensions raises ``IndexError``, as the standard asks."""
+    x = asarray(x)
+    for a in (axis,) if isinstance(axis, int) else axis:
+        ndim = x.ndim + (1 if isinstance(axis, int) else len(axis))
+        if not -ndim <= a < ndim:
+            raise IndexError(f"expand_dims: axis {a} is out of range for a result of {ndim} "
+                             "dimensions")
+    return x._view(lambda v: layout.expand_dims(v, axis))
 
 
 def squeeze(x, /, axis=None) -> ndarray:

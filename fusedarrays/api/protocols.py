@@ -1,6 +1,6 @@
 """The ordinary object protocols of ``fa.ndarray``: ``__array_namespace__``, ``device`` and
 ``to_device``, ``mT``, ``__format__``, ``tolist``, ``__iter__``, ``__copy__``/``__deepcopy__``,
-pickling, ``__hash__ = None`` and ``@``.
+pickling, ``__hash__ = None``, ``__complex__`` and ``@``.
 
 Where it sits: beside :mod:`.elementwise`, installing methods on the array type as that module
 installs its operators. Pickling stores the values (a pending array computes first) and loads
@@ -68,6 +68,7 @@ def _install() -> None:
     ndarray.to_device = _to_device
     ndarray.mT = property(matrix_transpose, doc="The last two axes swapped (a view).")
     ndarray.__format__ = _format
+    ndarray.__complex__ = lambda self: complex(self._host_value("complex()"))
     ndarray.tolist = lambda self: self.get().tolist()
     ndarray.__iter__ = _iter
     ndarray.__copy__ = lambda self: self.copy()

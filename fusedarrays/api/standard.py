@@ -1,5 +1,6 @@
 """Array API elementwise functions that are not one op-table row: ``clip`` with optional bounds,
-``round`` (integers stay integers), ``real``, ``imag``.
+``round`` (integers stay integers), ``real``, ``imag``, and ``where`` with the standard's
+signature.
 
 Where it sits: beside :mod:`.elementwise` (which turns every op-table row into ``fa.<name>``,
 standard names included through the rows' ``aliases``), re-exported by the namespace. Each
@@ -55,3 +56,8 @@ def real(x, /) -> ndarray:
 def imag(x, /) -> ndarray:
     """The imaginary part: zeros of ``x``'s dtype for the real dtypes fusedarrays supports."""
     return zeros_like(asarray(x))
+
+
+def where(condition, x1, x2, /) -> ndarray:
+    """``x1`` where ``condition`` is true, else ``x2`` (broadcast); lazy (the ``where`` row)."""
+    return FUNCTIONS["where"](condition, x1, x2)
