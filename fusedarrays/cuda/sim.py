@@ -39,7 +39,11 @@ _BACKEND_MATH = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": 
 def _per_value(fn):
     def apply(x):
         x = np.asarray(x)
-        return x.dtype.type(fn(float(x))) if x.dtype.kind == "f" else np.float64(fn(float(x)))
+        try:
+            value = fn(float(x))
+        except (ValueError, OverflowError):
+            value = math.inf    # lgamma at its poles, where C's lgamma (cpu, CUDA) gives +inf
+        return x.dtype.type(value) if x.dtype.kind == "f" else np.float64(value)
     return apply
 
 
