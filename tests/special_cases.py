@@ -18,7 +18,9 @@ import numpy as np
 
 import fusedarrays as fa
 
-MAX_ULP = {"erfc": 256}    # the far tail, see above; every other function: 4
+# erfc: the far tail, see above; gammaln: lgamma of libm, libdevice and Python (the simulator)
+# differ from Cephes' by a few ulp; every other function: 4
+MAX_ULP = {"erfc": 256, "gammaln": 8}
 EDGES = {
     "erf": [0.0, -0.0, np.inf, -np.inf, np.nan, 5.9, -3.0],
     "erfc": [0.0, np.inf, -np.inf, np.nan, 9.5, -1.0],
