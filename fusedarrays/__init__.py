@@ -57,6 +57,7 @@ from .api.manipulation import (
     transpose,
     unstack,
 )
+from .api.profile import Profile, profile
 from .api.standard import imag, real
 from .errors import (
     AmbiguousTruthValueError,
@@ -102,6 +103,7 @@ __all__ = [
     "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse", "memory_info",
     "ndarray", "ones", "ones_like", "precompile", "reset_stats", "reshape", "squeeze", "stats",
     "timings", "transpose", "zeros", "zeros_like",
+    "Profile", "profile",
     *sorted(_elementwise.FUNCTIONS),
     # the Array API namespace (api/creation.py, manipulation.py, datatypes.py, standard.py …)
     "Device", "__array_api_version__", "__array_namespace_info__", "matrix_transpose",

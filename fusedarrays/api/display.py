@@ -1,8 +1,10 @@
-"""What people see: ``repr``, ``_repr_html_`` and :func:`explain`.
+"""What people see of an array: ``repr`` and ``_repr_html_``; ``fa.explain`` lives in explain.py.
 
-Cheap, safe and honest: a repr never evaluates or compiles; it shows state, dtype, shape and a
-short graph label (values only for arrays already computed). ``explain`` plans the kernel an array
-would run and renders its source without compiling; ``.ptx`` compiles PTX for an arch on request.
+Cheap, safe and honest: a repr never evaluates, compiles or launches. A pending array shows its
+state, dtype, shape and a short graph label (HTML: a table and an SVG of the graph drawn by
+:mod:`graphsvg`); an array holding memory shows its values summarised as NumPy summarises them
+(``...`` past ``np.get_printoptions()["threshold"]`` elements), read from the buffer by copies of
+the elements shown only (a strided or huge view is never copied whole, and no copy kernel runs).
 HTML escapes everything it shows.
 """
 
@@ -12,13 +14,19 @@ import html
 
 import numpy as np
 
-from ..compiler import codegen
-from ..compiler.plan import KernelPlan, plan_kernel
 from ..ir import graph, layout
-from ..runtime import realize, records
+from ..runtime import realize
+from . import explain as _explain
 from .array import ndarray
+from .graphsvg import graph_svg
+
+explain = _explain.explain          # fa.explain (its home is explain.py)
+Explanation = _explain.Explanation
 
 _LABEL_NODES = 12
+# Shown elements closer than this (in elements) are read in one copy: a copy costs microseconds,
+# so reading a few hundred elements more is cheaper than another copy.
+_RUN_GAP = 256
 
 
 def graph_label(node: graph.Node, budget: list[int] | None = None) -> str:
@@ -33,97 +41,112 @@ def graph_label(node: graph.Node, budget: list[int] | None = None) -> str:
     return f"{node.label()}({', '.join(graph_label(i, budget) for i in node.inputs)})"
 
 
+def shown_values(node: graph.Node) -> tuple[np.ndarray, bool]:
+    """``(values, summarised)``: a leaf's values as NumPy prints them. Summarised, each axis
+    longer than ``2 * edgeitems`` keeps its edges around one filler element (which NumPy's
+    summary drops), so printing it with ``threshold=0`` is NumPy's print of the whole array."""
+    buffer, shape, strides, offset = graph.leaf_view(node)
+    options = np.get_printoptions()
+    edge = options["edgeitems"]
+    summarised = layout.size_of(shape) > options["threshold"]
+    index = [np.arange(d) if not summarised or d <= 2 * edge else
+             np.r_[0:edge, edge - 1, d - edge:d] for d in shape]
+    where = np.full([len(i) for i in index], offset, dtype=np.int64)
+    for axis, (i, stride) in enumerate(zip(index, strides)):
+        where = where + (i * stride).reshape([-1 if a == axis else 1 for a in range(len(shape))])
+    if where.size == 0:
+        return np.empty(shape, node.dtype), False
+    flat = where.reshape(-1)
+    wanted = np.unique(flat)
+    # Runs of wanted elements no further apart than _RUN_GAP: one device-to-host copy each.
+    breaks = np.flatnonzero(np.diff(wanted) > _RUN_GAP) + 1
+    starts = np.r_[wanted[:1], wanted[breaks]]
+    ends = np.r_[wanted[breaks - 1], wanted[-1:]] + 1
+    found = np.empty(wanted.size, node.dtype)
+    for lo, hi in zip(starts.tolist(), ends.tolist()):
+        chunk = buffer.backend.to_host(buffer.storage, node.dtype, hi - lo, lo)
+        sel = (wanted >= lo) & (wanted < hi)
+        found[sel] = chunk[wanted[sel] - lo]
+    values = found[np.searchsorted(wanted, flat)].reshape(where.shape)
+    return values, summarised
+
+
+def values_text(node: graph.Node, prefix: str) -> str:
+    values, summarised = shown_values(node)
+    extra = {"threshold": 0} if summarised else {}
+    return np.array2string(values, separator=", ", prefix=prefix, **extra)
+
+
+def _backend_name(node: graph.Node) -> tuple[str, str]:
+    for buffer in node.buffers:
+        backend = buffer.backend
+        if backend is None:
+            break
+        return backend.name, backend.device_key
+    return "-", "-"
+
+
 def array_repr(a) -> str:
     node = a._resolved()
     if node.is_leaf:
         buffer = graph.leaf_view(node)[0]
-        values = ""
         if buffer.traced:   # fa.fuse's placeholder: no values yet
             values = "traced argument, "
-        elif a.size <= 1000:
-            values = np.array2string(a.get(), separator=", ", prefix="fa.ndarray(") + ", "
+        else:
+            values = values_text(node, "fa.ndarray(") + ", "
         return f"fa.ndarray({values}dtype={a.dtype}, shape={a.shape}, on {buffer.backend.name})"
     return (f"fa.ndarray(pending {graph_label(node)}, dtype={a.dtype}, shape={a.shape}, "
             f"{graph.count_nodes(node)} nodes)")
 
 
-def array_html(a) -> str:
-    return f"<pre>{html.escape(array_repr(a))}</pre>"
+def _bytes(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return ""
 
 
-class _Placeholder:
-    """Stands in for an output buffer when explaining: nothing is allocated."""
-
-    uid = 0
-    backend = None
-
-
-class Explanation:
-    """The kernel an array's evaluation runs: plan, source, key parts, and why it compiled."""
-
-    def __init__(self, plan: KernelPlan, target: str, arch: str | None):
-        self.plan = plan
-        self.source = codegen.render_kernel(plan, target)
-        self.arch = arch
-        info = records.compiled_info(plan.key)
-        # Why it compiled (or was loaded), else what a compile now would say.
-        self.why = info["why"] if info else (
-            f"not compiled in this process yet; it would be: {records.why_compile(plan)}")
-        self._ptx: str | None = None
-
-    @property
-    def key(self) -> str:
-        return self.plan.key
-
-    @property
-    def vector_width(self) -> int:
-        return self.plan.vector_width
-
-    @property
-    def ptx(self) -> str:
-        """PTX for ``arch`` (default sm_90), compiled without a GPU."""
-        if self._ptx is None:
-            from ..compiler import devicelib
-            from ..runtime.backend import arch_compiler
-            self._ptx, _ = arch_compiler().ptx(
-                codegen.render_kernel(self.plan, "cuda"), self.plan.name,
-                self.plan.param_types(), self.arch or "sm_90", devicelib.helpers())
-        return self._ptx
-
-    def __str__(self) -> str:
-        p = self.plan
-        lines = [f"kernel {p.name}: shape {p.shape} → dims {p.dims}, vector width "
-                 f"{p.vector_width}, index width {p.index_width}",
-                 "inputs/outputs: " + ", ".join(
-                     f"{'out' if o.output else 'in'}{k} {o.dtype} {o.layout}"
-                     for k, o in enumerate(p.operands)),
-                 "scalar parameters: " + (", ".join(f"a{m}={v!r} ({dt})" for m, (v, dt)
-                                                    in enumerate(p.scalars)) or "none"),
-                 "key parts: " + "; ".join(f"{k}={v}" for k, v in p.key_parts),
-                 f"why: {self.why}", "source:", self.source]
-        return "\n".join(lines)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        return f"<pre>{html.escape(str(self))}</pre>"
+_STYLE = ("<style>.fa-repr{display:flex;gap:18px;align-items:flex-start;flex-wrap:wrap}"
+          ".fa-repr table{border-collapse:collapse;font-size:12px}"
+          ".fa-repr th{text-align:left!important;padding:2px 10px 2px 0;color:#555;"
+          "font-weight:normal}"
+          ".fa-repr td{text-align:left!important;padding:2px 0;font-family:monospace}"
+          ".fa-repr pre{margin:0;font-size:12px}</style>")
 
 
-def explain(a, arch: str | None = None) -> Explanation:
-    """How ``a`` evaluates: the plan and kernel source (nothing is compiled or run). For a fused
-    function (``fa.fuse``): its signatures, why each traced, and their kernels."""
-    from ..runtime.backend import get_backend
-
-    if hasattr(a, "_fa_explain"):
-        return a._fa_explain(arch)
-
+def array_table(a) -> list[tuple[str, str]]:
+    """The rows of the HTML repr's table, as ``(name, value)`` text."""
     node = a._resolved()
+    backend, device = _backend_name(node)
+    rows = [("shape", str(a.shape)), ("dtype", str(a.dtype)),
+            ("bytes", f"{_bytes(a.nbytes)} ({a.nbytes:,})"), ("backend", backend),
+            ("device", device)]
     if node.is_leaf:
-        node = graph.op("copy", (node,), (node.dtype, node.dtype))
-    out = (_Placeholder(), node.dtype, node.shape, layout.contiguous_strides(node.shape), 0)
-    plan = plan_kernel([(node, out)])
-    target = "cuda" if arch else realize.target_of(get_backend())
-    return Explanation(plan, target, arch)
+        traced = graph.leaf_view(node)[0].traced
+        rows += [("state", "traced argument" if traced else "computed"), ("kernels", "0")]
+    else:
+        n = graph.count_nodes(node)
+        ready = "yes, in this process" if realize.evaluated_before(node) else "not in this process"
+        rows += [("state", "pending"), ("nodes", f"{n} distinct"),
+                 ("kernels", "1 fused kernel, 1 launch"), ("compiled", ready)]
+    return rows
+
+
+def array_html(a) -> str:
+    node = a._resolved()
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+                   for k, v in array_table(a))
+    if not node.is_leaf:
+        right = graph_svg(node)
+    elif graph.leaf_view(node)[0].traced:
+        right = ""
+    else:
+        right = f"<pre>{html.escape(values_text(node, ''))}</pre>"
+    title = "pending fa.ndarray" if not node.is_leaf else "fa.ndarray"
+    return (f'{_STYLE}<div class="fa-repr"><table><caption style="text-align:left!important;'
+            f'font-weight:bold;font-size:12px">{title}</caption>{rows}</table>'
+            f"<div style=\"overflow-x:auto;max-width:100%\">{right}</div></div>")
 
 
 # The array layer sits below this one, so the reprs are installed from here.

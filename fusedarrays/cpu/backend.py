@@ -29,6 +29,7 @@ import platform
 import re
 import sys
 import threading
+import time
 import types
 from concurrent.futures import ThreadPoolExecutor
 
@@ -232,11 +233,44 @@ class CpuBackend(HostMemory):
                                                     None), None
             self.launch(kernel, n, args, geometry)
 
+    def first_call(self, kernel: list, n: int, args: list) -> dict[str, float]:
+        """Before a kernel's first launch: numba's compile for these argument types (or the
+        load of its cached machine code), as ``{stage: seconds}``, so that it is timed as a
+        compile and not as a launch. A failure here is left to :meth:`launch`, which raises
+        it (or drops a damaged numba cache file and compiles again)."""
+        start = time.perf_counter()
+        try:
+            self.prepare(kernel, n, args)
+        except Exception:   # noqa: BLE001 - launch() reports it, right after
+            return {}
+        hits = sum(kernel[0].stats.cache_hits.values())
+        stage = "cpu load (numba cache)" if hits else "cpu compile (numba)"
+        return {stage: time.perf_counter() - start}
+
     def prepare(self, kernel: list, n: int, args: list) -> None:
         """Compile ``kernel`` for these argument types without running it (``k0 == k1``: the
         kernel returns its chunk count before touching memory), so numba's cache holds it."""
         kernel[0](0, 0, n, *args)
 
+
+    def copy_bandwidth(self) -> float:
+        """Bytes per second (read and written) of a 64 MiB copy split over the CPUs as the
+        kernels split their chunks (NumPy's copy releases the GIL): the best of three, the
+        reference ``fa.profile()`` states achieved bandwidth against."""
+        nbytes = 1 << 26
+        src, dst = np.ones(nbytes, np.uint8), np.empty(nbytes, np.uint8)
+        bounds = [nbytes * t // _CPUS for t in range(_CPUS + 1)]
+
+        def part(t):
+            np.copyto(dst[bounds[t]:bounds[t + 1]], src[bounds[t]:bounds[t + 1]])
+
+        best = math.inf
+        with ThreadPoolExecutor(_CPUS) as pool:
+            for _ in range(3):
+                start = time.perf_counter()
+                list(pool.map(part, range(_CPUS)))
+                best = min(best, time.perf_counter() - start)
+        return 2 * nbytes / best
 
     def operand_arg(self, storage, dtype: np.dtype, elem_offset: int):
         view_dtype = np.uint16 if dtype == np.float16 else dtype

@@ -383,6 +383,32 @@ def copy(dst: DeviceStorage, src: DeviceStorage, nbytes: int) -> None:
         check(driver.cuMemcpyDtoDAsync(dst.ptr, src.ptr, nbytes, _LEGACY))
 
 
+class EventTimer:
+    """Device time of the work queued on the legacy stream between :meth:`start` and
+    :meth:`stop` (CUDA events; ``fa.profile()`` only: :meth:`stop` waits for that work)."""
+
+    __slots__ = ("begin", "end")
+
+    def __init__(self):
+        flags = driver.CUevent_flags.CU_EVENT_DEFAULT
+        self.begin = check(driver.cuEventCreate(flags))
+        self.end = check(driver.cuEventCreate(flags))
+
+    def start(self) -> EventTimer:
+        check(driver.cuEventRecord(self.begin, _LEGACY))
+        return self
+
+    def stop(self) -> float:
+        """Seconds between the two events, once the work between them has run."""
+        try:
+            check(driver.cuEventRecord(self.end, _LEGACY))
+            check(driver.cuEventSynchronize(self.end))
+            return check(driver.cuEventElapsedTime(self.begin, self.end)) / 1e3
+        finally:
+            check(driver.cuEventDestroy(self.begin))
+            check(driver.cuEventDestroy(self.end))
+
+
 def wrap_foreign(ptr: int, nbytes: int, owner: object) -> DeviceStorage:
     """Memory another library owns, used in place; ``owner`` is kept alive with it."""
     return DeviceStorage(ptr, nbytes, owner)

@@ -49,4 +49,25 @@ class Explanation:
 
     def _repr_html_(self) -> str:
         import html
-        return f"<pre>{html.escape(str(self))}</pre>"
+
+        from ..api.explain import highlighted
+
+        esc = html.escape
+        cell = "<td style=\"text-align:left;padding:1px 12px 1px 0;font-family:monospace\">"
+        out = [f"<div style=\"font-size:12px\"><b>fa.fuse {esc(self.fused.__qualname__)}</b>: "
+               f"{self.traces} trace(s); last: {esc(str(self.why))}"]
+        for k, sig in enumerate(self.signatures()):
+            out.append(f"<h4 style=\"margin:8px 0 2px\">signature {k}: traced because "
+                       f"{esc(str(sig['why']))}; {len(sig['kernels'])} launch(es) per call</h4>")
+            rows = "".join(f"<tr>{cell}{esc(part + (' of ' + who if who else ''))}</td>{cell}"
+                           f"{esc(str(value))}</td></tr>"
+                           for (part, who), value in sig["parts"].items())
+            out.append(f"<details><summary>signature parts ({len(sig['parts'])})</summary>"
+                       f"<table style=\"border-collapse:collapse\">{rows}</table></details>")
+            for kernel in sig["kernels"]:
+                parts = "; ".join(f"{n}={v}" for n, v in kernel["parts"])
+                out.append(f"<div style=\"margin-top:6px\">kernel <code>{esc(kernel['name'])}"
+                           f"</code></div><details><summary>key parts</summary><code>"
+                           f"{esc(parts)}</code></details>{highlighted(kernel['source'])}")
+        out.append("</div>")
+        return "".join(out)

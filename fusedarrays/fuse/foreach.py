@@ -67,7 +67,7 @@ class Entry:
         # sized per call (the tensors' total): launched with launch_with
         self.record = LaunchRecord(backend, realize.kernel_for(
             self.plan, backend, codegen.render_foreach_kernel), make_scalar_packer(plan, backend),
-            name=self.plan.name)
+            name=self.plan.name, traffic=(0, sum(o.dtype.itemsize for o in plan.operands)))
         self.written_columns = sorted({column_of[r] for r in program.written})
         # per written buffer, every list column viewing it
         self.writes_through = tuple(tuple(c for c, p in enumerate(lists)

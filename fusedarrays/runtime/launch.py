@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .records import _add_time, _perf, _stats
+from .records import _add_time, _perf, _stats, profiling
 
 
 def scalar_arg(value, dtype: np.dtype):
@@ -34,6 +34,18 @@ def converter(dtype: np.dtype):
     return dtype.type
 
 
+def plan_traffic(plan) -> int:
+    """Bytes a launch of ``plan`` moves: each operand's distinct elements (a broadcast axis
+    counts once) times its item size."""
+    total = 0
+    for o in plan.operands:
+        elements = 1
+        for d, s in zip(plan.dims, o.strides):
+            elements *= d if s else 1
+        total += elements * o.dtype.itemsize
+    return total
+
+
 def elem_offset(operand) -> int:
     """The element offset folded into an operand's pointer (0 where it is a parameter)."""
     return operand.offset if operand.folded else 0
@@ -43,20 +55,23 @@ class LaunchRecord:
     """A planned kernel, ready to launch: ``pack(*inputs)`` gives the arguments after ``n``."""
 
     __slots__ = ("backend", "kernel", "size", "geometry", "pack", "name", "launched",
-                 "result_sid")
+                 "result_sid", "traffic")
 
     def __init__(self, backend, kernel, pack, size: int = 0, geometry: tuple | None = None,
-                 name: str = ""):
+                 name: str = "", traffic: tuple = (0, 0)):
         self.backend, self.kernel, self.pack = backend, kernel, pack
         self.size, self.geometry, self.name = size, geometry, name
         self.launched = False
         self.result_sid = None   # lazy evaluation's fresh result: its leaf's sid, made once
+        # (bytes moved by a launch over `size` elements, bytes per element of a launch sized
+        # per call): what fa.profile() reports as bytes moved
+        self.traffic = traffic
 
     @classmethod
     def of_plan(cls, backend, kernel, plan, pack) -> LaunchRecord:
         """The record launching ``plan`` (a :class:`~..compiler.plan.KernelPlan`) whole."""
         return cls(backend, kernel, pack, plan.size, plan.geometry() if plan.size else None,
-                   plan.name)
+                   plan.name, (plan_traffic(plan), 0))
 
     def launch(self, *inputs) -> None:
         """Pack ``inputs`` (the signature's buffers and values) and launch."""
@@ -66,15 +81,31 @@ class LaunchRecord:
     def launch_with(self, args: list, size: int, geometry: tuple) -> None:
         """Launch over ``size`` elements with ``args`` after ``n``: the one call of
         ``backend.launch`` in the package. The first launch of a record is timed apart from
-        the others: where a backend compiles lazily (cpu: numba's first call), it compiles."""
+        the others, after the compile of a backend that compiles at a kernel's first call (cpu:
+        numba types the arguments then), timed as the compile it is. While ``fa.profile()``
+        is active (one look at a flag otherwise) the launch is also timed on the device."""
+        if not self.launched:
+            self._first_call(args, size)
+        profiler = profiling[0]
+        if profiler is not None:
+            timer = profiler.start(self.backend)
         start = _perf()
         self.backend.launch(self.kernel, size, args, geometry)
-        if self.launched:
-            _add_time("launch", _perf() - start)
-        else:
-            self.launched = True
-            _add_time("first launch", _perf() - start)
+        host = _perf() - start
+        if profiler is not None:
+            profiler.launched(self, size, timer, host)
+        _add_time("launch" if self.launched else "first launch", host)
+        self.launched = True
         _stats["launches"] += 1
+
+    def _first_call(self, args: list, size: int) -> None:
+        first_call = getattr(self.backend, "first_call", None)
+        if first_call is None or not size:
+            return
+        for stage, seconds in first_call(self.kernel, size, args).items():
+            _add_time(stage, seconds)
+            if profiling[0] is not None:
+                profiling[0].compiled(self.name, "", {stage: seconds})
 
 
 class Packer:

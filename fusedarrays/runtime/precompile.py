@@ -88,7 +88,7 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
     device_arch = _device_arch()
     arch = arch or device_arch
     if arch is None and _active_name() == "cpu":
-        return _precompile_cpu(arrays, report, start)
+        return _precompile_cpu(arrays, report, start, progress)
     if arch is None:
         raise DeviceUnavailableError(
             "fa.precompile needs a GPU arch: no CUDA device is the active backend here, so "
@@ -161,16 +161,18 @@ def _active_name() -> str | None:
         return None
 
 
-def _precompile_cpu(arrays, report: dict, start: float) -> dict:
+def _precompile_cpu(arrays, report: dict, start: float, progress: bool | None) -> dict:
     """``precompile`` on the cpu backend: each kernel built and compiled by numba for the
-    argument types its evaluation passes (without running it), so the disk cache holds it."""
+    argument types its evaluation passes (without running it), so the disk cache holds it; a
+    progress bar as for a batch (numba's compile of a kernel takes a good part of a second)."""
     backend = get_backend()
-    seen: set[str] = set()
+    plans: dict[str, KernelPlan] = {}
     for group in _evaluations(arrays):
         for plan in kernel_plans(group):
-            if plan.key in seen:
-                continue
-            seen.add(plan.key)
+            plans.setdefault(plan.key, plan)
+    bar = _progress_bar(len(plans), progress)
+    try:
+        for plan in plans.values():
             compiles = records.stats()["compiles"]
             kernel = realize.kernel_for(plan, backend)
             scratch = np.empty(16, np.uint8)   # only the arguments' types matter here
@@ -178,8 +180,11 @@ def _precompile_cpu(arrays, report: dict, start: float) -> dict:
             args += plan.int_args() + [scalar_arg(v, dt) for v, dt in plan.scalars]
             backend.prepare(kernel, plan.size, args)
             report["compiled" if records.stats()["compiles"] > compiles else "cached"] += 1
+            bar.update(1)
+    finally:
+        bar.close()
     _prepare_records(arrays, backend.arch)
-    report.update(arch=backend.arch, kernels=len(seen), seconds=time.perf_counter() - start)
+    report.update(arch=backend.arch, kernels=len(plans), seconds=time.perf_counter() - start)
     return report
 
 

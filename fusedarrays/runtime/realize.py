@@ -338,3 +338,14 @@ def reads_through_other_map(node: graph.Node, buffer: Buffer, target: tuple) -> 
                                   layout.broadcast_strides(lshape, lstrides, shape) != want):
                 return True
     return False
+
+
+def evaluated_before(node: graph.Node) -> bool:
+    """Whether an evaluation of ``node``'s structure into a fresh result has a launch record in
+    this process (its next evaluation is a look-up and a launch). For display: a scan of the
+    record table, no planning."""
+    backends = {b.backend for b in node.buffers}
+    count = len(node.buffers)
+    # a fresh result's key: (backend, sid, buffers, alignment class[, shared buffers])
+    return any(k[0] in backends and k[1] == node.sid and k[2] == count and type(k[3]) is int
+               for k in list(_records))

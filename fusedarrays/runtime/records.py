@@ -24,7 +24,11 @@ _SEEN_PER_FAMILY = 16                    # parts kept per family to explain the 
 
 # Stage names in pipeline order: what fa.timings() reports.
 STAGES = ("plan", "codegen", "compile", "numba typing+lowering", "nvvm", "link", "disk read",
-          "disk write", "load", "first launch", "launch")
+          "disk write", "load", "cpu compile (numba)", "cpu load (numba cache)", "first launch",
+          "launch")
+# The active ``fa.profile()`` collector (``api/profile.py``), or None: the one flag a launch
+# reads, so that profiling costs nothing while none is active.
+profiling: list = [None]
 
 
 def stats() -> dict[str, int]:
@@ -60,7 +64,14 @@ class Timings(dict):
 
     def _repr_html_(self) -> str:
         import html
-        return f"<pre>{html.escape(str(self))}</pre>"
+        cell = "<td style=\"text-align:{};padding:1px 12px 1px 0;font-family:monospace\">{}</td>"
+        rows = ["<tr>" + cell.format("left", "stage") + "".join(
+            cell.format("right", h) for h in ("count", "total", "mean")) + "</tr>"]
+        for stage, (count, total) in self.items():
+            mean = _seconds(total / count) if count else "-"
+            rows.append("<tr>" + cell.format("left", html.escape(stage)) + "".join(
+                cell.format("right", v) for v in (count, _seconds(total), mean)) + "</tr>")
+        return f"<table style=\"border-collapse:collapse\">{''.join(rows)}</table>"
 
 
 def _seconds(t: float) -> str:
@@ -73,10 +84,12 @@ def timings() -> Timings:
     """Where the time went since start or :func:`reset_stats`, by compile and launch stage.
 
     ``plan`` counts evaluations that had to plan (the first of each structure and sizes);
-    ``compile`` is a backend's whole compile where it reports no finer stages (cpu, sim); the
-    cuda backend reports ``numba typing+lowering``, ``nvvm`` and ``link``. ``first launch`` is
-    each new kernel's first launch (on cpu it includes numba's compile, done at the first call);
-    ``launch`` every other launch call.
+    ``compile`` is a backend's whole compile where it reports no finer stages (sim; on cpu the
+    check that the generated source parses); the cuda backend reports ``numba typing+lowering``,
+    ``nvvm`` and ``link``; the cpu backend's numba compile, which needs the first call's
+    argument types, is ``cpu compile (numba)`` (``cpu load (numba cache)`` where numba found
+    its machine code on disk). ``first launch`` is each new kernel's first launch (the compile
+    before it not included); ``launch`` every other launch call.
     """
     order = {s: k for k, s in enumerate(STAGES)}
     stages = sorted(_timings, key=lambda s: order.get(s, len(order)))
@@ -137,6 +150,8 @@ def note_compile(plan: KernelPlan, why: str, source: str, times: dict[str, float
     for stage, seconds in times.items():
         _add_time(stage, seconds)
     note_kernel(plan, why, source)
+    if profiling[0] is not None:
+        profiling[0].compiled(plan.name, why, times)
 
 
 def compiled_info(key: str) -> dict | None:

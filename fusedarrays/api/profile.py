@@ -1,0 +1,232 @@
+"""``fa.profile()``: what the launches and compiles inside a ``with`` block cost.
+
+Where it sits: what users touch, over the runtime's records. While a profile is active,
+``runtime/records.profiling`` holds it: :meth:`LaunchRecord.launch_with` (the one launch path)
+times each launch on the device (CUDA events on cuda, which wait for the kernel; wall time on the
+host backends, whose launches return when the work is done) and reports it with the bytes the
+launch moves; compiles report their stages by what they are (numba typing+lowering, NVVM, link;
+the cpu backend's numba compile). With no profile active, a launch looks at one flag.
+
+Bandwidth is stated against the device's copy bandwidth, measured once per device and process
+when the first profile ends (a 256 MiB device-to-device copy on cuda, a 64 MiB copy split over the
+CPUs on cpu). A profile renders as an HTML table with an inline SVG bar chart in a notebook and as
+text elsewhere.
+
+>>> import fusedarrays as fa, numpy as np
+>>> x = fa.asarray(np.ones(1000, np.float32))
+>>> with fa.profile() as p:
+...     y = (x * 2 + 1).get()
+>>> p.launches[0]["elements"]
+1000
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+
+from ..runtime import records
+
+_copy_bandwidth: dict[str, float | None] = {}   # device key → bytes/s (None: not measurable)
+_lock = threading.Lock()
+
+
+def _seconds(t: float) -> str:
+    if t >= 1:
+        return f"{t:.2f} s"
+    return f"{t * 1e3:.2f} ms" if t >= 1e-3 else f"{t * 1e6:.1f} µs"
+
+
+def _amount(n: float, unit: str) -> str:
+    for prefix in ("", "K", "M", "G", "T"):
+        if abs(n) < 1000 or prefix == "T":
+            return f"{n:.0f} {unit}" if prefix == "" else f"{n:.1f} {prefix}{unit}"
+        n /= 1000
+    return ""
+
+
+class Profile:
+    """Launches and compiles recorded inside ``with fa.profile() as p:``.
+
+    ``p.launches``: one dict per launch (``kernel``, ``elements``, ``device_s``, ``host_s``: the
+    launch call's time on the host (on cuda, queuing the kernel; on the host backends, running
+    it), ``bytes``: what the launch reads and writes, ``device``); ``p.compiles``: one dict per
+    compile stage (``kernel``, ``stage``, ``seconds``, ``why``); ``p.wall_s``: the block's wall
+    time; ``p.copy_bandwidth``: the reference bandwidth per device (bytes/s).
+    ``p.kernels()`` sums the launches per kernel.
+    """
+
+    def __init__(self):
+        self.launches: list[dict] = []
+        self.compiles: list[dict] = []
+        self.wall_s = 0.0
+        self.copy_bandwidth: dict[str, float | None] = {}
+        self._outer = None
+        self._start = 0.0
+        self._backends: dict = {}
+
+    # -- the collector the runtime calls (runtime/launch.py, runtime/records.py) --------------
+    def start(self, backend):
+        """A started device timer for the launch about to be queued, or None (host time)."""
+        timer = getattr(backend, "device_timer", None)
+        return timer() if timer is not None else None
+
+    def launched(self, record, size: int, timer, host_s: float) -> None:
+        device_s = timer.stop() if timer is not None else host_s
+        full, per_element = record.traffic
+        nbytes = full if size == record.size else per_element * size
+        self.launches.append({"kernel": record.name, "elements": size, "device_s": device_s,
+                              "host_s": host_s, "bytes": nbytes,
+                              "device": record.backend.device_key})
+        self._backends[record.backend.device_key] = record.backend
+
+    def compiled(self, kernel: str, why: str, times: dict) -> None:
+        for stage, seconds in times.items():
+            self.compiles.append({"kernel": kernel, "stage": stage, "seconds": seconds,
+                                  "why": why})
+
+    # -- the context manager --------------------------------------------------------------------
+    def __enter__(self) -> Profile:
+        self._outer = records.profiling[0]
+        records.profiling[0] = self
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall_s = time.perf_counter() - self._start
+        records.profiling[0] = self._outer
+        if self._outer is not None:     # an enclosing profile sees what this one saw
+            self._outer.launches += self.launches
+            self._outer.compiles += self.compiles
+            self._outer._backends.update(self._backends)
+        for device, backend in self._backends.items():
+            self.copy_bandwidth[device] = reference_bandwidth(backend)
+
+    # -- summaries ------------------------------------------------------------------------------
+    def kernels(self) -> list[dict]:
+        """Per kernel, in order of first launch: launches, elements, device and host seconds,
+        bytes, achieved bandwidth (bytes/s) and its fraction of the copy bandwidth."""
+        rows: dict[str, dict] = {}
+        for launch in self.launches:
+            row = rows.setdefault(launch["kernel"], {
+                "kernel": launch["kernel"], "device": launch["device"], "launches": 0,
+                "elements": 0, "device_s": 0.0, "host_s": 0.0, "bytes": 0})
+            row["launches"] += 1
+            for k in ("elements", "device_s", "host_s", "bytes"):
+                row[k] += launch[k]
+        for row in rows.values():
+            row["bandwidth"] = row["bytes"] / row["device_s"] if row["device_s"] > 0 else None
+            copy = self.copy_bandwidth.get(row["device"])
+            row["of_copy"] = row["bandwidth"] / copy if copy and row["bandwidth"] else None
+        return list(rows.values())
+
+    def compile_stages(self) -> dict[str, tuple[int, float]]:
+        """Compile stage → (count, seconds)."""
+        out: dict[str, tuple[int, float]] = {}
+        for c in self.compiles:
+            count, total = out.get(c["stage"], (0, 0.0))
+            out[c["stage"]] = (count + 1, total + c["seconds"])
+        return out
+
+    def _kernel_cells(self) -> list[list[str]]:
+        cells = []
+        for r in self.kernels():
+            cells.append([r["kernel"], str(r["launches"]), _amount(r["elements"], ""),
+                          _seconds(r["device_s"]), _seconds(r["device_s"] / r["launches"]),
+                          _seconds(r["host_s"] / r["launches"]), _amount(r["bytes"], "B"),
+                          _amount(r["bandwidth"], "B/s") if r["bandwidth"] else "-",
+                          f"{r['of_copy']:.0%}" if r["of_copy"] else "-"])
+        return cells
+
+    def _header(self) -> str:
+        refs = ", ".join(f"{d}: {_amount(b, 'B/s')}" for d, b in self.copy_bandwidth.items()
+                         if b)
+        return (f"fa.profile: {len(self.launches)} launch(es), {len(self.compiles)} compile "
+                f"stage(s), {_seconds(self.wall_s)} wall" + (f"; copy bandwidth {refs}"
+                                                             if refs else ""))
+
+    def __str__(self) -> str:
+        lines = [self._header()]
+        if self.launches:
+            lines += _text_table(_KERNEL_HEAD, self._kernel_cells())
+        if self.compiles:
+            lines += _text_table(("compile stage", "kernel", "time", "why"),
+                                 [[c["stage"], c["kernel"], _seconds(c["seconds"]), c["why"]]
+                                  for c in self.compiles])
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        parts = [f"<div class=\"fa-profile\" style=\"font-size:12px\"><b>"
+                 f"{html.escape(self._header())}</b>"]
+        if self.launches:
+            parts.append(_html_table(_KERNEL_HEAD, self._kernel_cells()))
+        if self.compiles:
+            parts.append(_html_table(("compile stage", "kernel", "time", "why"),
+                                     [[c["stage"], c["kernel"], _seconds(c["seconds"]),
+                                       c["why"]] for c in self.compiles]))
+        bars = [(f"launch {r['kernel']}", r["device_s"], "#ea580c") for r in self.kernels()]
+        bars += [(stage, total, "#7c3aed") for stage, (_, total) in
+                 self.compile_stages().items()]
+        if bars:
+            parts.append(bar_chart(bars))
+        parts.append("</div>")
+        return "".join(parts)
+
+
+_KERNEL_HEAD = ("kernel", "launches", "elements", "device time", "mean", "host per launch",
+                "bytes", "bandwidth", "of copy")
+
+
+def _text_table(head, cells) -> list[str]:
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *cells)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return ["", fmt.format(*head).rstrip()] + [fmt.format(*row).rstrip() for row in cells]
+
+
+def _html_table(head, cells) -> str:
+    th = "".join(f"<th style=\"text-align:left;padding:1px 10px 1px 0\">{html.escape(h)}</th>"
+                 for h in head)
+    rows = "".join("<tr>" + "".join(
+        f"<td style=\"text-align:left;padding:1px 10px 1px 0;font-family:monospace\">"
+        f"{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in cells)
+    return f"<table style=\"border-collapse:collapse;margin:6px 0\"><tr>{th}</tr>{rows}</table>"
+
+
+def bar_chart(bars: list[tuple[str, float, str]], width: int = 360) -> str:
+    """A horizontal bar per ``(label, seconds, colour)``, scaled to the longest: inline SVG."""
+    label_w = max(len(label) for label, _, _ in bars) * 6.6 + 8
+    longest = max(seconds for _, seconds, _ in bars) or 1.0
+    row = 18
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + width + 80:.0f}" '
+           f'height="{row * len(bars) + 4}" font-family="monospace" font-size="11">']
+    for k, (label, seconds, colour) in enumerate(bars):
+        y = k * row + 2
+        w = max(1.0, width * seconds / longest)
+        out.append(f'<text x="{label_w - 6:.0f}" y="{y + 12}" text-anchor="end">'
+                   f"{html.escape(label)}</text>"
+                   f'<rect x="{label_w:.0f}" y="{y}" width="{w:.1f}" height="{row - 5}" '
+                   f'fill="{colour}"/><text x="{label_w + w + 4:.1f}" y="{y + 12}">'
+                   f"{html.escape(_seconds(seconds))}</text>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+def reference_bandwidth(backend) -> float | None:
+    """The copy bandwidth of ``backend``'s device (bytes/s), measured once per process; None
+    where the backend can't measure one (the simulator)."""
+    key = backend.device_key
+    if key not in _copy_bandwidth:
+        with _lock:
+            if key not in _copy_bandwidth:
+                measure = getattr(backend, "copy_bandwidth", None)
+                _copy_bandwidth[key] = measure() if measure is not None else None
+    return _copy_bandwidth[key]
+
+
+def profile() -> Profile:
+    """A context manager recording what each launch and compile inside it cost (see
+    :class:`Profile`); show it in a notebook, or ``print`` it."""
+    return Profile()

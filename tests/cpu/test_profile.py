@@ -1,0 +1,81 @@
+"""fa.profile(): per launch time, bytes and bandwidth, compile stages by name, text and HTML."""
+
+import numpy as np
+import pytest
+from htmlcheck import check_html
+
+import fusedarrays as fa
+from fusedarrays.runtime import records
+
+pytestmark = pytest.mark.usefixtures("cpu_backend")
+
+SEED = 1603
+
+
+def rand(shape, seed=SEED):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+@fa.fuse
+def axpy_clip(y, x, a):
+    y[...] = np.clip(a * x + y, -1.5, 1.5)
+
+
+def test_profile_reports_launches_bytes_and_compile_stages():
+    hx, hy, hb = rand((300, 257)), rand((300, 257), SEED + 1), rand(257, SEED + 2)
+    x, y, b = fa.asarray(hx), fa.asarray(hy), fa.asarray(hb)
+    before = fa.stats()
+    with fa.profile() as p:
+        # a structure no other test builds: its kernel compiles here
+        got = (fa.hypot(x, y) * 3.0 - fa.arctan(x[:, ::-1]) + b[None, :]).get()
+        again = (fa.hypot(x, y) * 3.0 - fa.arctan(x[:, ::-1]) + b[None, :]).get()
+        ys = [fa.asarray(rand(n, SEED + n)) for n in (100, 1000, 5000)]
+        axpy_clip.foreach(ys, [fa.asarray(rand(n, SEED + 2 * n)) for n in (100, 1000, 5000)], 0.5)
+    for n, yn in zip((100, 1000, 5000), ys):
+        want_y = np.clip(np.float32(0.5) * rand(n, SEED + 2 * n) + rand(n, SEED + n), -1.5, 1.5)
+        np.testing.assert_allclose(yn.get(), want_y, rtol=1e-6, err_msg=f"seed {SEED}")
+    after = fa.stats()
+    want = np.hypot(hx, hy) * np.float32(3) - np.arctan(hx[:, ::-1]) + hb[None, :]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"seed {SEED}")
+    np.testing.assert_array_equal(got, again)
+    assert len(p.launches) == after["launches"] - before["launches"] == 3
+    first = p.launches[0]
+    assert first["elements"] == 300 * 257 and first["device_s"] > 0 and first["host_s"] > 0
+    # x (twice: two views), y and the result whole, b once per column (broadcast along rows)
+    assert first["bytes"] == 4 * (4 * 300 * 257 + 257)
+    assert p.launches[2]["elements"] == 6100 and p.launches[2]["bytes"] == 6100 * 4 * 3
+    stages = {c["stage"] for c in p.compiles if c["kernel"] == first["kernel"]}
+    assert "cpu compile (numba)" in stages or "cpu load (numba cache)" in stages, stages
+    assert not any(c["stage"] == "first launch" for c in p.compiles)
+    rows = p.kernels()
+    assert rows[0]["launches"] == 2 and rows[0]["bandwidth"] > 0
+    assert p.copy_bandwidth["cpu"] > 1e8 and 0 < rows[0]["of_copy"] < 10
+    text = str(p)
+    assert "fa.profile: 3 launch(es)" in text and first["kernel"] in text
+    tags = check_html(p._repr_html_())
+    assert tags.count("svg") == 1 and "table" in tags
+
+
+def test_no_profile_no_cost_and_nesting_passes_launches_out():
+    x = fa.asarray(rand(1000))
+    assert records.profiling[0] is None
+    (x * 2.0).get()   # a launch with no profile active records nothing anywhere
+    with fa.profile() as outer:
+        (x + 1.0).get()
+        with fa.profile() as inner:
+            (x - 1.0).get()
+        assert records.profiling[0] is outer
+    assert records.profiling[0] is None
+    assert len(inner.launches) == 1 and len(outer.launches) == 2
+
+
+def test_timings_name_the_cpu_compile_and_not_the_first_launch():
+    x = fa.asarray(rand(4096))
+    fa.reset_stats()
+    np.testing.assert_allclose((fa.cbrt(x) * fa.expm1(x) + 0.25).get(),
+                               np.cbrt(rand(4096)) * np.expm1(rand(4096)) + np.float32(0.25),
+                               rtol=1e-5, atol=1e-6)
+    t = fa.timings()
+    compiled = t.get("cpu compile (numba)", (0, 0))[1] + t.get("cpu load (numba cache)",
+                                                                (0, 0))[1]
+    assert compiled > 0 and t["first launch"][1] < compiled, str(t)
