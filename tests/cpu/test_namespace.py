@@ -184,3 +184,28 @@ def test_new_ufuncs_dispatch_from_numpy():
     y = fa.asarray(np.linspace(-3, 3, 9))
     np.testing.assert_allclose(np.logaddexp(y, y[::-1]).get(),
                                np.logaddexp(y.get(), y.get()[::-1]), rtol=1e-15)
+
+
+def test_namespace_views_and_special_functions_inside_fuse():
+    host = namespace_cases.base(SEED)
+    out_host = np.zeros_like(host)
+
+    @fa.fuse
+    def step(x, out):
+        out[...] = fa.where(fa.flip(x, axis=1) > 0, fa.special.erf(x * 0.1), fa.permute_dims(
+            fa.permute_dims(x, (1, 0)), (1, 0)))
+
+    x, out = fa.asarray(host), fa.asarray(out_host)
+    before = fa.stats()["launches"]
+    step(x, out)
+    assert fa.stats()["launches"] - before == 1
+    scipy_special = pytest.importorskip("scipy.special")
+    want = np.where(host[:, ::-1] > 0, scipy_special.erf(host * np.float32(0.1)), host)
+    np.testing.assert_allclose(out.get(), want, rtol=1e-6, atol=1e-7, err_msg=f"seed {SEED}")
+
+    @fa.fuse
+    def joined(x):
+        return fa.concat([x, x])
+
+    with pytest.raises(fa.TracerConversionError, match="concat"):
+        joined(x)
