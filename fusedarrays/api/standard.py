@@ -34,12 +34,12 @@ def clip(x, /, min=None, max=None, *, out=None) -> ndarray:  # noqa: A002 - the 
 
 
 def round(x, /, decimals: int = 0) -> ndarray:  # noqa: A001 - the standard's name
-    """Round half to even, as ``np.round``: integers and bools are returned as they are; with
-    ``decimals`` the value is scaled by ``10**decimals``, rounded and scaled back (NumPy's
-    way)."""
+    """Round half to even, as ``np.round``: integers and bools keep their values (a lazy copy,
+    as NumPy's is a new array); with ``decimals`` the value is scaled by ``10**decimals``,
+    rounded and scaled back (NumPy's way)."""
     x = asarray(x)
     if x.dtype.kind in "biu":
-        return x
+        return x.copy()
     if decimals == 0:
         return FUNCTIONS["rint"](x)
     scale = 10.0 ** abs(decimals)
