@@ -17,6 +17,7 @@ from .api import standard as _standard
 from .api.array import compute, ndarray
 from .api.creation import (
     arange,
+    array,
     asarray,
     empty,
     empty_like,
@@ -107,7 +108,7 @@ __all__ = [
     *sorted(_elementwise.FUNCTIONS),
     # the Array API namespace (api/creation.py, manipulation.py, datatypes.py, standard.py …)
     "Device", "__array_api_version__", "__array_namespace_info__", "matrix_transpose",
-    "astype", "broadcast_arrays", "can_cast", "concat",
+    "array", "astype", "broadcast_arrays", "can_cast", "concat",
     "concatenate", "e", "eye", "finfo", "flip", "from_dlpack", "iinfo", "imag", "inf",
     "isdtype", "linspace", "matmul", "meshgrid", "moveaxis", "nan", "newaxis", "permute_dims",
     "pi", "real", "repeat", "result_type", "roll", "special", "stack", "tensordot", "tile",

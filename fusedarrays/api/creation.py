@@ -1,4 +1,5 @@
-"""Creating arrays: ``fa.asarray`` (the Array API form), ``empty full zeros ones`` and their
+"""Creating arrays: ``fa.asarray`` (the Array API form) and ``fa.array`` (NumPy's, copying),
+``empty full zeros ones`` and their
 ``*_like`` forms, ``arange linspace eye meshgrid tril triu from_dlpack``.
 
 Where it sits: over :mod:`.array` (the array type and the plain ``asarray`` it uses everywhere),
@@ -46,6 +47,11 @@ def asarray(obj, /, dtype=None, *, device=None, copy: bool | None = None) -> nda
                          f"only by a copy into the {get_backend().name} backend's memory")
     out = _array.asarray(obj, dtype)
     return out.copy() if copy and zero_copy else out
+
+
+def array(obj, /, dtype=None, *, copy: bool | None = True, device=None) -> ndarray:
+    """NumPy's ``np.array``: :func:`asarray` that copies by default (a ``fa.ndarray`` too)."""
+    return asarray(obj, dtype, device=device, copy=copy)
 
 
 def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> ndarray:

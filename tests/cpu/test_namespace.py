@@ -103,6 +103,10 @@ def test_asarray_copy_semantics():
     with pytest.raises(ValueError, match="copy=False"):
         fa.asarray(x, dtype=fa.float64, copy=False)
     assert fa.asarray(x, dtype=fa.float64).dtype == np.float64
+    z = fa.array(x)      # NumPy's np.array: a copy by default
+    z[...] = 1.0
+    np.testing.assert_array_equal(x.get(), host)
+    assert fa.array(x, copy=False) is x
     with pytest.raises(ValueError, match="copy=False"):
         fa.reshape(x.T, (-1,), copy=False)
 
