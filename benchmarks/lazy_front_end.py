@@ -5,6 +5,9 @@ per cached call, and the cost of building a graph, each beside its target.
   graph built inside the timed loop (what a user pays), as a fraction of a copy moving the same
   bytes (5 inputs and 2 outputs); the same function under ``fa.fuse``; launches per evaluation;
   peers ``torch.compile`` and ``cupy.fuse`` of the same ``prices``;
+- the same Black-Scholes with its normal CDF through ``fa.special.erf`` (an exact erf, one op
+  of the table): lazy and under ``fa.fuse``, launches, checked against ``scipy.special.erf``
+  in float64 where SciPy is installed;
 - ``(x + b[None,:]) * s[:,None]`` over 4096² float32 with ``.compute()`` (a new array each call,
   the previous one dropped) and with ``out[...] =``, and the same with ``x.T``; peer
   ``torch.compile``;
@@ -91,6 +94,37 @@ def black_scholes(run: harness.Run, n: int) -> None:
     for name, got in (("lazy", fa.compute(*bs.prices(fa, *dev))), ("fa.fuse", fused(*dev))):
         for which, g, w in zip(("call", "put"), got, want):
             run.check(f"Black-Scholes {name} {which}", g.get(), w, rtol=1e-4, atol=2e-3)
+
+
+def bs_erf_fused(S, K, T, r, sigma):
+    return bs.prices_erf(fa, fa.special.erf, S, K, T, r, sigma)
+
+
+def black_scholes_erf(run: harness.Run, n: int) -> None:
+    host = bs.inputs(n, run.seed)
+    dev = [fa.asarray(host[k]) for k in NAMES]
+    moved, size = 7 * n * 4, f"2^{n.bit_length() - 1}"
+    copy = run.copy_time(moved)
+
+    def lazy():
+        fa.compute(*bs.prices_erf(fa, fa.special.erf, *dev))
+    fused = fa.fuse(bs_erf_fused)
+    repeat = 3 if run.smoke else 20
+    run.row(f"lazy Black-Scholes through fa.special.erf, {size} f32, × copy",
+            copy / run.device_time(lazy, repeat), ">= 0.90", "fraction of copy",
+            bytes_moved=moved)
+    run.row(f"Black-Scholes through fa.special.erf under fa.fuse, {size} f32, × copy",
+            copy / run.device_time(lambda: fused(*dev), repeat), ">= 0.95", "fraction of copy")
+    run.row("launches per lazy Black-Scholes through erf", run.launches(lazy), "== 1",
+            "launches", fa_fuse_launches=run.launches(lambda: fused(*dev)))
+    try:
+        from scipy.special import erf
+    except ImportError:
+        return
+    want = bs.prices_erf(np, erf, *(host[k].astype(np.float64) for k in NAMES))
+    got = fused(*dev)
+    for which, g, w in zip(("call", "put"), got, want):
+        run.check(f"Black-Scholes through erf {which}", g.get(), w, rtol=1e-4, atol=2e-4)
 
 
 def torch_prices(host):
@@ -201,6 +235,7 @@ def main() -> int:
     host_time(run, 200 if run.smoke else 3000, 2 if run.smoke else 7)
     build_cost(run, 200 if run.smoke else 3000, 4 if run.smoke else 16)
     black_scholes(run, 1 << (10 if run.smoke else 24))
+    black_scholes_erf(run, 1 << (10 if run.smoke else 24))
     broadcast(run, 64 if run.smoke else 4096)
     return run.finish()
 

@@ -7,27 +7,62 @@
 array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 """
 
+import math as _math
+
 from .api import elementwise as _elementwise
 from .api import interop as _interop  # noqa: F401 - __dlpack__, __cuda_array_interface__
-from .api import linalg, random
+from .api import linalg, random, special
 from .api import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
-from .api.array import asarray, compute, ndarray
+from .api import protocols as _protocols
+from .api import standard as _standard
+from .api.array import compute, ndarray
 from .api.creation import (
     arange,
+    array,
+    asarray,
     empty,
     empty_like,
+    eye,
+    from_dlpack,
     full,
     full_like,
+    linspace,
+    meshgrid,
     ones,
     ones_like,
+    tril,
+    triu,
     zeros,
     zeros_like,
 )
+from .api.datatypes import DTYPES as _DTYPES
+from .api.datatypes import astype, can_cast, finfo, iinfo, isdtype, result_type
+from .api.devices import Device
 from .api.display import explain
 from .api.indexing import take, take_along_axis
-from .api.manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
+from .api.info import __array_namespace_info__
+from .api.manipulation import (
+    broadcast_arrays,
+    broadcast_to,
+    concat,
+    expand_dims,
+    flip,
+    matrix_transpose,
+    moveaxis,
+    permute_dims,
+    repeat,
+    reshape,
+    roll,
+    squeeze,
+    stack,
+    tile,
+    transpose,
+    unstack,
+)
+from .api.products import matmul, tensordot, vecdot
 from .api.profile import Profile, profile
 from .api.reductions import FUNCTIONS_REDUCING as _REDUCING
+from .api.standard import imag, real
 from .errors import (
     AmbiguousTruthValueError,
     CompileError,
@@ -51,6 +86,13 @@ from .version import __version__  # noqa: F401
 
 globals().update(_elementwise.FUNCTIONS)
 globals().update(_REDUCING)
+globals().update(_DTYPES)          # fa.float32 … fa.bool: NumPy's dtype objects
+# the standard's clip (optional bounds), round and where over the op-table rows of those names
+clip, round, where = _standard.clip, _standard.round, _standard.where
+
+__array_api_version__ = _protocols.API_VERSION
+e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
+concatenate = concat               # NumPy's name
 
 
 def backend() -> str:
@@ -70,4 +112,12 @@ __all__ = [
     "timings", "transpose", "zeros", "zeros_like",
     "Profile", "profile",
     *sorted(_elementwise.FUNCTIONS), *sorted(_REDUCING),
+    # the Array API namespace (api/creation.py, manipulation.py, datatypes.py, standard.py …)
+    "Device", "__array_api_version__", "__array_namespace_info__", "matrix_transpose",
+    "array", "astype", "broadcast_arrays", "can_cast", "concat",
+    "concatenate", "e", "eye", "finfo", "flip", "from_dlpack", "iinfo", "imag", "inf",
+    "isdtype", "linspace", "matmul", "meshgrid", "moveaxis", "nan", "newaxis", "permute_dims",
+    "pi", "real", "repeat", "result_type", "roll", "special", "stack", "tensordot", "tile",
+    "tril", "triu", "unstack", "vecdot", *sorted(_DTYPES),
 ]
+__all__ = sorted(set(__all__))

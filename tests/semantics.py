@@ -29,6 +29,11 @@ EXACT = {"add", "subtract", "multiply", "true_divide", "floor_divide", "remainde
          "logical_not", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
          "copy"}
 MAX_ULP = 4
+# Ops whose result cancels (logaddexp(a, b) = a + log1p(exp(b - a)) near 0): each backend's own
+# exp and log1p (NumPy's SIMD loops in the simulator, libdevice on the GPU, libm on cpu as in
+# NumPy's logaddexp) round differently, and the cancellation turns an ulp of the operands into
+# many of a small result. Compared in ulps of max(|result|, 1), the operands' scale.
+OPERAND_SCALE = {"logaddexp", "logaddexp2"}
 
 # Layout name → how to make operand k from a fresh 1-D base of 64 elements. The same view is taken
 # of the NumPy base and of the fusedarrays copy of it, so the device operand really is strided,
@@ -103,8 +108,11 @@ def assert_matches(name: str, got: np.ndarray, want: np.ndarray, label: str) -> 
     bad = ~(same | finite)
     assert not bad.any(), f"{label}: {got[bad][:5]} where NumPy has {want[bad][:5]}"
     if finite.any():
+        scale = np.abs(want[finite])
+        if name in OPERAND_SCALE:
+            scale = np.maximum(scale, 1)
         ulps = np.abs(got[finite].astype(np.float64) - want[finite]) / np.spacing(
-            np.abs(want[finite])).astype(np.float64)
+            scale).astype(np.float64)
         assert ulps.max() <= MAX_ULP, f"{label}: {ulps.max():.1f} ulp off NumPy"
 
 
@@ -113,6 +121,8 @@ def check_all_ops(dtype: np.dtype, layout: str, seed: int, to_device=fa.asarray)
     rng = np.random.default_rng(seed)
     lazy, expected = [], []
     for row in ops.OPS.values():
+        if row.module:      # fa.special's rows: tests/*/test_special*.py, against SciPy
+            continue
         host, device = operands(rng, row, dtype, layout, to_device)
         try:
             want = np.asarray(numpy_result(row, host))
@@ -157,7 +167,7 @@ def mixed_float_unary_ops(seed: int = 7):
     bases = {dt: (rng.random(40) * 1.8 + 0.1).astype(dt) for dt in FLOATS}  # in every domain
     want, lazy = [], []
     for row in ops.OPS.values():
-        if row.nin != 1:
+        if row.nin != 1 or row.module:
             continue
         for dt in FLOATS:
             try:

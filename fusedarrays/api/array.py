@@ -62,7 +62,8 @@ class ndarray:
     def __init__(self, node: graph.Node, view_of: tuple | None = None):
         self._node = node
         self._view_of = view_of          # (base array, view function) while this is a view
-        self._views: weakref.WeakSet | None = None
+        # views by id: arrays are unhashable (``__hash__ = None``, as NumPy's), so no WeakSet
+        self._views: weakref.WeakValueDictionary | None = None
         if node.kind != "leaf":
             _pending.append(weakref.ref(self))
             if len(_pending) > _prune_at[0]:
@@ -75,8 +76,8 @@ class ndarray:
         if view_of is not None:
             base = view_of[0]
             if base._views is None:
-                base._views = weakref.WeakSet()
-            base._views.add(self)
+                base._views = weakref.WeakValueDictionary()
+            base._views[id(self)] = self
 
     # -- attributes -------------------------------------------------------------------------
     shape = property(lambda self: self._node.shape, doc="Tuple of extents.")
@@ -190,7 +191,13 @@ class ndarray:
             _no_host_value_while_tracing(
                 (self,), "a view that needs a copy first (e.g. a reshape of a transposed array)")
             self.compute()
-            return ndarray(graph.transform(self._node, fn), view_of=(self, fn))
+            try:
+                return ndarray(graph.transform(self._node, fn), view_of=(self, fn))
+            except layout.NotAView:
+                # memory the view can't describe (a reshape of transposed or broadcast data):
+                # a contiguous copy, as NumPy's reshape makes, which is then no view of self
+                copied = self.copy().compute()
+                return ndarray(graph.transform(copied._node, fn), view_of=(copied, fn))
 
     def reshape(self, *shape) -> ndarray:
         shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
@@ -396,7 +403,7 @@ def _settle(array: ndarray) -> None:
         if not base.pending:
             array._node = graph.transform(base._node, fn)
     if array._views is not None and not array.pending:
-        for view in list(array._views):
+        for view in list(array._views.values()):
             if view.pending:
                 view._node = graph.transform(array._node, view._view_of[1])
                 _settle(view)

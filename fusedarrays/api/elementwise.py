@@ -8,10 +8,13 @@ operator methods on ``fa.ndarray`` (``__add__``, ``__radd__``, ``__iadd__``), an
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import dtypes, graph, ops
+from . import products
 from .array import ScalarParam, _as_node, _wrap, asarray, ndarray, runtime_write
 from .refusals import options_text, refusal
 
@@ -44,6 +47,17 @@ def loop_dtypes(row: ops.Op, types: list) -> tuple[np.dtype, ...]:
     elif row.rule == "where":
         common = dtypes.promote(types[1:])
         loop = (np.dtype(np.bool_), common, common, common)
+    elif row.rule == "loops":   # as NumPy resolves SciPy's ufuncs: the operand's own loop,
+        # else the first one it casts to safely
+        floats = [dtypes.BY_CODE[code] for code in row.loops]
+        strong = not isinstance(types[0], dtypes.Weak)
+        loop = next(((dt, dt) for dt in floats if strong and dt == types[0]), None) or next(
+            ((dt, dt) for dt in floats if strong and np.can_cast(types[0], dt)), None)
+        if loop is None:
+            dt = dtypes.BY_CODE[row.loops[0]]
+            if not isinstance(types[0], dtypes.Weak):
+                raise UnsupportedOperationError(f"{row.name} is not defined for {types[0]}")
+            loop = (dt, dt)   # a Python scalar: the first loop, as SciPy takes a float
     elif row.rule == "clip":
         common = dtypes.promote(types)
         loop = (common,) * 4
@@ -235,8 +249,10 @@ def _function(row: ops.Op):
     return fn
 
 
-FUNCTIONS = {row.name: _function(row) for row in ops.OPS.values()}
+FUNCTIONS = {row.name: _function(row) for row in ops.OPS.values() if not row.module}
 FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ops.ALIASES.items()})
+# fa.special's functions (api/special.py), from the rows of that module
+SPECIAL = {name: _function(row) for name, row in ops.SPECIAL.items()}
 
 
 def _install_operators() -> None:
@@ -266,7 +282,9 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     handler = UFUNC_METHODS.get(method)
     if handler is not None:
         return handler(ufunc, inputs, dict(kwargs))
-    row = ops.BY_UFUNC.get(ufunc)
+    row = ops.BY_UFUNC.get(ufunc) or _scipy_row(ufunc)
+    if method == "__call__" and row is None and ufunc in _PRODUCTS and not kwargs:
+        return _PRODUCTS[ufunc](*inputs)
     if method != "__call__" or row is None:
         raise refusal(f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}"))
     out = kwargs.pop("out", None)
@@ -275,6 +293,20 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         raise refusal(f"np.{ufunc.__name__} with {options_text(unknown)}",
                       f"fa.{row.name}(..., out=...) takes no other options")
     return apply(row, *inputs, out=out)
+
+
+# NumPy's product ufuncs: fa.matmul / fa.vecdot (computed on the host, not fused)
+_PRODUCTS = {np.matmul: products.matmul, np.vecdot: products.vecdot}
+
+
+def _scipy_row(ufunc) -> ops.Op | None:
+    """The ``fa.special`` row of ``scipy.special.<name>`` (SciPy is imported by then, if it is
+    the caller's ufunc), else None."""
+    row = ops.SPECIAL.get(getattr(ufunc, "__name__", ""))
+    module = sys.modules.get("scipy.special")
+    if row is not None and module is not None and getattr(module, row.name, None) is ufunc:
+        return row
+    return None
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):

@@ -19,6 +19,7 @@ import numpy as np
 
 from .array import asarray, ndarray
 from .elementwise import FUNCTIONS
+from .products import matmul, tensordot, vecdot
 from .reductions import normalize_axes, reduce
 from .refusals import refusal
 
@@ -70,4 +71,4 @@ def _size(x: ndarray, axis) -> int:
     return int(np.prod([x.shape[k] for k in normalize_axes(axis, x.ndim)], dtype=np.int64))
 
 
-__all__ = ["norm", "vector_norm"]
+__all__ = ["matmul", "norm", "tensordot", "vecdot", "vector_norm"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import creation, manipulation, products, standard
 from .array import asarray, ndarray
 from .creation import empty, full
 from .elementwise import FUNCTIONS
@@ -117,6 +118,19 @@ def _broadcast_to(array, shape, subok=False):
     return broadcast_to(array, shape)
 
 
+def _joined(name: str, join):
+    def joined(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+        _only(name, out=(out, (None,)), casting=(casting, ("same_kind",)))
+        result = join(arrays, axis=axis)
+        return result if dtype is None else result.astype(dtype)
+    return joined
+
+
+def _round(a, decimals=0, out=None):
+    _only("round", out=(out, (None,)))
+    return standard.round(a, decimals)
+
+
 def _dtype_of(a):
     return a.dtype if isinstance(a, ndarray) else a
 
@@ -140,6 +154,25 @@ IMPLEMENTED: dict = {
     np.full_like: _full_like,
     np.result_type: lambda *arrays_and_dtypes: np.result_type(
         *map(_dtype_of, arrays_and_dtypes)),
+    # the namespace's manipulation, creation and product functions (api/manipulation.py …)
+    np.concatenate: _joined("concatenate", manipulation.concat),
+    np.concat: _joined("concat", manipulation.concat),
+    np.stack: _joined("stack", manipulation.stack),
+    np.flip: lambda m, axis=None: manipulation.flip(m, axis=axis),
+    np.moveaxis: lambda a, source, destination: manipulation.moveaxis(a, source, destination),
+    np.roll: lambda a, shift, axis=None: manipulation.roll(a, shift, axis=axis),
+    np.tile: lambda A, reps: manipulation.tile(A, (reps,) if isinstance(reps, int) else reps),
+    np.repeat: lambda a, repeats, axis=None: manipulation.repeat(a, repeats, axis=axis),
+    np.broadcast_arrays: lambda *args, subok=False: tuple(manipulation.broadcast_arrays(*args)),
+    np.matrix_transpose: lambda x, /: manipulation.matrix_transpose(x),
+    np.unstack: lambda x, /, *, axis=0: manipulation.unstack(x, axis=axis),
+    np.tril: lambda m, k=0: creation.tril(m, k=k),
+    np.triu: lambda m, k=0: creation.triu(m, k=k),
+    np.round: _round,
+    np.around: _round,
+    np.real: lambda val: standard.real(val),
+    np.imag: lambda val: standard.imag(val),
+    np.tensordot: lambda a, b, axes=2: products.tensordot(a, b, axes=axes),
     np.shape: lambda a: asarray(a).shape,
     np.ndim: lambda a: asarray(a).ndim,
     np.size: _size,

@@ -3,7 +3,9 @@
 The op table's templates call these (``fa_fdiv_i(a, b)`` …) where one expression can't say what
 NumPy does: integer division by zero gives 0, ``INT_MIN // -1`` wraps, shifts past the bit width
 give
-0 or -1, maximum propagates NaN, float ``//`` and ``%`` follow NumPy's ``npy_divmod``. Each backend
+0 or -1, maximum propagates NaN, float ``//`` and ``%`` follow NumPy's ``npy_divmod``; and the
+functions no backend's ``math`` has in the form NumPy and SciPy compute them (``logaddexp``,
+``heaviside``, ``gcd``, ``expit``, ``logit``, ``erfinv``). Each backend
 compiles them with its own namespace as globals (numba device functions on cuda, ``njit`` on cpu,
 plain Python on sim), so the names they use — ``cv_i64``, ``fa_fmod_f32``, ``math`` — are the
 backend's. Pure text and functions: imports nothing heavy. The random-number helpers
@@ -143,6 +145,70 @@ def fa_fmax(a, b):
         return b
     return a if a >= b else b
 
+def fa_gcd_i(a, b):
+    x = cv_i64(a)
+    y = cv_i64(b)
+    if x < 0:
+        x = cv_i64(0) - x
+    if y < 0:
+        y = cv_i64(0) - y
+    while y != 0:
+        r = cv_i64(x % y)
+        x = y
+        y = r
+    return x
+
+def fa_lcm_i(a, b):
+    g = fa_gcd_i(a, b)
+    if g == 0:
+        return cv_i64(0)
+    x = cv_i64(a)
+    y = cv_i64(b)
+    if x < 0:
+        x = cv_i64(0) - x
+    if y < 0:
+        y = cv_i64(0) - y
+    return cv_i64(cv_i64(x // g) * y)
+
+def fa_gcd_u(a, b):
+    x = cv_u64(a)
+    y = cv_u64(b)
+    zero = cv_u64(0)
+    while y != zero:
+        r = cv_u64(x % y)
+        x = y
+        y = r
+    return x
+
+def fa_lcm_u(a, b):
+    g = fa_gcd_u(a, b)
+    if g == cv_u64(0):
+        return cv_u64(0)
+    return cv_u64(cv_u64(cv_u64(a) // g) * cv_u64(b))
+
+def fa_cfmod_i(a, b):
+    # C's fmod: the sign of a (Python's % has the sign of b); by 0 and INT_MIN by -1: 0
+    if b == 0 or b == -1:
+        return cv_i64(0)
+    r = cv_i64(a % b)
+    if r != 0 and (r < 0) != (a < 0):
+        r = cv_i64(r - b)
+    return r
+
+def fa_popcount_u(a):
+    x = cv_u64(a)
+    n = cv_u64(0)
+    while x != cv_u64(0):
+        x = cv_u64(x & cv_u64(x - cv_u64(1)))
+        n = cv_u64(n + cv_u64(1))
+    return n
+
+def fa_popcount_i(a):
+    x = cv_i64(a)
+    if x < 0:
+        return fa_popcount_u(cv_u64(0) - cv_u64(x))
+    return fa_popcount_u(cv_u64(x))
+
 def fa_fmin(a, b):
     if b != b:
         return a
@@ -181,6 +247,63 @@ def fa_mod_{t}(a, b):
         return mod
     return cv_{t}(math.copysign(zero, b))
 
+def fa_logaddexp_{t}(a, b):
+    # NumPy's npy_logaddexp: equal arguments (infinities too) give a + log(2)
+    if a == b:
+        return cv_{t}(a + cv_{t}(0.6931471805599453))
+    d = cv_{t}(a - b)
+    if d > cv_{t}(0.0):
+        return cv_{t}(a + cv_{t}(math.log1p(cv_{t}(math.exp(cv_{t}(0.0) - d)))))
+    if d <= cv_{t}(0.0):
+        return cv_{t}(b + cv_{t}(math.log1p(cv_{t}(math.exp(d)))))
+    return d
+
+def fa_logaddexp2_{t}(a, b):
+    if a == b:
+        return cv_{t}(a + cv_{t}(1.0))
+    d = cv_{t}(a - b)
+    log2e = cv_{t}(1.4426950408889634)
+    if d > cv_{t}(0.0):
+        return cv_{t}(a + log2e * cv_{t}(math.log1p(cv_{t}(fa_exp2_{t}(cv_{t}(0.0) - d)))))
+    if d <= cv_{t}(0.0):
+        return cv_{t}(b + log2e * cv_{t}(math.log1p(cv_{t}(fa_exp2_{t}(d)))))
+    return d
+
+def fa_deg2rad_{t}(a):
+    return cv_{t}(a * cv_{t}(0.017453292519943295))
+
+def fa_rad2deg_{t}(a):
+    return cv_{t}(a * cv_{t}(57.29577951308232))
+
+def fa_heaviside_{t}(a, b):
+    zero = cv_{t}(0.0)
+    if a != a:
+        return a
+    if a == zero:
+        return cv_{t}(b)
+    if a < zero:
+        return zero
+    return cv_{t}(1.0)
+
+def fa_expit_{t}(a):
+    # SciPy's form: exp(a) / (1 + exp(a)) below 0, so neither branch overflows to inf / inf
+    one = cv_{t}(1.0)
+    if a < cv_{t}(0.0):
+        e = cv_{t}(math.exp(a))
+        return cv_{t}(e / cv_{t}(one + e))
+    return cv_{t}(one / cv_{t}(one + cv_{t}(math.exp(cv_{t}(0.0) - a))))
+
+def fa_logit_{t}(a):
+    # SciPy's form: near 1/2 the difference of two log1p keeps the digits that x/(1-x) loses
+    one = cv_{t}(1.0)
+    if a < cv_{t}(0.3) or a > cv_{t}(0.65):
+        return cv_{t}(math.log(cv_{t}(a / cv_{t}(one - a))))
+    s = cv_{t}(cv_{t}(2.0) * cv_{t}(a - cv_{t}(0.5)))
+    return cv_{t}(cv_{t}(math.log1p(s)) - cv_{t}(math.log1p(cv_{t}(0.0) - s)))
+
+def fa_erfinv_{t}(a):
+    return cv_{t}(fa_erfinv_f64_core(cv_f64(a)))
+
 def fa_sign_{t}(a):
     zero = cv_{t}(0.0)
     if a > zero:
@@ -188,6 +311,54 @@ def fa_sign_{t}(a):
     if a < zero:
         return cv_{t}(-1.0)
     return cv_{t}(a - a)
+'''
+
+# erfinv: Giles' single-precision approximation ("Approximating the erfinv function", GPU
+# Computing Gems, 2011) as the start, then two Newton steps in float64 on erf (|y| <= 1/2) or
+# on erfc (|y| > 1/2, where 1 - |y| is exact and erf(x) - y would cancel), so float64 results
+# are within a few ulp of SciPy's and float32 ones round from them.
+_ERFINV_SOURCE = '''
+def fa_erfinv_f64_core(y):
+    if y != y or y < -1.0 or y > 1.0:
+        return math.nan
+    if y == 1.0:
+        return math.inf
+    if y == -1.0:
+        return -math.inf
+    a = abs(y)
+    w = -math.log((1.0 - a) * (1.0 + a))
+    if w < 5.0:
+        w = w - 2.5
+        p = 2.81022636e-08
+        p = 3.43273939e-07 + p * w
+        p = -3.5233877e-06 + p * w
+        p = -4.39150654e-06 + p * w
+        p = 0.00021858087 + p * w
+        p = -0.00125372503 + p * w
+        p = -0.00417768164 + p * w
+        p = 0.246640727 + p * w
+        p = 1.50140941 + p * w
+    else:
+        w = math.sqrt(w) - 3.0
+        p = -0.000200214257
+        p = 0.000100950558 + p * w
+        p = 0.00134934322 + p * w
+        p = -0.00367342844 + p * w
+        p = 0.00573950773 + p * w
+        p = -0.0076224613 + p * w
+        p = 0.00943887047 + p * w
+        p = 1.00167406 + p * w
+        p = 2.83297682 + p * w
+    x = p * a
+    if a == 0.0:
+        return y
+    for _ in range(2):
+        slope = 1.1283791670955126 * math.exp(-x * x)
+        if a <= 0.5:
+            x = x - (math.erf(x) - a) / slope
+        else:
+            x = x + (math.erfc(x) - (1.0 - a)) / slope
+    return math.copysign(x, y)
 '''
 
 _SIGN_INT_SOURCE = '''
@@ -413,7 +584,7 @@ def fa_rand_integers(seed, key, g, low, span):
 def helper_source() -> str:
     """All helper functions as one source text (for display and for backends that exec it)."""
     floats = "".join(_FLOAT_SOURCE.replace("{t}", t) for t in ("f32", "f64"))
-    return _INTEGER_SOURCE + floats + _SIGN_INT_SOURCE + _RANDOM_SOURCE
+    return _INTEGER_SOURCE + _ERFINV_SOURCE + floats + _SIGN_INT_SOURCE + _RANDOM_SOURCE
 
 
 @cache

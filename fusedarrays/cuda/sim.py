@@ -30,9 +30,23 @@ _MATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "log": np.log,
                "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
                "atan": np.arctan, "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh,
                "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
-               "hypot": np.hypot, "isinf": np.isinf, "copysign": np.copysign}
+               "hypot": np.hypot, "isinf": np.isinf, "copysign": np.copysign,
+               "inf": np.inf, "nan": np.nan}
+# NumPy has no erf, erfc or lgamma: Python's, per value, keeping a float32 argument's type.
+_PER_VALUE = {"erf": math.erf, "erfc": math.erfc, "lgamma": math.lgamma}
 _BACKEND_MATH = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
                  "cbrt": np.cbrt, "exp2": np.exp2, "fmod": np.fmod}
+
+
+def _per_value(fn):
+    def apply(x):
+        x = np.asarray(x)
+        try:
+            value = fn(float(x))
+        except (ValueError, OverflowError):
+            value = math.inf    # lgamma at its poles, where C's lgamma (cpu, CUDA) gives +inf
+        return x.dtype.type(value) if x.dtype.kind == "f" else np.float64(value)
+    return apply
 
 
 def _caster(dtype: np.dtype):
@@ -85,7 +99,9 @@ def _fma(a, b, c):
 def _build_namespace(helpers: dict) -> dict:
     from numba import cuda
 
-    ns: dict = {"cuda": cuda, "math": types.SimpleNamespace(**_MATH_NAMES), "np": np}
+    per_value = {name: _per_value(fn) for name, fn in _PER_VALUE.items()}
+    ns: dict = {"cuda": cuda, "math": types.SimpleNamespace(**_MATH_NAMES, **per_value),
+                "np": np}
     for code, dtype in BY_CODE.items():
         ns[f"cv_{code}"] = _caster(dtype)
         ns[f"ld_{code}"] = _ld

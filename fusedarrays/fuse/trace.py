@@ -323,7 +323,7 @@ class Tracer:
                 if _is_root(buffer, root):
                     a._node = graph.leaf(made, node.dtype, shape, strides, offset)
             if a._views is not None:
-                stack.extend(a._views)
+                stack.extend(a._views.values())
 
     # -- step 1: resolve ----------------------------------------------------------------------
     def resolve(self, node: graph.Node, memo: dict) -> graph.Node:

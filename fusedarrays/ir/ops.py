@@ -15,6 +15,7 @@ template, ``*`` serving every kind not named. Helper names (``fa_*``) are in :mo
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,10 +28,12 @@ class Op:
     ref: object                 # the NumPy function whose results and dtypes we reproduce
     templates: dict[str, str]
     doc: str
-    rule: str = "ufunc"         # "ufunc": ref.resolve_dtypes; "where"; "clip"
+    rule: str = "ufunc"         # "ufunc": ref.resolve_dtypes; "where"; "clip"; "loops"
     dunder: str | None = None   # the operator method this row backs, e.g. "__add__"
     reflected: bool = True      # whether the dunder has a reflected form (__radd__)
     aliases: tuple[str, ...] = field(default=())
+    module: str = ""            # "special": a ``fa.special`` function, not a ``fa.<name>`` one
+    loops: tuple[str, ...] = ()  # rule "loops": the float loops in the reference's search order
 
     def template(self, kind: str) -> str | None:
         return self.templates.get(kind, self.templates.get("*"))
@@ -50,6 +53,25 @@ def _backend1(fn: str) -> dict[str, str]:
 
 def _rounding(fn: str) -> dict[str, str]:
     return _t(f=f"fa_{fn}_{{t}}({{0}})", any="{0}")  # integers are already whole
+
+
+class SciPyRef:
+    """A ``scipy.special`` ufunc by name, imported when first called: the reference of the
+    ``special`` rows (SciPy is optional; a row never needs it to compile or run)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, *args):
+        return getattr(importlib.import_module("scipy.special"), self.name)(*args)
+
+    def __repr__(self) -> str:
+        return f"scipy.special.{self.name}"
+
+
+def _special(name: str, template: str, doc: str, loops: str) -> Op:
+    return Op(name, 1, SciPyRef(name), _t(f=template), doc, rule="loops", module="special",
+              loops=tuple(loops.split()))
 
 
 _CMP_MIXED = {
@@ -85,7 +107,7 @@ _ROWS = [
     Op("power", 2, np.power,
        _t(i="fa_pow_i({0}, {1})", u="fa_pow_u({0}, {1})", f="({0} ** {1})"),
        "a ** b; a negative integer exponent gives the truncated value (NumPy raises)",
-       dunder="__pow__"),
+       dunder="__pow__", aliases=("pow",)),
     Op("negative", 1, np.negative, _t(any="(-{0})", u="fa_neg_u({0})"), "-a",
        dunder="__neg__", reflected=False),
     Op("positive", 1, np.positive, _t(any="{0}"), "+a", dunder="__pos__", reflected=False),
@@ -111,16 +133,20 @@ _ROWS = [
     Op("sin", 1, np.sin, _math1("sin"), "sine"),
     Op("cos", 1, np.cos, _math1("cos"), "cosine"),
     Op("tan", 1, np.tan, _math1("tan"), "tangent"),
-    Op("arcsin", 1, np.arcsin, _math1("asin"), "inverse sine"),
-    Op("arccos", 1, np.arccos, _math1("acos"), "inverse cosine"),
-    Op("arctan", 1, np.arctan, _math1("atan"), "inverse tangent"),
-    Op("arctan2", 2, np.arctan2, _t(f="math.atan2({0}, {1})"), "angle of (b, a)"),
+    Op("arcsin", 1, np.arcsin, _math1("asin"), "inverse sine", aliases=("asin",)),
+    Op("arccos", 1, np.arccos, _math1("acos"), "inverse cosine", aliases=("acos",)),
+    Op("arctan", 1, np.arctan, _math1("atan"), "inverse tangent", aliases=("atan",)),
+    Op("arctan2", 2, np.arctan2, _t(f="math.atan2({0}, {1})"), "angle of (b, a)",
+       aliases=("atan2",)),
     Op("sinh", 1, np.sinh, _math1("sinh"), "hyperbolic sine"),
     Op("cosh", 1, np.cosh, _math1("cosh"), "hyperbolic cosine"),
     Op("tanh", 1, np.tanh, _math1("tanh"), "hyperbolic tangent"),
-    Op("arcsinh", 1, np.arcsinh, _math1("asinh"), "inverse hyperbolic sine"),
-    Op("arccosh", 1, np.arccosh, _math1("acosh"), "inverse hyperbolic cosine"),
-    Op("arctanh", 1, np.arctanh, _math1("atanh"), "inverse hyperbolic tangent"),
+    Op("arcsinh", 1, np.arcsinh, _math1("asinh"), "inverse hyperbolic sine",
+       aliases=("asinh",)),
+    Op("arccosh", 1, np.arccosh, _math1("acosh"), "inverse hyperbolic cosine",
+       aliases=("acosh",)),
+    Op("arctanh", 1, np.arctanh, _math1("atanh"), "inverse hyperbolic tangent",
+       aliases=("atanh",)),
     Op("hypot", 2, np.hypot, _t(f="math.hypot({0}, {1})"), "sqrt(a*a + b*b) without overflow"),
     # rounding
     Op("floor", 1, np.floor, _rounding("floor"), "round down"),
@@ -166,18 +192,67 @@ _ROWS = [
     Op("bitwise_or", 2, np.bitwise_or, _t(any="({0} | {1})"), "a | b", dunder="__or__"),
     Op("bitwise_xor", 2, np.bitwise_xor, _t(any="({0} ^ {1})"), "a ^ b", dunder="__xor__"),
     Op("invert", 1, np.invert, _t(any="(~{0})", b="(not {0})"), "~a (logical not for bool)",
-       dunder="__invert__", reflected=False, aliases=("bitwise_not",)),
+       dunder="__invert__", reflected=False, aliases=("bitwise_not", "bitwise_invert")),
     Op("left_shift", 2, np.left_shift,
        _t(i="fa_shl_i({0}, {1}, {bits})", u="fa_shl_u({0}, {1}, {bits})"),
-       "a << b; shifts past the width give 0", dunder="__lshift__"),
+       "a << b; shifts past the width give 0", dunder="__lshift__",
+       aliases=("bitwise_left_shift",)),
     Op("right_shift", 2, np.right_shift,
        _t(i="fa_shr_i({0}, {1}, {bits})", u="fa_shr_u({0}, {1}, {bits})"),
-       "a >> b; shifts past the width give 0 or -1", dunder="__rshift__"),
+       "a >> b; shifts past the width give 0 or -1", dunder="__rshift__",
+       aliases=("bitwise_right_shift",)),
+    # added with the namespace: NumPy ufuncs the op table lacked
+    Op("conjugate", 1, np.conjugate, _t(any="{0}"), "complex conjugate: a itself for real dtypes",
+       aliases=("conj",)),
+    Op("fabs", 1, np.fabs, _t(f="abs({0})"), "|a| as a float"),
+    Op("logaddexp", 2, np.logaddexp, _t(f="fa_logaddexp_{t}({0}, {1})"),
+       "log(exp(a) + exp(b)) without overflow"),
+    Op("logaddexp2", 2, np.logaddexp2, _t(f="fa_logaddexp2_{t}({0}, {1})"),
+       "log2(2**a + 2**b) without overflow"),
+    Op("deg2rad", 1, np.deg2rad, _t(f="fa_deg2rad_{t}({0})"), "degrees to radians"),
+    Op("radians", 1, np.radians, _t(f="fa_deg2rad_{t}({0})"), "degrees to radians"),
+    Op("rad2deg", 1, np.rad2deg, _t(f="fa_rad2deg_{t}({0})"), "radians to degrees"),
+    Op("degrees", 1, np.degrees, _t(f="fa_rad2deg_{t}({0})"), "radians to degrees"),
+    Op("fmod", 2, np.fmod,
+       _t(i="fa_cfmod_i({0}, {1})", u="fa_mod_u({0}, {1})", f="fa_fmod_{t}({0}, {1})"),
+       "C's remainder, with the sign of a; integer fmod by zero gives 0"),
+    Op("bitwise_count", 1, np.bitwise_count, _t(i="fa_popcount_i({0})", u="fa_popcount_u({0})"),
+       "number of 1 bits in |a|"),
+    Op("heaviside", 2, np.heaviside, _t(f="fa_heaviside_{t}({0}, {1})"),
+       "0 where a < 0, b where a == 0, 1 where a > 0; NaN stays"),
+    Op("float_power", 2, np.float_power, _t(f="({0} ** {1})"), "a ** b in float64"),
+    Op("gcd", 2, np.gcd, _t(i="fa_gcd_i({0}, {1})", u="fa_gcd_u({0}, {1})"),
+       "greatest common divisor of |a| and |b|"),
+    Op("lcm", 2, np.lcm, _t(i="fa_lcm_i({0}, {1})", u="fa_lcm_u({0}, {1})"),
+       "least common multiple of |a| and |b|"),
+    # fa.special: SciPy's ufuncs (scipy.special.<name>(x) on a fa array dispatches here)
+    _special("erf", "math.erf({0})", "error function", "f64 f32"),
+    _special("erfc", "math.erfc({0})", "1 - erf(a), exact for large a", "f64 f32"),
+    _special("erfinv", "fa_erfinv_{t}({0})", "inverse error function", "f32 f64"),
+    _special("expit", "fa_expit_{t}({0})", "logistic sigmoid 1 / (1 + exp(-a))", "f64 f32"),
+    _special("logit", "fa_logit_{t}({0})", "log(a / (1 - a)), the inverse of expit",
+             "f64 f32"),
+    _special("gammaln", "math.lgamma({0})", "log |gamma(a)|", "f64 f32"),
 ]
 
 OPS: dict[str, Op] = {row.name: row for row in _ROWS}
 ALIASES: dict[str, str] = {alias: row.name for row in _ROWS for alias in row.aliases}
+# NumPy's ufuncs that are no row, and why (the README's coverage table reads this).
+LEFT_OUT: dict[str, str] = {
+    "divmod": "two results; `a // b` and `a % b` fuse into one kernel",
+    "frexp": "two results (mantissa, exponent)",
+    "modf": "two results; `a - trunc(a)` and `trunc(a)` fuse into one kernel",
+    "ldexp": "needs exact scaling past the exponent range (two steps of 2**k); not yet",
+    "nextafter": "bit-level float stepping; numba's math has no nextafter on cpu",
+    "spacing": "bit-level float stepping, as nextafter",
+    "isnat": "datetime dtypes are not supported",
+    "matmul": "a product, not elementwise: `fa.matmul` / `@` (unfused)",
+    "matvec": "a product, not elementwise: `fa.matmul`",
+    "vecmat": "a product, not elementwise: `fa.matmul`",
+    "vecdot": "a product, not elementwise: `fa.vecdot` (unfused)",
+}
 BY_UFUNC: dict[object, Op] = {row.ref: row for row in _ROWS if isinstance(row.ref, np.ufunc)}
+SPECIAL: dict[str, Op] = {row.name: row for row in _ROWS if row.module == "special"}
 
 
 def _kind(dtype: np.dtype) -> str:
@@ -220,7 +295,11 @@ TYPED: dict[str, frozenset[str]] = {name: frozenset(codes.split()) for name, cod
                                "equal", "not_equal", "less", "less_equal", "greater",
                                "greater_equal")},
     **{name: "b1 i64 u64" for name in ("bitwise_and", "bitwise_or", "bitwise_xor")},
-    **{name: "i64 u64" for name in ("invert", "left_shift", "right_shift")},
+    **{name: "i64 u64" for name in ("invert", "left_shift", "right_shift", "gcd", "lcm")},
+    "conjugate": _ALL.removeprefix("b1 "), "float_power": "f64", "fmod": _WIDE,
+    **{name: _FLOATS for name in ("deg2rad", "rad2deg", "radians", "degrees", "fabs",
+                                  "heaviside", "logaddexp", "logaddexp2", "erf", "erfc",
+                                  "erfinv", "expit", "logit", "gammaln")},
 }.items()}
 
 

@@ -190,7 +190,7 @@ def every_op_plans():
             for row in ops.OPS.values():
                 args = {"where": (cond, a, b), "clip": (a, b, b)}.get(row.rule, (a, b)[:row.nin])
                 try:
-                    outs.append(getattr(fa, row.name)(*args))
+                    outs.append(getattr(fa.special if row.module else fa, row.name)(*args))
                 except (FusedArraysError, TypeError):   # an op that does not take this dtype
                     continue
             for k in range(0, len(outs), 12):

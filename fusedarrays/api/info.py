@@ -1,0 +1,51 @@
+"""``fa.__array_namespace_info__()``: what this namespace supports, as the Array API's
+inspection object reports it (capabilities, devices, default and supported dtypes).
+
+Where it sits: over :mod:`.devices` and :mod:`..ir.dtypes`, re-exported by the namespace.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import dtypes
+from .devices import check_device, default_device
+
+_KINDS = {
+    "bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
+    "real floating": "f", "complex floating": "c", "numeric": "iuf",
+}
+
+
+class Info:
+    """The namespace's capabilities, devices and dtypes."""
+
+    def capabilities(self) -> dict:
+        # boolean indexing and nonzero/unique have data-dependent shapes: not supported
+        return {"boolean indexing": False, "data-dependent shapes": False}
+
+    def default_device(self):
+        return default_device()
+
+    def devices(self) -> list:
+        return [default_device()]
+
+    def default_dtypes(self, *, device=None) -> dict:
+        check_device(device, "default_dtypes")
+        return {"real floating": np.dtype(np.float64), "complex floating": None,
+                "integral": np.dtype(np.int64), "indexing": np.dtype(np.int64)}
+
+    def dtypes(self, *, device=None, kind=None) -> dict:
+        check_device(device, "dtypes")
+        kinds = (kind,) if isinstance(kind, str) or kind is None else tuple(kind)
+        found = {}
+        for dt in dtypes.SUPPORTED:
+            if dt == np.float16:
+                continue                    # supported, but no Array API dtype
+            if kind is None or any(dt.kind in _KINDS[k] for k in kinds):
+                found[dt.name] = dt
+        return found
+
+
+def __array_namespace_info__() -> Info:
+    return Info()

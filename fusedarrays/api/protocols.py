@@ -1,0 +1,82 @@
+"""The ordinary object protocols of ``fa.ndarray``: ``__array_namespace__``, ``device`` and
+``to_device``, ``mT``, ``__format__``, ``tolist``, ``__iter__``, ``__copy__``/``__deepcopy__``,
+pickling, ``__hash__ = None``, ``__complex__`` and ``@``.
+
+Where it sits: beside :mod:`.elementwise`, installing methods on the array type as that module
+installs its operators. Pickling stores the values (a pending array computes first) and loads
+them with ``fa.asarray`` on the active backend; a copy is a new lazy ``copy`` node.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .array import asarray, ndarray
+from .devices import check_device, default_device, device_of_backend
+from .manipulation import matrix_transpose
+from .products import matmul
+
+API_VERSION = "2023.12"
+
+
+def _array_namespace(self, /, *, api_version=None):
+    if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+        raise ValueError(f"fusedarrays implements Array API {API_VERSION}; "
+                         f"api_version={api_version!r} is not supported")
+    # the namespace is the package itself, always imported before any array can exist
+    return sys.modules[__name__.split(".")[0]]
+
+
+def _device(self):
+    for buffer in self._resolved().buffers:
+        return device_of_backend(buffer.backend)
+    return default_device()
+
+
+def _to_device(self, device, /, *, stream=None):
+    check_device(device, "to_device")
+    return self
+
+
+def _format(self, spec: str) -> str:
+    if self.ndim == 0:
+        return format(self.item(), spec)
+    if spec:
+        raise TypeError(f"unsupported format string {spec!r} for a fa.ndarray of shape "
+                        f"{self.shape}: format its elements, or a 0-d array (x[i])")
+    return str(self)
+
+
+def _iter(self):
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d array")
+    self.compute()   # once, not per element
+    return (self[i] for i in range(self.shape[0]))
+
+
+def _reduce(self):
+    return asarray, (self.get(),)
+
+
+def _deepcopy(self, memo):
+    return self.copy()
+
+
+def _install() -> None:
+    ndarray.__array_namespace__ = _array_namespace
+    ndarray.device = property(_device, doc="Where the array's memory is (a fa Device).")
+    ndarray.to_device = _to_device
+    ndarray.mT = property(matrix_transpose, doc="The last two axes swapped (a view).")
+    ndarray.__format__ = _format
+    ndarray.__complex__ = lambda self: complex(self._host_value("complex()"))
+    ndarray.tolist = lambda self: self.get().tolist()
+    ndarray.__iter__ = _iter
+    ndarray.__copy__ = lambda self: self.copy()
+    ndarray.__deepcopy__ = _deepcopy
+    ndarray.__reduce__ = _reduce
+    ndarray.__hash__ = None     # mutable and compared elementwise, as NumPy's arrays
+    ndarray.__matmul__ = lambda self, other: matmul(self, other)
+    ndarray.__rmatmul__ = lambda self, other: matmul(other, self)
+
+
+_install()
