@@ -36,6 +36,7 @@ KERNEL_CODE = (
     "ir/reductions.py",       # each reduction's identity and folding statements
     "ir/layout.py",           # tile sizes the generated code hard-codes
     "compiler/devicelib.py",  # helper functions compiled into kernels
+    "compiler/philox.py",     # fa.random's helpers, part of devicelib's source
     "compiler/streams.py",    # fa.random draws in the kernel source
     "cuda/intrinsics.py",     # loads, stores, casts and parameter types of the cuda target
     "cuda/compile.py",        # compile options, numba's pass pipeline as trimmed, typing memos

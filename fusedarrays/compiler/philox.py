@@ -1,0 +1,199 @@
+"""The device helpers of ``fa.random``: Philox4x32-10 and the conversions of its words into
+uniform, normal and integer values, as source text that :mod:`.devicelib` joins to its own
+helpers (each backend compiles them with its namespace as globals: ``cv_u32``, ``fa_fma_f64`` …).
+
+Where it sits: under :mod:`.devicelib` (pure text, imports nothing); :mod:`.streams` renders the
+calls. Random123's published known-answer vectors pin :func:`fa_philox` (tests/pure).
+"""
+
+# Counter-based random numbers (fa.random): Philox4x32-10 (Salmon et al., SC'11, as Random123
+# defines it) and the conversions of its 32-bit words. Every value is a pure function of (seed,
+# key, element index), so any backend, schedule or vector width gives the same bits. Words are
+# uint32, cast back after each operation (numba computes in 64 bits; the casts let NVVM keep 32-bit
+# registers), their products the widening 32 x 32 -> 64 multiply; every constant goes through
+# cv_u32/cv_u64: numba types uint64 op int64 as a float.
+# The Box-Muller transform computes its logarithm and sine/cosine here from IEEE-exact
+# operations (+ - * / sqrt and fused multiply-adds through fa_fma_f64, which each backend computes
+# exactly):
+# libdevice's and libm's transcendental functions differ in their last bits. No product feeds an
+# addition outside an fma, so NVVM's multiply-add contraction has nothing to change.
+RANDOM_SOURCE = '''
+def fa_philox(c0, c1, c2, c3, k0, k1):
+    m0 = cv_u64(0xD2511F53)
+    m1 = cv_u64(0xCD9E8D57)
+    w0 = cv_u32(0x9E3779B9)
+    w1 = cv_u32(0xBB67AE85)
+    half = cv_u64(32)
+    for _ in range(10):
+        p0 = cv_u64(c0) * m0
+        p1 = cv_u64(c2) * m1
+        c0, c1, c2, c3 = (cv_u32(cv_u32(p1 >> half) ^ c1 ^ k0), cv_u32(p1),
+                          cv_u32(cv_u32(p0 >> half) ^ c3 ^ k1), cv_u32(p0))
+        k0 = cv_u32(k0 + w0)
+        k1 = cv_u32(k1 + w1)
+    return c0, c1, c2, c3
+
+def fa_philox_at(seed, key, block):
+    # counter (block low, block high, key low, key high); Philox key = the 64-bit seed
+    half = cv_u64(32)
+    s = cv_u64(seed)
+    k = cv_u64(key)
+    b = cv_u64(block)
+    return fa_philox(cv_u32(b), cv_u32(b >> half), cv_u32(k), cv_u32(k >> half), cv_u32(s),
+                     cv_u32(s >> half))
+
+def fa_word(h, j):
+    if j == 0:
+        return h[0]
+    if j == 1:
+        return h[1]
+    if j == 2:
+        return h[2]
+    return h[3]
+
+def fa_u01_f32(w):
+    # the top 24 bits, times 2**-24: NumPy's float32 conversion of a 32-bit word (exact)
+    return cv_f32(cv_u32(w) >> cv_u32(8)) * cv_f32(5.9604644775390625e-08)
+
+def fa_u01_f64(a, b):
+    # 53 bits from two words, as NumPy's next_double: (a >> 5) * 2**26 + (b >> 6), times 2**-53
+    hi = cv_f64(cv_u64(a) >> cv_u64(5))
+    lo = cv_f64(cv_u64(b) >> cv_u64(6))
+    return (hi * 67108864.0 + lo) * 1.1102230246251565e-16
+
+def fa_int_span(a, b, span):
+    # floor(w * span / 2**64) for the 64-bit word w = (a, b), span <= 2**32: Lemire's
+    # multiply-shift without the rejection step (bias below span / 2**64)
+    half = cv_u64(32)
+    s = cv_u64(span)
+    return cv_i64((cv_u64(a) * s + ((cv_u64(b) * s) >> half)) >> half)
+
+def fa_bm_log(a):
+    # u = (a + 1) / 2**32 in (0, 1] as 2**(e - 32) m, m in [sqrt(1/2), sqrt(2)); returns
+    # s = (m - 1) / (m + 1) (ln m = 2 atanh s, |s| < 0.172), s * s and e - 32
+    k = cv_i64(a) + 1
+    e = cv_i64(0)
+    t = k
+    if t >= 65536:
+        t = t >> 16
+        e += 16
+    if t >= 256:
+        t = t >> 8
+        e += 8
+    if t >= 16:
+        t = t >> 4
+        e += 4
+    if t >= 4:
+        t = t >> 2
+        e += 2
+    if t >= 2:
+        e += 1
+    m = cv_f64(k << (32 - e)) * 2.3283064365386963e-10
+    if m > 1.4142135623730951:
+        m = m * 0.5
+        e += 1
+    s = (m - 1.0) / (m + 1.0)
+    return s, s * s, cv_f64(e - 32)
+
+def fa_bm_angle(b):
+    # the angle 2 pi b / 2**32 as its nearest quarter turn q and theta in [-pi/4, pi/4)
+    w = (cv_i64(b) + 536870912) & 4294967295
+    theta = cv_f64((w & 1073741823) - 536870912) * 1.4629180792671596e-09
+    return theta, theta * theta, w >> 30
+
+def fa_bm_turn(r, cs, sn, q):
+    if q == 1:
+        cs, sn = -sn, cs
+    elif q == 2:
+        cs, sn = -cs, -sn
+    elif q == 3:
+        cs, sn = sn, -cs
+    return r * cs, r * sn
+
+def fa_bm(a, b):
+    # Box-Muller on u = (a + 1) / 2**32 in (0, 1] and the angle 2 pi b / 2**32, to float64
+    # accuracy: r = sqrt(-2 ln u), (r cos, r sin)
+    s, z, f = fa_bm_log(a)
+    h = fa_fma_f64(z, 0.047619047619047616, 0.05263157894736842)
+    h = fa_fma_f64(z, h, 0.058823529411764705)
+    h = fa_fma_f64(z, h, 0.06666666666666667)
+    h = fa_fma_f64(z, h, 0.07692307692307693)
+    h = fa_fma_f64(z, h, 0.09090909090909091)
+    h = fa_fma_f64(z, h, 0.1111111111111111)
+    h = fa_fma_f64(z, h, 0.14285714285714285)
+    h = fa_fma_f64(z, h, 0.2)
+    h = fa_fma_f64(z, h, 0.3333333333333333)
+    q = fa_fma_f64(z, h, 1.0)
+    # ln u = (e - 32) ln 2 + ln m; ln 2's high part has 40 bits, so (e - 32) times it is exact
+    lnu = fa_fma_f64(f, -1.724176357242868e-13, fa_fma_f64(s + s, q, f * 0.6931471805601177))
+    r = math.sqrt(-2.0 * lnu)
+    theta, z, quarter = fa_bm_angle(b)
+    ps = fa_fma_f64(z, 2.8114572543455206e-15, -7.647163731819816e-13)
+    ps = fa_fma_f64(z, ps, 1.6059043836821613e-10)
+    ps = fa_fma_f64(z, ps, -2.505210838544172e-08)
+    ps = fa_fma_f64(z, ps, 2.7557319223985893e-06)
+    ps = fa_fma_f64(z, ps, -0.0001984126984126984)
+    ps = fa_fma_f64(z, ps, 0.008333333333333333)
+    ps = fa_fma_f64(z, ps, -0.16666666666666666)
+    sn = theta * fa_fma_f64(z, ps, 1.0)
+    pc = fa_fma_f64(z, 4.779477332387385e-14, -1.1470745597729725e-11)
+    pc = fa_fma_f64(z, pc, 2.08767569878681e-09)
+    pc = fa_fma_f64(z, pc, -2.755731922398589e-07)
+    pc = fa_fma_f64(z, pc, 2.48015873015873e-05)
+    pc = fa_fma_f64(z, pc, -0.001388888888888889)
+    pc = fa_fma_f64(z, pc, 0.041666666666666664)
+    pc = fa_fma_f64(z, pc, -0.5)
+    return fa_bm_turn(r, fa_fma_f64(z, pc, 1.0), sn, quarter)
+
+def fa_bm_f32(a, b):
+    # fa_bm to float32 accuracy (relative error below 1e-10 before the rounding to float32):
+    # the same exact operations, shorter series
+    s, z, f = fa_bm_log(a)
+    h = fa_fma_f64(z, 0.09090909090909091, 0.1111111111111111)
+    h = fa_fma_f64(z, h, 0.14285714285714285)
+    h = fa_fma_f64(z, h, 0.2)
+    h = fa_fma_f64(z, h, 0.3333333333333333)
+    q = fa_fma_f64(z, h, 1.0)
+    lnu = fa_fma_f64(f, -1.724176357242868e-13, fa_fma_f64(s + s, q, f * 0.6931471805601177))
+    r = math.sqrt(-2.0 * lnu)
+    theta, z, quarter = fa_bm_angle(b)
+    ps = fa_fma_f64(z, -2.505210838544172e-08, 2.7557319223985893e-06)
+    ps = fa_fma_f64(z, ps, -0.0001984126984126984)
+    ps = fa_fma_f64(z, ps, 0.008333333333333333)
+    ps = fa_fma_f64(z, ps, -0.16666666666666666)
+    sn = theta * fa_fma_f64(z, ps, 1.0)
+    pc = fa_fma_f64(z, -2.755731922398589e-07, 2.48015873015873e-05)
+    pc = fa_fma_f64(z, pc, -0.001388888888888889)
+    pc = fa_fma_f64(z, pc, 0.041666666666666664)
+    pc = fa_fma_f64(z, pc, -0.5)
+    return fa_bm_turn(r, fa_fma_f64(z, pc, 1.0), sn, quarter)
+
+def fa_rand_uniform_f32(seed, key, g):
+    return fa_u01_f32(fa_word(fa_philox_at(seed, key, g >> 2), g & 3))
+
+def fa_rand_uniform_f64(seed, key, g):
+    h = fa_philox_at(seed, key, g >> 1)
+    j = (g & 1) * 2
+    return fa_u01_f64(fa_word(h, j), fa_word(h, j + 1))
+
+def fa_rand_normal(seed, key, g):
+    h = fa_philox_at(seed, key, g >> 2)
+    j = g & 2
+    pair = fa_bm(fa_word(h, j), fa_word(h, j + 1))
+    if (g & 1) == 0:
+        return pair[0]
+    return pair[1]
+
+def fa_rand_normal_f32(seed, key, g):
+    h = fa_philox_at(seed, key, g >> 2)
+    j = g & 2
+    pair = fa_bm_f32(fa_word(h, j), fa_word(h, j + 1))
+    if (g & 1) == 0:
+        return cv_f32(pair[0])
+    return cv_f32(pair[1])
+
+def fa_rand_integers(seed, key, g, low, span):
+    h = fa_philox_at(seed, key, g >> 1)
+    j = (g & 1) * 2
+    return cv_i64(low) + fa_int_span(fa_word(h, j), fa_word(h, j + 1), span)
+'''
