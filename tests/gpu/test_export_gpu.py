@@ -25,11 +25,24 @@ def _torch():
     return torch
 
 
-def _views(seed):
+VIEWS = ["pending", "negative steps", "transposed", "row of a pending"]
+
+
+def _view(name, seed):
+    """``(y, expect)``: a fa array of the kind ``name`` and NumPy's values of it."""
     host = np.random.default_rng(seed).standard_normal((300, 400)).astype(np.float32)
     x = fa.asarray(host)
-    return [(x * 2, host * 2), (x[::-1, 3::2], host[::-1, 3::2]), (x.T, host.T),
-            (fa.sin(x)[7], np.sin(host)[7])]
+    return {"pending": lambda: (x * 2, host * 2),
+            "negative steps": lambda: (x[::-1, 3::2], host[::-1, 3::2]),
+            "transposed": lambda: (x.T, host.T),
+            "row of a pending": lambda: (fa.sin(x)[7], np.sin(host)[7])}[name]()
+
+
+def _check(got, y, expect):
+    """The consumer sees fusedarrays' own values, bit for bit (zero-copy), and they are NumPy's
+    (the device's sin may differ from NumPy's in the last bit)."""
+    np.testing.assert_array_equal(got, y.get())
+    np.testing.assert_allclose(got, expect, rtol=2e-7, atol=0)
 
 
 def test_cuda_array_interface_fields():
@@ -42,11 +55,16 @@ def test_cuda_array_interface_fields():
     assert x.__dlpack_device__() == (2, 0)
 
 
-def test_cupy_dlpack_and_cai():
+@pytest.mark.parametrize("view", VIEWS)
+def test_cupy_dlpack_and_cai(view):
     cp = pytest.importorskip("cupy")
-    for y, expect in _views(150):
-        np.testing.assert_array_equal(cp.from_dlpack(y).get(), expect)
-        np.testing.assert_array_equal(cp.asarray(y).get(), expect)
+    y, expect = _view(view, 150)
+    _check(cp.from_dlpack(y).get(), y, expect)
+    _check(cp.asarray(y).get(), y, expect)
+
+
+def test_cupy_shares_the_memory():
+    cp = pytest.importorskip("cupy")
     y = fa.asarray(np.ones(10, np.float32)) * 3
     c = cp.from_dlpack(y)
     c[0] = 7                                         # zero-copy: the write shows in y
@@ -54,19 +72,25 @@ def test_cupy_dlpack_and_cai():
     assert y.get()[0] == 7
 
 
-def test_torch_dlpack_and_cai():
+@pytest.mark.parametrize("view", VIEWS)
+def test_torch_dlpack_and_cai(view):
     torch = _torch()
-    for y, expect in _views(151):
-        np.testing.assert_array_equal(torch.from_dlpack(y).cpu().numpy(), expect)
-        np.testing.assert_array_equal(torch.as_tensor(y, device="cuda").cpu().numpy(), expect)
+    if view == "negative steps":
+        # PyTorch 2.11 aborts the whole process on a DLPack tensor with negative strides (its
+        # issue 188023; seen here on the H100), though they are valid DLPack (NumPy takes them)
+        pytest.skip("torch aborts on negative strides: copy such a view first")
+    y, expect = _view(view, 151)
+    _check(torch.from_dlpack(y).cpu().numpy(), y, expect)
+    _check(torch.as_tensor(y, device="cuda").cpu().numpy(), y, expect)
 
 
-def test_jax_dlpack():
+@pytest.mark.parametrize("view", VIEWS)
+def test_jax_dlpack(view):
     jax = pytest.importorskip("jax")
     if not any(d.platform == "gpu" for d in jax.devices()):
         pytest.skip("jax without a GPU")
-    for y, expect in _views(152):
-        np.testing.assert_array_equal(np.asarray(jax.dlpack.from_dlpack(y)), expect)
+    y, expect = _view(view, 152)
+    _check(np.asarray(jax.dlpack.from_dlpack(y)), y, expect)
 
 
 def test_cupy_consumer_on_its_own_stream_is_ordered():
