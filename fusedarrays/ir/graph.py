@@ -328,6 +328,49 @@ def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
     return node
 
 
+def op_scalar(node: Node, value, dtype: np.dtype, attrs: tuple, aid: int,
+              scalar_first: bool = False) -> Node:
+    """:func:`op_of` on ``(node, scalar(value, dtype))`` (``scalar_first``: the other way
+    round), written out for the operator path (``x * 1.5``, ``1.0 - x``): the same node, sid
+    and params. The scalar is made here, so it is no param of ``node`` and none of its inputs:
+    nothing needs looking up but the sid."""
+    s = _Scalar()
+    s.dtype = dtype
+    s.attrs = (next(_uids), value)
+    s.serial = next(_serials)
+    found = _scalar_sids.get(id(dtype))
+    if found is None:
+        found = _scalar_sids[id(dtype)] = (_sid(("scalar", dtype)), dtype)
+    s.sid = found[0]
+    s._key = s.realized = None
+    op = Node()
+    op.kind, op.dtype, op.attrs, op.shape = "op", attrs[1][-1], attrs, node.shape
+    op.serial = next(_serials)
+    op._key = op.realized = None
+    op.count = node.count + 2
+    op.buffers = node.buffers
+    pn = node.params
+    if scalar_first:
+        op.inputs = (s, node)
+        params = op.params = {s: 0}
+        if pn is None:
+            params[node] = 1
+        else:
+            params.update(zip(pn, range(1, len(pn) + 1)))
+        structure = (aid, s.sid, node.sid, None)
+    else:
+        op.inputs = (node, s)
+        if pn is None:
+            op.params = {node: 0, s: 1}
+        else:
+            params = op.params = pn.copy()
+            params[s] = len(pn)
+        structure = (aid, node.sid, s.sid, None)
+    sid = _sids.get(structure)
+    op.sid = sid if sid is not None else _sid(structure)
+    return op
+
+
 def _combine(node: Node, inputs: tuple, head) -> None:
     """An op or cast node's params, sid, count and buffers over any number of inputs."""
     first = inputs[0]
