@@ -14,6 +14,9 @@ per-node work once, so that evaluating a graph seen before is a dictionary look-
   input's params, then the new ones of each next input. Evaluation binds them to the kernel's
   arguments in that order. A leaf or scalar is its own only param (``params`` is None: a dict
   holding the node itself would be a reference cycle, keeping buffers alive until a collection).
+  Nodes share one dict where they can (:mod:`.params`: a chain ``a = a * s + t`` appends each
+  new scalar in place, where copying made every op O(params)); ``params`` is always exactly the
+  node's own, and a dict once handed out by it never changes.
 - ``count`` (an upper bound on its distinct nodes, for the node limit) and ``buffers`` (the
   buffers it reads: writes compute pending readers first).
 
@@ -33,7 +36,14 @@ import weakref
 import numpy as np
 
 from . import layout
-from .params import Holder, merge_params
+from .params import (
+    SHARE_FROM,
+    Holder,
+    append_param,
+    merge_node,
+    merge_params,
+    own_params,
+)
 from .walks import count_nodes as count_nodes
 from .walks import walk as walk
 
@@ -74,8 +84,8 @@ def _sid(structure: tuple) -> int:
 class Node:
     """One immutable graph node. Build with the constructors below, never directly."""
 
-    __slots__ = ("kind", "dtype", "shape", "inputs", "attrs", "sid", "params", "serial", "_key",
-                 "count", "buffers", "realized", "__weakref__")
+    __slots__ = ("kind", "dtype", "shape", "inputs", "attrs", "sid", "_params", "_nparams",
+                 "_open", "serial", "_key", "count", "buffers", "realized", "__weakref__")
 
     kind: str
     dtype: np.dtype
@@ -83,7 +93,11 @@ class Node:
     inputs: tuple[Node, ...]
     attrs: tuple
     sid: int                        # interned structure (module docstring)
-    params: dict | None             # leaves and scalars → position; None: the node itself
+    # params (the property below) is kept as _params, a dict whose first _nparams entries are
+    # this node's params, and _open, the token of the right to append to it (ir/params.py)
+    _params: dict | None
+    _nparams: int
+    _open: list | None
     serial: int                     # unique per node in this process (never persisted)
     count: int                      # an upper bound on the distinct nodes under it: count_nodes
     buffers: frozenset              # the buffers this graph reads
@@ -93,6 +107,19 @@ class Node:
     def key(self) -> str:
         """Structural sha256 of this node (kind, dtype, shape, attributes, inputs' keys)."""
         return self._key if self._key is not None else _sha256_key(self)
+
+    @property
+    def params(self) -> dict | None:
+        """Its leaves and scalars → position, in canonical order (None: a leaf or scalar, its own
+        only param). The dict handed out never changes afterwards."""
+        params = self._params
+        # without a token (ir/params.py) a node's dict is its own params and never grows
+        return params if params is None or self._open is None else own_params(self)
+
+    @params.setter
+    def params(self, value: dict | None) -> None:
+        self._params, self._open = value, None
+        self._nparams = 0 if value is None else len(value)
 
     @property
     def ndim(self) -> int:
@@ -174,7 +201,7 @@ def leaf_sid(buffer, dtype: np.dtype, view: tuple) -> int:
 def _leaf_node(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> Node:
     node = _new("leaf", dtype, view[0], (), (buffer, view))
     node.sid = sid if sid is not None else leaf_sid(buffer, dtype, view)
-    node.params = None
+    node._params = None
     node.count = 1
     node.buffers = frozenset((buffer,))
     return node
@@ -214,7 +241,7 @@ def fresh_leaf(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> 
     node.kind, node.dtype, node.shape, node.inputs, node.attrs = "leaf", dtype, view[0], (), (
         buffer, view)
     node.serial = next(_serials)
-    node._key = node.realized = node.params = None
+    node._key = node.realized = node._params = None
     node.sid = sid if sid is not None else leaf_sid(buffer, dtype, view)
     node.count, node.buffers = 1, frozenset((buffer,))
     buffer.fresh = weakref.ref(node)
@@ -227,6 +254,7 @@ class _Scalar(Node):
 
     __slots__ = ()
     kind, shape, inputs, params, count, buffers = "scalar", (), (), None, 1, frozenset()
+    _params = _open = None
 
 
 # id(dtype) → (sid, dtype): hashing a NumPy dtype costs more than the rest of a scalar node; the
@@ -294,16 +322,32 @@ def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
         sa, sb = a.shape, b.shape
         node.shape = sa if sa == sb or not sb else sb if not sa else layout.broadcast_shapes(sa,
                                                                                               sb)
-        pa = a.params
-        if b.params is None and pa is not None:   # an op on a node and a leaf or scalar
+        pa = a._params
+        if b._params is not None:   # two ops: their params as the property hands them out
+            params, placement = merge_node(
+                a, pa if pa is None or a._open is None else own_params(a), b,
+                b._params if b._open is None else own_params(b))
+            node._params, node._nparams = params, len(params)
+            # a dict of its own, or a's (handed out: never appended to)
+            own = params is not a._params
+            node._open = [True] if own and len(params) >= SHARE_FROM else None
+        elif pa is None:    # two leaves or scalars
+            placement = "=" if a is b else None
+            node._params = {a: 0} if a is b else {a: 0, b: 1}
+            node._nparams, node._open = len(node._params), None
+        else:               # an op on a node and a leaf or scalar
+            n = a._nparams
             placement = pa.get(b)
-            if placement is None:
-                params = node.params = pa.copy()
-                params[b] = len(pa)
+            if placement is not None and placement < n:     # b is one of a's params
+                _share(node, a)
+            elif a._open is None:   # a small dict, or one handed out: copied (ir/params.py)
+                placement = None
+                params = node._params = pa.copy()
+                params[b] = n
+                node._nparams, node._open = n + 1, [True] if n + 1 >= SHARE_FROM else None
             else:
-                node.params = pa
-        else:
-            node.params, placement = merge_params(a, b)
+                placement = None
+                append_param(node, a, b)
         structure = (aid, a.sid, b.sid, placement)
         sid = _sids.get(structure)
         node.sid = sid if sid is not None else _sid(structure)
@@ -351,32 +395,53 @@ def op_scalar(node: Node, value, dtype: np.dtype, attrs: tuple, aid: int,
     op._key = op.realized = None
     op.count = node.count + 2
     op.buffers = node.buffers
-    pn = node.params
+    pn = node._params
     if scalar_first:
         op.inputs = (s, node)
-        params = op.params = {s: 0}
+        params = op._params = {s: 0}
         if pn is None:
             params[node] = 1
         else:
-            params.update(zip(pn, range(1, len(pn) + 1)))
+            mine = pn if node._open is None else own_params(node)   # as node.params, inline
+            params.update(zip(mine, range(1, node._nparams + 1)))
+        op._nparams = n = len(params)
+        op._open = [True] if n >= SHARE_FROM else None
         structure = (aid, s.sid, node.sid, None)
     else:
         op.inputs = (node, s)
         if pn is None:
-            op.params = {node: 0, s: 1}
+            op._params, op._nparams, op._open = {node: 0, s: 1}, 2, None
+        elif node._open is None:   # a small dict, or one handed out: copied (ir/params.py)
+            n = node._nparams
+            params = op._params = pn.copy()
+            params[s] = n
+            op._nparams, op._open = n + 1, [True] if n + 1 >= SHARE_FROM else None
         else:
-            params = op.params = pn.copy()
-            params[s] = len(pn)
+            append_param(op, node, s)
         structure = (aid, node.sid, s.sid, None)
     sid = _sids.get(structure)
     op.sid = sid if sid is not None else _sid(structure)
     return op
 
 
+def _share(node: Node, first: Node) -> None:
+    """``node``'s params are ``first``'s: the same dict, length and right to append."""
+    node._params, node._nparams, node._open = first._params, first._nparams, first._open
+
+
 def _combine(node: Node, inputs: tuple, head) -> None:
     """An op or cast node's params, sid, count and buffers over any number of inputs."""
     first = inputs[0]
-    params = first.params if first.params is not None else {first: 0}
+    if len(inputs) == 1:    # unary ops and casts
+        if first._params is None:
+            node._params, node._nparams, node._open = {first: 0}, 1, None
+        else:
+            _share(node, first)
+        node.sid = _sid((head, first.sid))
+        node.count = 1 + first.count
+        node.buffers = first.buffers
+        return
+    params = first.params if first._params is not None else {first: 0}
     structure = [head, first.sid]
     buffers = first.buffers
     for other in inputs[1:]:
