@@ -338,8 +338,8 @@ def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
         else:               # an op on a node and a leaf or scalar
             n = a._nparams
             placement = pa.get(b)
-            if placement is not None and placement < n:     # b is one of a's params
-                _share(node, a)
+            if placement is not None and placement < n:     # b is one of a's: share them
+                node._params, node._nparams, node._open = pa, n, a._open
             elif a._open is None:   # a small dict, or one handed out: copied (ir/params.py)
                 placement = None
                 params = node._params = pa.copy()
@@ -361,6 +361,17 @@ def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
             node.count = 1 + a.count + b.count
         buffers = a.buffers
         node.buffers = buffers if b.buffers <= buffers else buffers | b.buffers
+        return node
+    if len(inputs) == 1:    # unary ops (sqrt, exp, -x): _combine's, written out
+        a = inputs[0]
+        node.shape, node.count, node.buffers = a.shape, 1 + a.count, a.buffers
+        if a._params is None:
+            node._params, node._nparams, node._open = {a: 0}, 1, None
+        else:
+            node._params, node._nparams, node._open = a._params, a._nparams, a._open
+        structure = (aid, a.sid)
+        sid = _sids.get(structure)
+        node.sid = sid if sid is not None else _sid(structure)
         return node
     shape = ()
     for i in inputs:  # the common cases without broadcasting: equal shapes, or 0-d scalars
@@ -424,23 +435,9 @@ def op_scalar(node: Node, value, dtype: np.dtype, attrs: tuple, aid: int,
     return op
 
 
-def _share(node: Node, first: Node) -> None:
-    """``node``'s params are ``first``'s: the same dict, length and right to append."""
-    node._params, node._nparams, node._open = first._params, first._nparams, first._open
-
-
 def _combine(node: Node, inputs: tuple, head) -> None:
     """An op or cast node's params, sid, count and buffers over any number of inputs."""
     first = inputs[0]
-    if len(inputs) == 1:    # unary ops and casts
-        if first._params is None:
-            node._params, node._nparams, node._open = {first: 0}, 1, None
-        else:
-            _share(node, first)
-        node.sid = _sid((head, first.sid))
-        node.count = 1 + first.count
-        node.buffers = first.buffers
-        return
     params = first.params if first._params is not None else {first: 0}
     structure = [head, first.sid]
     buffers = first.buffers

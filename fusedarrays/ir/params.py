@@ -80,11 +80,6 @@ def roots_params(roots: list) -> tuple[dict, tuple]:
 SHARE_FROM = 16
 
 
-def token_for(nparams: int) -> list | None:
-    """A new node's token of the right to append to its dict: only worth one past SHARE_FROM."""
-    return [True] if nparams >= SHARE_FROM else None
-
-
 def own_params(node) -> dict:
     """``node``'s params as a dict that nothing appends to any more (``Node.params``): the shared
     dict itself where this node takes the right to append to it, else a copy of its first
@@ -105,7 +100,8 @@ def append_param(into, node, new) -> None:
     if not take(node._open):
         params = params.copy() if len(params) == n else dict(itertools.islice(params.items(), n))
     params[new] = n
-    into._params, into._nparams, into._open = params, n + 1, token_for(n + 1)
+    into._params, into._nparams = params, n + 1
+    into._open = [True] if n + 1 >= SHARE_FROM else None
 
 
 def take(token: list | None) -> bool:

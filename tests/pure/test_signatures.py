@@ -106,3 +106,14 @@ def test_the_operator_paths_scalar_op_makes_the_node_op_makes():
             got = graph.op_scalar(node, 1.5, F32, attrs, aid, scalar_first=first)
             assert _fields(got) == _fields(want)
             assert got.inputs[1 if first else 0] is node
+
+
+def test_a_unary_op_is_what_combine_makes_of_it():
+    # op_of writes the one-input case out; _combine (which new node kinds call) is the reference
+    x = leaf()
+    attrs = ("sqrt", (F32, F32))
+    for node in (x, op("add", x, leaf()), op("multiply", x, graph.scalar(2.0, F32))):
+        got = graph.op_of((node,), attrs, graph.attrs_id(attrs))
+        want = graph._new("op", F32, node.shape, (node,), attrs)
+        graph._combine(want, (node,), graph.attrs_id(attrs))
+        assert _fields(got) == _fields(want)
