@@ -93,11 +93,9 @@ class Node:
     inputs: tuple[Node, ...]
     attrs: tuple
     sid: int                        # interned structure (module docstring)
-    # params (the property below) is kept as _params, a dict whose first _nparams entries are
-    # this node's params, and _open, the token of the right to append to it (ir/params.py)
-    _params: dict | None
+    _params: dict | None            # params (the property) are its first _nparams entries
     _nparams: int
-    _open: list | None
+    _open: list | None              # the token of the right to append to it (ir/params.py)
     serial: int                     # unique per node in this process (never persisted)
     count: int                      # an upper bound on the distinct nodes under it: count_nodes
     buffers: frozenset              # the buffers this graph reads
@@ -120,6 +118,13 @@ class Node:
     def params(self, value: dict | None) -> None:
         self._params, self._open = value, None
         self._nparams = 0 if value is None else len(value)
+
+    def __init_subclass__(cls, **kwargs):
+        # a kind that fixes its params on the class (as _Scalar does) fixes what op_of reads too
+        super().__init_subclass__(**kwargs)
+        if "params" in vars(cls) and "_params" not in vars(cls):
+            cls._params, cls._open = cls.params, None
+            cls._nparams = 0 if cls.params is None else len(cls.params)
 
     @property
     def ndim(self) -> int:
@@ -254,7 +259,6 @@ class _Scalar(Node):
 
     __slots__ = ()
     kind, shape, inputs, params, count, buffers = "scalar", (), (), None, 1, frozenset()
-    _params = _open = None
 
 
 # id(dtype) → (sid, dtype): hashing a NumPy dtype costs more than the rest of a scalar node; the
@@ -387,10 +391,9 @@ def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
 
 def op_scalar(node: Node, value, dtype: np.dtype, attrs: tuple, aid: int,
               scalar_first: bool = False) -> Node:
-    """:func:`op_of` on ``(node, scalar(value, dtype))`` (``scalar_first``: the other way
-    round), written out for the operator path (``x * 1.5``, ``1.0 - x``): the same node, sid
-    and params. The scalar is made here, so it is no param of ``node`` and none of its inputs:
-    nothing needs looking up but the sid."""
+    """:func:`op_of` on ``(node, scalar(value, dtype))`` (``scalar_first``: reversed), written
+    out for the operator path (``x * 1.5``, ``1.0 - x``): the same node, sid and params. The
+    scalar is made here, so it is no param or input of ``node``: only the sid is looked up."""
     s = _Scalar()
     s.dtype = dtype
     s.attrs = (next(_uids), value)

@@ -125,3 +125,16 @@ def test_an_op_on_two_nodes_never_appends_to_a_dict_handed_out():
     same = op("add", base, base)         # its params are base's: the dict handed out
     assert same._params is handed
     assert values(times(same, 1.0)) == [*xs, 1.0] and values(base) == xs == list(handed)
+
+
+def test_a_node_kind_with_its_params_on_the_class_is_an_operand_as_scalars_are():
+    # new kinds may follow _Scalar: what op_of reads of params comes with them
+    class Draw(graph.Node):
+        __slots__ = ()
+        kind, shape, inputs, params, count, buffers = "draw", (), (), None, 1, frozenset()
+
+    draw = Draw()
+    draw.dtype, draw.attrs, draw.serial, draw.sid = F32, (0, "draw"), graph.new_uid(), -1
+    base, xs = wide()
+    assert values(op("add", base, draw)) == [*xs, "draw"]
+    assert values(op("add", xs[0], draw)) == [xs[0], "draw"]
