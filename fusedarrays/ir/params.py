@@ -5,13 +5,14 @@ input's new ones, in order (a leaf or scalar is its own only param: ``params`` N
 input's params sit among the node's (its *placement*) is part of the node's sid, so nodes with
 equal sids bind equal positions to the same roles (``graph.py``).
 
-A node built on another by adding one new param (``a * 1.5``, ``a + x``) would copy the other's
-dict: O(params) per op, O(n²) for a chain ``a = a * s + t``. Instead nodes share one dict that
-only ever grows at its end. A node keeps the dict and its own length (``_params``,
-``_nparams``): its params are the dict's first ``_nparams`` entries. The right to append to the
-dict at its present length is a token, a one-element list that the nodes of that length share
-(``_open``); taking it is one ``list.pop``, atomic under the GIL, so of two branches built on one
-node (in two threads, too) one appends in place and the other copies its part. Handing a node's
+A node built on another by adding one new scalar (``a * 1.5``) would copy the other's dict:
+O(params) per op, O(n²) for a chain ``a = a * s + t``. Instead nodes share one dict that only
+ever grows at its end (a new leaf is still copied in: see :func:`append_param`). A node keeps
+the dict and its own length (``_params``, ``_nparams``): its params are the dict's first
+``_nparams`` entries. The right to append to the dict at its present length is a token, a
+one-element list that the nodes of that length share (``_open``); taking it is one
+``list.pop``, atomic under the GIL, so of two branches built on one node (in two threads, too)
+one appends in place and the other copies its part. Handing a node's
 params out (``Node.params``, :func:`own_params`) takes the token too, or copies: a dict handed
 out is exactly the node's params and never changes afterwards.
 """
@@ -94,10 +95,12 @@ def own_params(node) -> dict:
 
 def append_param(into, node, new) -> None:
     """Give the new node ``into`` the params of ``node`` (it has some) and then ``new`` (none of
-    them): ``node``'s dict, appended in place where ``node`` takes the right to (module
-    docstring), else a copy."""
+    them): ``node``'s dict, appended in place where ``new`` is a scalar and ``node`` takes the
+    right to (module docstring), else a copy."""
     params, n = node._params, node._nparams
-    if not take(node._open):
+    # A leaf is never appended in place: the shared dict would keep its buffer alive while any
+    # node holding the dict lives (a scalar holds nothing big).
+    if new.buffers or not take(node._open):
         params = params.copy() if len(params) == n else dict(itertools.islice(params.items(), n))
     params[new] = n
     into._params, into._nparams = params, n + 1

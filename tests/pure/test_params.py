@@ -60,17 +60,14 @@ def test_two_branches_on_one_node_each_get_their_own_params():
 
 
 def test_a_chain_appends_to_one_dict_and_each_link_keeps_its_own_params():
+    # a = a * s + t: a scalar per op, each appended in place once past SHARE_FROM params
     x = leaf()
     links = [op("sqrt", x)]
     for k in range(50):
-        links.append(times(links[-1], float(k)) if k % 2 else op("add", links[-1], leaf()))
-    # past SHARE_FROM params, appended in place: no copy per op
+        links.append(times(op("negative", links[-1]) if k % 2 else links[-1], float(k)))
     assert len({id(n._params) for n in links[SHARE_FROM:]}) == 1
     for n, link in enumerate(links):
-        got = values(link)
-        assert got[0] is x and len(got) == 1 + n
-        assert [v for v in got if not isinstance(v, graph.Node)] == [float(k) for k in
-                                                                      range(1, n, 2)]
+        assert values(link) == [x, *[float(k) for k in range(n)]]
 
 
 def test_params_handed_out_never_change():
@@ -138,3 +135,14 @@ def test_a_node_kind_with_its_params_on_the_class_is_an_operand_as_scalars_are()
     base, xs = wide()
     assert values(op("add", base, draw)) == [*xs, "draw"]
     assert values(op("add", xs[0], draw)) == [xs[0], "draw"]
+
+
+def test_a_leaf_is_never_appended_in_place():
+    # a shared dict would keep the leaf's buffer alive as long as base lives
+    base, xs = wide()
+    z = leaf()
+    with_leaf = op("add", base, z)
+    assert with_leaf._params is not base._params and z not in base._params
+    scaled = times(base, 2.0)            # base kept its right to append: a scalar goes in place
+    assert scaled._params is base._params
+    assert values(with_leaf) == [*xs, z] and values(scaled) == [*xs, 2.0] and values(base) == xs
