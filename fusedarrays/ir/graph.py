@@ -44,6 +44,8 @@ from .params import (
     merge_params,
     own_params,
 )
+from .sids import VECTOR_ALIGN as VECTOR_ALIGN
+from .sids import _sid, _sids, align_class, attrs_id
 from .walks import count_nodes as count_nodes
 from .walks import walk as walk
 
@@ -54,31 +56,10 @@ _serials = itertools.count(1)
 _interned: dict[tuple, weakref.ref] = {}
 _sweep_at = 4096
 _DTYPE_TYPES = frozenset(type(np.dtype(c)) for c in "?bhilqBHILQefd")
-# Structure → sid. Numbers are never reused: once the table is cleared (a process making new
-# shapes forever), a structure seen again gets a new number, which only costs a cache miss.
-_sids: dict[tuple, int] = {}
-_next_sid = itertools.count(1)
-_MAX_SIDS = 1 << 20
-# Alignment classes: the planner asks only whether an address allows 16-byte (vector) accesses.
-VECTOR_ALIGN = layout.VECTOR_BYTES
 
 
 def new_uid() -> int:
     return next(_uids)
-
-
-def align_class(align: int) -> int:
-    """What a key holds of a buffer's alignment: the planner's vector width reads no more."""
-    return align if align < VECTOR_ALIGN else VECTOR_ALIGN
-
-
-def _sid(structure: tuple) -> int:
-    found = _sids.get(structure)
-    if found is None:
-        if len(_sids) >= _MAX_SIDS:
-            _sids.clear()
-        found = _sids.setdefault(structure, next(_next_sid))
-    return found
 
 
 class Node:
@@ -299,18 +280,6 @@ def op(name: str, inputs: tuple[Node, ...], loop: tuple[np.dtype, ...]) -> Node:
             break
     attrs = (name, tuple(loop))
     return op_of(tuple(inputs), attrs, attrs_id(attrs))
-
-
-_attrs_ids: dict[tuple, int] = {}
-
-
-def attrs_id(attrs: tuple) -> int:
-    """A small number for an op's ``(name, loop dtypes)``: what its sid holds of them (hashing
-    dtypes at every op costs more than the rest of the key)."""
-    found = _attrs_ids.get(attrs)
-    if found is None:
-        found = _attrs_ids.setdefault(attrs, len(_attrs_ids) + 1)
-    return found
 
 
 def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
