@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..ir import dtypes, graph, ops
+from ..ir import dtypes, graph, ops, scalarops
 from .array import ScalarParam, _as_node, _wrap, asarray, ndarray, runtime_write
 from .refusals import options_text, refusal
 
@@ -155,7 +155,7 @@ def _binary_method(row: ops.Op, reflected: bool = False):
                     want = found[0][1][1]
                     if kb is int:
                         dtypes.check_scalar_fits(b, want, name)
-                    return _wrap(graph.op_scalar(na, b, want, found[0], found[1]))
+                    return _wrap(scalarops.op_scalar(na, b, want, found[0], found[1]))
         elif (ka is float or ka is int) and kb is ndarray:
             nb = b._node
             found = fast.get((_FLOAT if ka is float else _INT, id(nb.dtype)))
@@ -165,7 +165,7 @@ def _binary_method(row: ops.Op, reflected: bool = False):
                 want = found[0][1][0]
                 if ka is int:
                     dtypes.check_scalar_fits(a, want, name)
-                return _wrap(graph.op_scalar(nb, a, want, found[0], found[1], True))
+                return _wrap(scalarops.op_scalar(nb, a, want, found[0], found[1], True))
         return apply(row, a, b)
 
     if reflected:

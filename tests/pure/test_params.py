@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 
-from fusedarrays.ir import graph, layout
+from fusedarrays.ir import graph, layout, scalarops
 from fusedarrays.ir.params import SHARE_FROM
 
 F32 = np.dtype(np.float32)
@@ -28,7 +28,7 @@ def op(name, *inputs):
 
 
 def times(node, value):
-    return graph.op_scalar(node, value, F32, ATTRS, AID)
+    return scalarops.op_scalar(node, value, F32, ATTRS, AID)
 
 
 def wide():
