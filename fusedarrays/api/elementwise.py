@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..ir import dtypes, graph, ops
+from ..ir import dtypes, graph, ops, scalarops
 from . import products
 from .array import ScalarParam, _as_node, _wrap, asarray, ndarray, runtime_write
 from .refusals import options_text, refusal
@@ -134,16 +134,6 @@ def _build_cached(row: ops.Op, args) -> graph.Node | None:
     return graph.op_of(tuple(inputs), attrs, aid)
 
 
-def _operand(a, want: np.dtype, name: str) -> graph.Node:
-    """An operand of :func:`binary`: an array's node or a weak Python scalar's parameter."""
-    if type(a) is ndarray:
-        node = a._node
-        return node if node.realized is None else a._resolved()
-    if type(a) is int:
-        dtypes.check_scalar_fits(a, want, name)
-    return graph.scalar(a, want)
-
-
 # Per binary op: (id of each operand's dtype, or of float / int for a Python scalar) → (attrs,
 # attrs id, the dtypes). Identities, since hashing a NumPy dtype costs more than a dict look-up;
 # a dtype object seen for the first time takes the general path once (build), which fills this.
@@ -176,14 +166,20 @@ def _binary_method(row: ops.Op, reflected: bool = False):
                 if found is not None:
                     if na.realized is not None:
                         na = a._resolved()
-                    return _wrap(graph.op_of((na, _operand(b, found[0][1][1], name)),
-                                             found[0], found[1]))
+                    want = found[0][1][1]
+                    if kb is int:
+                        dtypes.check_scalar_fits(b, want, name)
+                    return _wrap(scalarops.op_scalar(na, b, want, found[0], found[1]))
         elif (ka is float or ka is int) and kb is ndarray:
-            found = fast.get((_FLOAT if ka is float else _INT, id(b._node.dtype)))
+            nb = b._node
+            found = fast.get((_FLOAT if ka is float else _INT, id(nb.dtype)))
             if found is not None:
-                return _wrap(graph.op_of((_operand(a, found[0][1][0], name),
-                                          _operand(b, found[0][1][1], name)),
-                                         found[0], found[1]))
+                if nb.realized is not None:
+                    nb = b._resolved()
+                want = found[0][1][0]
+                if ka is int:
+                    dtypes.check_scalar_fits(a, want, name)
+                return _wrap(scalarops.op_scalar(nb, a, want, found[0], found[1], True))
         return apply(row, a, b)
 
     if reflected:

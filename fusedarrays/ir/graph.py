@@ -15,6 +15,9 @@ per-node work once, so that evaluating a graph seen before is a dictionary look-
   input's params, then the new ones of each next input. Evaluation binds them to the kernel's
   arguments in that order. A leaf or scalar is its own only param (``params`` is None: a dict
   holding the node itself would be a reference cycle, keeping buffers alive until a collection).
+  Nodes share one dict where they can (:mod:`.params`: a chain ``a = a * s + t`` appends each
+  new scalar in place, where copying made every op O(params)); ``params`` is always exactly the
+  node's own, and a dict once handed out by it never changes.
 - ``count`` (an upper bound on its distinct nodes, for the node limit) and ``buffers`` (the
   buffers it reads: writes compute pending readers first).
 
@@ -34,7 +37,18 @@ import weakref
 import numpy as np
 
 from . import layout
-from .params import Holder, merge_params
+from .params import (
+    SHARE_FROM,
+    Holder,
+    append_param,
+    merge_node,
+    merge_params,
+    own_params,
+)
+from .sids import VECTOR_ALIGN as VECTOR_ALIGN
+from .sids import _sid, _sids, align_class, attrs_id
+from .walks import count_nodes as count_nodes
+from .walks import walk as walk
 
 _uids = itertools.count(1)
 _serials = itertools.count(1)
@@ -43,38 +57,17 @@ _serials = itertools.count(1)
 _interned: dict[tuple, weakref.ref] = {}
 _sweep_at = 4096
 _DTYPE_TYPES = frozenset(type(np.dtype(c)) for c in "?bhilqBHILQefd")
-# Structure → sid. Numbers are never reused: once the table is cleared (a process making new
-# shapes forever), a structure seen again gets a new number, which only costs a cache miss.
-_sids: dict[tuple, int] = {}
-_next_sid = itertools.count(1)
-_MAX_SIDS = 1 << 20
-# Alignment classes: the planner asks only whether an address allows 16-byte (vector) accesses.
-VECTOR_ALIGN = layout.VECTOR_BYTES
 
 
 def new_uid() -> int:
     return next(_uids)
 
 
-def align_class(align: int) -> int:
-    """What a key holds of a buffer's alignment: the planner's vector width reads no more."""
-    return align if align < VECTOR_ALIGN else VECTOR_ALIGN
-
-
-def _sid(structure: tuple) -> int:
-    found = _sids.get(structure)
-    if found is None:
-        if len(_sids) >= _MAX_SIDS:
-            _sids.clear()
-        found = _sids.setdefault(structure, next(_next_sid))
-    return found
-
-
 class Node:
     """One immutable graph node. Build with the constructors below, never directly."""
 
-    __slots__ = ("kind", "dtype", "shape", "inputs", "attrs", "sid", "params", "serial", "_key",
-                 "count", "buffers", "realized", "__weakref__")
+    __slots__ = ("kind", "dtype", "shape", "inputs", "attrs", "sid", "_params", "_nparams",
+                 "_open", "serial", "_key", "count", "buffers", "realized", "__weakref__")
 
     kind: str
     dtype: np.dtype
@@ -82,7 +75,9 @@ class Node:
     inputs: tuple[Node, ...]
     attrs: tuple
     sid: int                        # interned structure (module docstring)
-    params: dict | None             # leaves and scalars → position; None: the node itself
+    _params: dict | None            # params (the property) are its first _nparams entries
+    _nparams: int
+    _open: list | None              # the token of the right to append to it (ir/params.py)
     serial: int                     # unique per node in this process (never persisted)
     count: int                      # an upper bound on the distinct nodes under it: count_nodes
     buffers: frozenset              # the buffers this graph reads
@@ -92,6 +87,26 @@ class Node:
     def key(self) -> str:
         """Structural sha256 of this node (kind, dtype, shape, attributes, inputs' keys)."""
         return self._key if self._key is not None else _sha256_key(self)
+
+    @property
+    def params(self) -> dict | None:
+        """Its leaves and scalars → position, in canonical order (None: a leaf or scalar, its own
+        only param). The dict handed out never changes afterwards."""
+        params = self._params
+        # without a token (ir/params.py) a node's dict is its own params and never grows
+        return params if params is None or self._open is None else own_params(self)
+
+    @params.setter
+    def params(self, value: dict | None) -> None:
+        self._params, self._open = value, None
+        self._nparams = 0 if value is None else len(value)
+
+    def __init_subclass__(cls, **kwargs):
+        # a kind that fixes its params on the class (as _Scalar does) fixes what op_of reads too
+        super().__init_subclass__(**kwargs)
+        if "params" in vars(cls) and "_params" not in vars(cls):
+            cls._params, cls._open = cls.params, None
+            cls._nparams = 0 if cls.params is None else len(cls.params)
 
     @property
     def ndim(self) -> int:
@@ -182,7 +197,7 @@ def leaf_sid(buffer, dtype: np.dtype, view: tuple) -> int:
 def _leaf_node(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> Node:
     node = _new("leaf", dtype, view[0], (), (buffer, view))
     node.sid = sid if sid is not None else leaf_sid(buffer, dtype, view)
-    node.params = None
+    node._params = None
     node.count = 1
     node.buffers = frozenset((buffer,))
     return node
@@ -222,7 +237,7 @@ def fresh_leaf(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> 
     node.kind, node.dtype, node.shape, node.inputs, node.attrs = "leaf", dtype, view[0], (), (
         buffer, view)
     node.serial = next(_serials)
-    node._key = node.realized = node.params = None
+    node._key = node.realized = node._params = None
     node.sid = sid if sid is not None else leaf_sid(buffer, dtype, view)
     node.count, node.buffers = 1, frozenset((buffer,))
     buffer.fresh = weakref.ref(node)
@@ -277,18 +292,6 @@ def op(name: str, inputs: tuple[Node, ...], loop: tuple[np.dtype, ...]) -> Node:
     return op_of(tuple(inputs), attrs, attrs_id(attrs))
 
 
-_attrs_ids: dict[tuple, int] = {}
-
-
-def attrs_id(attrs: tuple) -> int:
-    """A small number for an op's ``(name, loop dtypes)``: what its sid holds of them (hashing
-    dtypes at every op costs more than the rest of the key)."""
-    found = _attrs_ids.get(attrs)
-    if found is None:
-        found = _attrs_ids.setdefault(attrs, len(_attrs_ids) + 1)
-    return found
-
-
 def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
     """:func:`op` with ``attrs`` = ``(name, loop)`` as :func:`op` makes it (a tuple of NumPy
     dtypes) and ``aid`` its :func:`attrs_id`: the operator path keeps both per op and operand
@@ -302,16 +305,32 @@ def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
         sa, sb = a.shape, b.shape
         node.shape = sa if sa == sb or not sb else sb if not sa else layout.broadcast_shapes(sa,
                                                                                               sb)
-        pa = a.params
-        if b.params is None and pa is not None:   # an op on a node and a leaf or scalar
+        pa = a._params
+        if b._params is not None:   # two ops: their params as the property hands them out
+            params, placement = merge_node(
+                a, pa if pa is None or a._open is None else own_params(a), b,
+                b._params if b._open is None else own_params(b))
+            node._params, node._nparams = params, len(params)
+            # a dict of its own, or a's (handed out: never appended to)
+            own = params is not a._params
+            node._open = [True] if own and len(params) >= SHARE_FROM else None
+        elif pa is None:    # two leaves or scalars
+            placement = "=" if a is b else None
+            node._params = {a: 0} if a is b else {a: 0, b: 1}
+            node._nparams, node._open = len(node._params), None
+        else:               # an op on a node and a leaf or scalar
+            n = a._nparams
             placement = pa.get(b)
-            if placement is None:
-                params = node.params = pa.copy()
-                params[b] = len(pa)
+            if placement is not None and placement < n:     # b is one of a's: share them
+                node._params, node._nparams, node._open = pa, n, a._open
+            elif a._open is None:   # a small dict, or one handed out: copied (ir/params.py)
+                placement = None
+                params = node._params = pa.copy()
+                params[b] = n
+                node._nparams, node._open = n + 1, [True] if n + 1 >= SHARE_FROM else None
             else:
-                node.params = pa
-        else:
-            node.params, placement = merge_params(a, b)
+                placement = None
+                append_param(node, a, b)
         structure = (aid, a.sid, b.sid, placement)
         sid = _sids.get(structure)
         node.sid = sid if sid is not None else _sid(structure)
@@ -325,6 +344,17 @@ def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
             node.count = 1 + a.count + b.count
         buffers = a.buffers
         node.buffers = buffers if b.buffers <= buffers else buffers | b.buffers
+        return node
+    if len(inputs) == 1:    # unary ops (sqrt, exp, -x): _combine's, written out
+        a = inputs[0]
+        node.shape, node.count, node.buffers = a.shape, 1 + a.count, a.buffers
+        if a._params is None:
+            node._params, node._nparams, node._open = {a: 0}, 1, None
+        else:
+            node._params, node._nparams, node._open = a._params, a._nparams, a._open
+        structure = (aid, a.sid)
+        sid = _sids.get(structure)
+        node.sid = sid if sid is not None else _sid(structure)
         return node
     shape = ()
     for i in inputs:  # the common cases without broadcasting: equal shapes, or 0-d scalars
@@ -341,7 +371,7 @@ def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
 def _combine(node: Node, inputs: tuple, head) -> None:
     """An op or cast node's params, sid, count and buffers over any number of inputs."""
     first = inputs[0]
-    params = first.params if first.params is not None else {first: 0}
+    params = first.params if first._params is not None else {first: 0}
     structure = [head, first.sid]
     buffers = first.buffers
     for other in inputs[1:]:
@@ -440,58 +470,3 @@ def transform(node: Node, fn) -> Node:
         return result
 
     return visit(node, node.shape)
-
-
-def count_nodes(node: Node, limit: int | None = None) -> int:
-    """The distinct nodes of ``node``'s graph, itself included; once past ``limit``, any number
-    past it (the walk stops there).
-
-    ``node.count`` is built as one plus the inputs' counts (one input's alone where the other is
-    it or one of its inputs), so it counts a shared node once per use: ``x = sin(x) + cos(x)``
-    doubles it per step for three new nodes. Cheap, and an upper bound. The node limit calls
-    this only once that bound passes the limit; an exact count is stored back on the node, so
-    nodes built on it start their sums from it. Results remembered in ``realized`` are not
-    followed: evaluation doesn't follow them either.
-
-    The walk visits at most ``limit + 1`` nodes. While a graph's distinct nodes stay under the
-    limit but its inputs' counts add up past it (two inputs sharing most of their graphs), each
-    new node built on it walks again: at worst one walk of the limit's size per op (~30 µs at
-    256), until the graph evaluates.
-    """
-    seen = {node.serial}
-    stack = [node]
-    while stack:
-        for i in stack.pop().inputs:
-            if i.serial not in seen:
-                seen.add(i.serial)
-                if i.inputs:
-                    stack.append(i)
-        if limit is not None and len(seen) > limit:
-            return len(seen)
-    node.count = len(seen)
-    return node.count
-
-
-def walk(roots) -> list[Node]:
-    """Every node reachable from ``roots``, inputs before users, each once (deterministic).
-    Remembered results (``realized``) are not followed: a graph is evaluated from its params."""
-    order: list[Node] = []
-    seen: set[int] = set()
-    stack: list = list(roots)[::-1]
-    while stack:
-        n = stack.pop()
-        if type(n) is tuple:        # (node,): its inputs are all in order now
-            n = n[0]
-            if n.serial not in seen:
-                seen.add(n.serial)
-                order.append(n)
-            continue
-        if n.serial in seen:
-            continue
-        if not n.inputs:
-            seen.add(n.serial)
-            order.append(n)
-            continue
-        stack.append((n,))
-        stack.extend(n.inputs[::-1])
-    return order

@@ -4,9 +4,22 @@ A node's ``params`` is a dict (param node → position): its first input's param
 input's new ones, in order (a leaf or scalar is its own only param: ``params`` None). Where an
 input's params sit among the node's (its *placement*) is part of the node's sid, so nodes with
 equal sids bind equal positions to the same roles (``graph.py``).
+
+A node built on another by adding one new scalar (``a * 1.5``) would copy the other's dict:
+O(params) per op, O(n²) for a chain ``a = a * s + t``. Instead nodes share one dict that only
+ever grows at its end (a new leaf is still copied in: see :func:`append_param`). A node keeps
+the dict and its own length (``_params``, ``_nparams``): its params are the dict's first
+``_nparams`` entries. The right to append to the dict at its present length is a token, a
+one-element list that the nodes of that length share (``_open``); taking it is one
+``list.pop``, atomic under the GIL, so of two branches built on one node (in two threads, too)
+one appends in place and the other copies its part. Handing a node's
+params out (``Node.params``, :func:`own_params`) takes the token too, or copies: a dict handed
+out is exactly the node's params and never changes afterwards.
 """
 
 from __future__ import annotations
+
+import itertools
 
 
 def merge_params(first, other) -> tuple[dict, object]:
@@ -26,6 +39,12 @@ def merge_params(first, other) -> tuple[dict, object]:
         params = pa.copy()
         params[other] = len(pa)
         return params, None
+    return merge_node(first, pa, other, pb)
+
+
+def merge_node(first, pa: dict | None, other, pb: dict) -> tuple[dict, object]:
+    """:func:`merge_params` where ``other`` has params: ``pa`` and ``pb`` are the two nodes'
+    ``params`` (``graph.op_of`` reads them without the property's call)."""
     if first is other:
         return pa, "="
     if pa is None:
@@ -56,6 +75,48 @@ def roots_params(roots: list) -> tuple[dict, tuple]:
         params, placement = merge_params(holder, root)
         structure += [root.sid, placement]
     return params, tuple(structure)
+
+
+# Below this many params a copy costs less than the token (a list made per node, one pop).
+SHARE_FROM = 16
+
+
+def own_params(node) -> dict:
+    """``node``'s params as a dict that nothing appends to any more (``Node.params``): the shared
+    dict itself where this node takes the right to append to it, else a copy of its first
+    ``node._nparams`` entries; kept. ``node`` has params (``_params`` is not None)."""
+    params, token = node._params, node._open
+    if token is not None:       # not handed out before: a node without a token never grows
+        node._open = None
+        if not take(token):     # a node built on it has appended, or may be appending
+            params = node._params = dict(itertools.islice(params.items(), node._nparams))
+    return params
+
+
+def append_param(into, node, new) -> None:
+    """Give the new node ``into`` the params of ``node`` (it has some) and then ``new`` (none of
+    them): ``node``'s dict, appended in place where ``new`` is a scalar and ``node`` takes the
+    right to (module docstring), else a copy."""
+    params, n = node._params, node._nparams
+    # A leaf is never appended in place: the shared dict would keep its buffer alive while any
+    # node holding the dict lives (a scalar holds nothing big).
+    if new.buffers or not take(node._open):
+        params = params.copy() if len(params) == n else dict(itertools.islice(params.items(), n))
+    params[new] = n
+    into._params, into._nparams = params, n + 1
+    into._open = [True] if n + 1 >= SHARE_FROM else None
+
+
+def take(token: list | None) -> bool:
+    """Take the right to append that ``token`` stands for; False where it is gone (taken, or
+    None: never had)."""
+    if not token:
+        return False
+    try:
+        token.pop()     # atomic: of two threads that got here, one takes it
+    except IndexError:
+        return False
+    return True
 
 
 class Holder:

@@ -313,11 +313,12 @@ def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
     buffer = new_buffer(backend, layout.size_of(shape) * dtype.itemsize)
     key = _fresh_key(node, backend, buffer)
     record = _records.get(key)
+    params = node.params
     if record is None:
-        record = _record_for([(node, (buffer, dtype, shape, strides, 0))], node.params, key)
+        record = _record_for([(node, (buffer, dtype, shape, strides, 0))], params, key)
     else:
         _stats["memory_hits"] += 1
-    record.launch(node.params, (buffer,))
+    record.launch(params, (buffer,))
     # The buffer is new, so no node views it yet: no look-up (node's dtype and shape are what
     # graph.leaf would make them, and its sid the record's, made once).
     sid = record.result_sid

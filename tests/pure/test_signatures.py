@@ -5,7 +5,7 @@ the planner numbers operands and scalars by the params."""
 import numpy as np
 
 from fusedarrays.compiler.plan import plan_kernel
-from fusedarrays.ir import graph, layout
+from fusedarrays.ir import graph, layout, scalarops
 
 F32 = np.dtype(np.float32)
 
@@ -87,3 +87,33 @@ def test_a_deep_chain_keeps_its_leaf_first_and_every_scalar_in_order():
     params = e.param_list()
     assert params[0] is x and len(params) == 2001
     assert [p.attrs[1] for p in params[1:]] == [float(k) for k in range(2000)]
+
+
+def _fields(n):
+    return (n.kind, n.dtype, n.shape, n.attrs, n.sid, n.count, n.buffers,
+            [(p.kind, p.sid, p.attrs[1] if p.kind == "scalar" else p) for p in n.param_list()],
+            [(i.kind, i.sid) for i in n.inputs])
+
+
+def test_the_operator_paths_scalar_op_makes_the_node_op_makes():
+    x, y = leaf(), leaf(shape=(3, 8))
+    attrs = ("multiply", (F32,) * 3)
+    aid = graph.attrs_id(attrs)
+    for node in (x, op("add", x, y), op("add", op("multiply", x, graph.scalar(2.0, F32)), x)):
+        for first in (False, True):
+            s = graph.scalar(1.5, F32)
+            want = graph.op("multiply", (s, node) if first else (node, s), attrs[1])
+            got = scalarops.op_scalar(node, 1.5, F32, attrs, aid, scalar_first=first)
+            assert _fields(got) == _fields(want)
+            assert got.inputs[1 if first else 0] is node
+
+
+def test_a_unary_op_is_what_combine_makes_of_it():
+    # op_of writes the one-input case out; _combine (which new node kinds call) is the reference
+    x = leaf()
+    attrs = ("sqrt", (F32, F32))
+    for node in (x, op("add", x, leaf()), op("multiply", x, graph.scalar(2.0, F32))):
+        got = graph.op_of((node,), attrs, graph.attrs_id(attrs))
+        want = graph._new("op", F32, node.shape, (node,), attrs)
+        graph._combine(want, (node,), graph.attrs_id(attrs))
+        assert _fields(got) == _fields(want)

@@ -1,0 +1,61 @@
+"""An op on a node and a Python scalar (``x * 1.5``, ``1.0 - x``), built in one call: the
+operator path's commonest case (:mod:`..api.elementwise`), beside :func:`.graph.op_of`, which it
+matches node for node (sid, params, count, buffers: ``tests/pure/test_signatures.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import Node, _Scalar, _scalar_sids, _serials, _uids
+from .params import SHARE_FROM, append_param, own_params
+from .sids import _sid, _sids
+
+
+def op_scalar(node: Node, value, dtype: np.dtype, attrs: tuple, aid: int,
+              scalar_first: bool = False) -> Node:
+    """:func:`op_of` on ``(node, scalar(value, dtype))`` (``scalar_first``: reversed), written
+    out for the operator path (``x * 1.5``, ``1.0 - x``): the same node, sid and params. The
+    scalar is made here, so it is no param or input of ``node``: only the sid is looked up."""
+    s = _Scalar()
+    s.dtype = dtype
+    s.attrs = (next(_uids), value)
+    s.serial = next(_serials)
+    found = _scalar_sids.get(id(dtype))
+    if found is None:
+        found = _scalar_sids[id(dtype)] = (_sid(("scalar", dtype)), dtype)
+    s.sid = found[0]
+    s._key = s.realized = None
+    op = Node()
+    op.kind, op.dtype, op.attrs, op.shape = "op", attrs[1][-1], attrs, node.shape
+    op.serial = next(_serials)
+    op._key = op.realized = None
+    op.count = node.count + 2
+    op.buffers = node.buffers
+    pn = node._params
+    if scalar_first:
+        op.inputs = (s, node)
+        params = op._params = {s: 0}
+        if pn is None:
+            params[node] = 1
+        else:
+            mine = pn if node._open is None else own_params(node)   # as node.params, inline
+            params.update(zip(mine, range(1, node._nparams + 1)))
+        op._nparams = n = len(params)
+        op._open = [True] if n >= SHARE_FROM else None
+        structure = (aid, s.sid, node.sid, None)
+    else:
+        op.inputs = (node, s)
+        if pn is None:
+            op._params, op._nparams, op._open = {node: 0, s: 1}, 2, None
+        elif node._open is None:   # a small dict, or one handed out: copied (ir/params.py)
+            n = node._nparams
+            params = op._params = pn.copy()
+            params[s] = n
+            op._nparams, op._open = n + 1, [True] if n + 1 >= SHARE_FROM else None
+        else:
+            append_param(op, node, s)
+        structure = (aid, node.sid, s.sid, None)
+    sid = _sids.get(structure)
+    op.sid = sid if sid is not None else _sid(structure)
+    return op
