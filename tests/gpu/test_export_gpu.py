@@ -89,6 +89,8 @@ def test_jax_dlpack(view):
     jax = pytest.importorskip("jax")
     if not any(d.platform == "gpu" for d in jax.devices()):
         pytest.skip("jax without a GPU")
+    if view == "negative steps":
+        pytest.skip("JAX takes only compact strides through DLPack (it raises UNIMPLEMENTED)")
     y, expect = _view(view, 152)
     _check(np.asarray(jax.dlpack.from_dlpack(y)), y, expect)
 
