@@ -149,23 +149,9 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
     roots = [node for node, _ in outputs]
     if params is None:
         params = roots_params(roots)[0]
-    views, scalars, sources = [], [], []
-    var_of: dict[int, int] = {}         # param serial → operand or scalar slot
-    view_index: dict[tuple, int] = {}
-    for n, position in params.items():    # position: where evaluation binds n
-        if n.kind == "leaf":
-            buffer, lshape, lstrides, offset = graph.leaf_view(n)
-            full = layout.broadcast_strides(lshape, lstrides, shape)
-            ident = (buffer.uid, n.dtype.str, full, offset)
-            if ident not in view_index:
-                view_index[ident] = len(views)
-                views.append((buffer, n.dtype, full, offset, False,
-                              graph.align_class(buffer.align)))
-                sources.append(position)
-            var_of[n.serial] = view_index[ident]
-        else:
-            var_of[n.serial] = len(scalars)
-            scalars.append((n.attrs[1], n.dtype, position))
+    inputs, scalars, var_of, sources = number_params(params, params, shape)
+    views = [(buffer, dtype, full, offset, False, graph.align_class(buffer.align))
+             for buffer, dtype, full, offset in inputs]
     body, var = instructions(roots, var_of)
     for root, (buffer, dtype, _, strides, offset) in zip(roots, (o[1] for o in outputs)):
         views.append((buffer, np.dtype(dtype), tuple(strides), offset, True,
@@ -173,6 +159,34 @@ def plan_kernel(outputs: list[tuple[graph.Node, tuple]], params: dict | None = N
         body.append(Instr(None, "store", len(views) - 1, (var[root.serial],),
                           CODES[np.dtype(dtype)]))
     return _finish(tuple(shape), views, scalars, body, tuple(sources))
+
+
+def number_params(params, positions, shape: tuple) -> tuple[list, list, dict, list]:
+    """A kernel's input operands and scalar parameters from the ``params`` it reads (leaf and
+    scalar nodes), over its iteration ``shape``: ``(views, scalars, var_of, sources)``.
+
+    ``views``: ``(buffer, dtype, strides broadcast to shape, offset)`` per operand, leaves of one
+    buffer, dtype and broadcast view sharing one; ``scalars``: ``(value, dtype, position)``;
+    ``var_of``: each param's serial → its operand or scalar slot; ``sources``: per operand the
+    position of its first param. ``positions[n]`` is where evaluation binds param ``n``.
+    """
+    views, scalars, sources = [], [], []
+    var_of: dict[int, int] = {}
+    view_index: dict[tuple, int] = {}
+    for n in params:
+        if n.kind == "leaf":
+            buffer, lshape, lstrides, offset = graph.leaf_view(n)
+            full = layout.broadcast_strides(lshape, lstrides, shape)
+            ident = (buffer.uid, n.dtype.str, full, offset)
+            if ident not in view_index:
+                view_index[ident] = len(views)
+                views.append((buffer, n.dtype, full, offset))
+                sources.append(positions[n])
+            var_of[n.serial] = view_index[ident]
+        else:
+            var_of[n.serial] = len(scalars)
+            scalars.append((n.attrs[1], n.dtype, positions[n]))
+    return views, scalars, var_of, sources
 
 
 def instructions(roots: list, var_of: dict) -> tuple[list[Instr], dict[int, int]]:

@@ -33,7 +33,7 @@ from ..ir.dtypes import CODES
 from ..ir.params import roots_params
 from ..ir.reductions import REDUCTIONS, reduction_node
 from . import keys
-from .plan import Instr, KernelPlan, Operand, instructions, plan_kernel
+from .plan import Instr, KernelPlan, Operand, instructions, number_params, plan_kernel
 from .rowfusion import fusible, plan_rows, unit_class
 
 
@@ -113,21 +113,8 @@ def plan_reduce(node: graph.Node, source: graph.Node, target: tuple,
     laid out as :func:`partials_shape` says."""
     name, axes, keepdims = node.attrs
     shape = source.shape
-    views, scalars, var_of, sources = [], [], {}, []
-    view_index: dict[tuple, int] = {}
-    for n in (source.params if source.params is not None else {source: 0}):
-        if n.kind == "leaf":
-            buffer, lshape, lstrides, offset = graph.leaf_view(n)
-            full = layout.broadcast_strides(lshape, lstrides, shape)
-            ident = (buffer.uid, n.dtype.str, full, offset)
-            if ident not in view_index:
-                view_index[ident] = len(views)
-                views.append((buffer, n.dtype, full, offset))
-                sources.append(positions[n])
-            var_of[n.serial] = view_index[ident]
-        else:
-            var_of[n.serial] = len(scalars)
-            scalars.append((n.attrs[1], n.dtype, positions[n]))
+    views, scalars, var_of, sources = number_params(
+        source.params if source.params is not None else [source], positions, shape)
     body, var = instructions([source], var_of)
     kept_axes = [k for k in range(len(shape)) if k not in axes]
     buffer, dtype, _, ostrides, ooffset = target

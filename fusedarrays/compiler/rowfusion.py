@@ -25,7 +25,7 @@ from ..ir.dtypes import BY_CODE, CODES, COMPUTE_CODE
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
 from . import keys
 from .codegen import CPU_CHUNK, _function, _indent, _Renderer
-from .plan import Instr, Operand, instructions
+from .plan import Instr, Operand, instructions, number_params
 
 
 @dataclass(frozen=True)
@@ -75,23 +75,10 @@ def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, t
     reduction replaced) into ``target``. The caller checked :func:`fusible`."""
     shape = final.shape
     axes = reductions[0].attrs[1]
-    views, scalars, var_of, sources_at, index = [], [], {}, [], {}
     params: dict = {}
     for root in [*sources, final]:
         params.update((p, None) for p in (root.params if root.params is not None else [root]))
-    for n in params:
-        if n.kind == "leaf":
-            buffer, lshape, lstrides, offset = graph.leaf_view(n)
-            full = layout.broadcast_strides(lshape, lstrides, shape)
-            ident = (buffer.uid, n.dtype.str, full, offset)
-            if ident not in index:
-                index[ident] = len(views)
-                views.append((buffer, n.dtype, full, offset))
-                sources_at.append(positions[n])
-            var_of[n.serial] = index[ident]
-        else:
-            var_of[n.serial] = len(scalars)
-            scalars.append((n.attrs[1], n.dtype, positions[n]))
+    views, scalars, var_of, sources_at = number_params(params, positions, shape)
     body, var = instructions([*sources, final], var_of)
     buffer, dtype, _, ostrides, ooffset = target
     views.append((buffer, np.dtype(dtype), tuple(ostrides), ooffset))
