@@ -116,3 +116,57 @@ def check_axes_and_layouts(names, dtype=np.float32, shape=(6, 5, 4)) -> None:
                        f"(seed {seed})"
                 got = getattr(fa, name)(x_fa, axis=axis, keepdims=keepdims).get()
                 check(got, numpy_call(name, x_np, axis, keepdims), x_np, what)
+
+
+def row_kernel_cases(rng, rows: int = 3):
+    """Softmax, a layer norm and a row-constant operand over rows that reach each row-kernel
+    walk: 16-byte vectors (rows of 200 float32 or 256 float16, read forward or with the rows
+    reversed) and element by element (an odd row length, a row read backwards, a row starting
+    one element in). Yields ``(what, host inputs, fn)``, ``fn(xp, x, w, b, c)`` the expression
+    over the view of ``x`` (a ``(rows, length + 16 bytes)`` array: its rows start 16-byte
+    aligned) the case names."""
+    expressions = {
+        "softmax": lambda m, x, w, b, c: _softmax(m, x),
+        "layer norm": lambda m, x, w, b, c: _layer_norm(m, x, w[:x.shape[1]], b[:x.shape[1]]),
+        # c[:, None] is read once per row, beside the row's max and sum
+        "row constant": lambda m, x, w, b, c: ((x - x.max(axis=-1, keepdims=True)) * c[:, None]
+                                               + x.sum(axis=-1, keepdims=True)),
+    }
+    for dtype, length in [(np.float32, 200), (np.float32, 201), (np.float16, 256)]:
+        pad = 16 // np.dtype(dtype).itemsize
+        inputs = (rng.standard_normal((rows, length + pad)).astype(dtype),
+                  *(rng.standard_normal(length + pad).astype(dtype) for _ in range(2)),
+                  rng.standard_normal(rows).astype(dtype))
+        views = {"whole rows": lambda x, n=length: x[:, :n],
+                 "rows reversed": lambda x, n=length: x[::-1, :n],
+                 "elements reversed": lambda x, n=length: x[:, n - 1::-1],
+                 "one element in": lambda x: x[:, 1:]}
+        for view_name, view in views.items():
+            for name, expr in expressions.items():
+                what = f"{name}, {np.dtype(dtype).name} rows of {length}, {view_name}"
+                yield what, inputs, (lambda m, x, w, b, c, e=expr, v=view: e(m, v(x), w, b, c))
+
+
+def _softmax(m, x):
+    e = m.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _layer_norm(m, x, w, b):
+    mu = x.mean(axis=-1, keepdims=True)
+    return (x - mu) / m.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5) * w + b
+
+
+def check_row_kernels(seed: int, rows: int) -> set:
+    """Every :func:`row_kernel_cases` case against NumPy (computed in float64, rounded to the
+    input's dtype); one kernel each. Returns the vector widths the kernels took."""
+    rng = np.random.default_rng(seed)
+    widths = set()
+    for what, inputs, fn in row_kernel_cases(rng, rows):
+        got = fn(fa, *[fa.asarray(a) for a in inputs])
+        explanation = fa.explain(got)
+        assert explanation.launches == 1, what
+        widths.add(explanation.kernels[0][0].vector_width)
+        want = fn(np, *[a.astype(np.float64) for a in inputs]).astype(inputs[0].dtype)
+        check(got.get(), want, inputs[0], f"{what} (seed {seed})")
+    return widths

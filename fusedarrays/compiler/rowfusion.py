@@ -10,6 +10,13 @@ reduction's temporary; after a barrier (which makes the store visible to the blo
 section reads it like any broadcast operand, and the last section computes and stores the
 row's elements of the result. The row is read once per section; a row of up to a few tens of
 KiB stays in L1/L2 between them. The cpu target runs the sections of a row one after another.
+
+What is constant along a row (a reduction's result, an operand broadcast over the row, and
+whatever is computed from them alone: a layer norm's ``sqrt(var + eps)``) is an operand of class
+``B`` and computed once per row, before the walk of the first section that reads it. On cuda,
+where every operand read per element has unit stride along the row, 16-byte aligned rows and a
+row length that is a multiple of the lanes, each thread walks whole 16-byte vectors (``ldv``,
+``stv``): a row's elements cost a quarter of the loop and index work (more with float16).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ class RowPlan:
     key: str
     sources: tuple[int, ...] = ()
     scalar_sources: tuple[int, ...] = ()
+    vector_width: int = 1   # cuda: elements per 16-byte access along a row (module docstring)
     schedule = "rows"
 
     size = property(lambda self: layout.size_of(self.kept))
@@ -87,8 +95,12 @@ def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, t
                                       [tuple(v[2][k] for k in kept_axes) for v in views])
     red, red_sets = layout.collapse(tuple(shape[k] for k in axes),
                                     [tuple(v[2][k] for k in axes) for v in views])
-    operands = tuple(Operand(b, dt, kept_sets[k] + red_sets[k], off, unit_class(red_sets[k]),
-                             k == len(views) - 1) for k, (b, dt, _, off) in enumerate(views))
+    out = len(views) - 1
+    operands = tuple(Operand(b, dt, kept_sets[k] + red_sets[k], off,
+                             row_class(red_sets[k], k == out), k == out)
+                     for k, (b, dt, _, off) in enumerate(views))
+    width = row_vector_width(operands, len(kept), red,
+                             [getattr(b, "align", 256) for b, *_ in views])
     sections = tuple((r.attrs[0], var[s.serial], var_of[t.serial])
                      for r, s, t in zip(reductions, sources, temps))
     stores = ((var[final.serial], len(operands) - 1),)
@@ -102,11 +114,12 @@ def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, t
                               for o in operands)),
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept, {len(red)} reduced"),
+        ("vector_width", str(width)),
         ("config", repr(config.codegen_settings())),
     ))
     return RowPlan(kept, red, operands, tuple((v, dt) for v, dt, _ in scalars), tuple(body),
                    sections, stores, parts, keys.digest(parts), tuple(sources_at),
-                   tuple(p for _, _, p in scalars))
+                   tuple(p for _, _, p in scalars), width)
 
 
 def fusible(reductions: list, final_shape: tuple) -> bool:
@@ -118,6 +131,32 @@ def fusible(reductions: list, final_shape: tuple) -> bool:
     axes = reductions[0].attrs[1]
     return all(r.attrs[2] and r.attrs[1] == axes and r.inputs[0].shape == final_shape
                and not REDUCTIONS[r.attrs[0]].arg for r in reductions)
+
+
+def row_class(red_strides: tuple, output: bool) -> str:
+    """An operand's class in a row kernel: ``B`` where it is constant along the row (read once
+    per row), else its :func:`unit_class`. The result is never ``B``: it is written per element."""
+    return "B" if not output and not any(red_strides) else unit_class(red_strides)
+
+
+def row_vector_width(operands: tuple, krank: int, red: tuple, aligns: list) -> int:
+    """Lanes per 16-byte access along a row (1: element by element): every operand read or
+    written per element (not ``B``) has unit stride along one collapsed row axis, one lane count
+    for its dtype, a 16-byte aligned buffer and first element, and kept strides that keep every
+    row's start aligned; the row's length is a multiple of the lanes."""
+    walked = [(o, a) for o, a in zip(operands, aligns) if o.layout != "B"]
+    if len(red) != 1 or any(o.layout != "U" for o, _ in walked):
+        return 1
+    lanes = {layout.VECTOR_LANES.get(o.code, 1) for o, _ in walked}
+    width = lanes.pop() if len(lanes) == 1 else 1
+    if width == 1 or red[0] % width:
+        return 1
+    for o, align in walked:
+        size = o.dtype.itemsize
+        if align % layout.VECTOR_BYTES or any(
+                (step * size) % layout.VECTOR_BYTES for step in (o.offset, *o.strides[:krank])):
+            return 1
+    return width
 
 
 def unit_class(red_strides: tuple) -> str:
@@ -155,26 +194,28 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     params = ["n"] + [f"p{k}" for k in range(len(plan.operands))] + plan.int_params()
     params += [f"a{m}" for m in range(len(plan.scalars))]
     cuda = target == "cuda"
-    walk = ("j = tx", "j += bdim") if cuda else ("j = 0", "j += 1")
-    coords = _coordinates(plan)
+    width = plan.vector_width if cuda else 1
     body, shared = [], {}
     for number, section in enumerate(plan.sections):
-        body += _section(plan, number, section, target, walk, coords, shared)
+        body += _section(plan, number, section, target, width, shared)
     var, out = plan.stores[0]
     final = _Renderer(_Shim(plan, _needed(plan, var)))
-    element = final.lines_at(2, "", _load)
     code = plan.operands[out].code
-    element.append(f"st_{code}(p{out}, i{out}, {final.convert(var, code, '')})")
-    body += [walk[0], "while j < kk:"] + _indent(coords + element + [walk[1]])
+    if width == 1:
+        store = [f"st_{code}(p{out}, i{out}, {final.convert(var, code, '')})"]
+    else:
+        values = ", ".join(final.convert(var, code, f"_{lane}") for lane in range(width))
+        store = [f"stv{width}_{code}(p{out}, ov{out} + jv, {values})"]
+    body += _walk(plan, final, target, width, lambda lane: [], store)
     size = " * ".join(f"e{j}" for j in range(len(plan.red)))
     hoisted = _Renderer(_Shim(plan, list(plan.body)))._constant_loads(0, lambda k: f"b{k}")
-    row = _row_bases(plan)
+    row = _row_bases(plan, width)
     if cuda:
         head = [f"{sh} = cuda.shared.array({BLOCK_THREADS}, sh_{acc})"
                 for acc, sh in shared.items()]
         head += ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
                  "op = cv_i64(cuda.blockIdx.x)", "ostep = cv_i64(cuda.gridDim.x)",
-                 f"kk = {size}"] + hoisted
+                 f"kk = {size}", f"kv = kk // {width}"] + hoisted
         lines = head + ["while op < n:"] + _indent(row + body + ["cuda.syncthreads()",
                                                                  "op += ostep"])
         return _function(plan.name, params, lines)
@@ -186,34 +227,60 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     return _function(plan.name, ["k0", "k1"] + params, lines + ["return chunks"])
 
 
+def _walk(plan: RowPlan, r: _Renderer, target: str, width: int, per_element, after) -> list:
+    """A pass over the row's elements: the values constant along the row first (level 1, once
+    per row), then per element (cuda: thread ``tx`` takes elements ``tx, tx + blockDim, …``;
+    vectorised, vectors) each element's values and ``per_element(lane)``, then ``after``
+    (per element, or per vector where vectorised)."""
+    lines = r.lines_at(1, "", lambda ins, lane: f"ld_{ins.code}(p{ins.arg}, o{ins.arg})")
+    if width == 1:
+        walk = ("j = tx", "j += bdim") if target == "cuda" else ("j = 0", "j += 1")
+        element = r.lines_at(2, "", _load) + per_element("")
+        return lines + [walk[0], "while j < kk:"] + _indent(
+            _coordinates(plan) + element + after + [walk[1]])
+    read = sorted({ins.arg for ins in r.plan.body
+                   if ins.kind == "load" and plan.operands[ins.arg].layout != "B"})
+    vector = [f"vw{k} = ldv{width}_{plan.operands[k].code}(p{k}, ov{k} + jv)" for k in read]
+    for lane in range(width):
+        vector += r.lines_at(2, f"_{lane}", lambda ins, ln, lane=lane: f"vw{ins.arg}[{lane}]")
+        vector += per_element(f"_{lane}")
+    return lines + ["jv = tx", "while jv < kv:"] + _indent(vector + after + ["jv += bdim"])
+
+
 def _load(ins, lane) -> str:
     return f"ld_{ins.code}(p{ins.arg}, i{ins.arg})"
 
 
 def _coordinates(plan: RowPlan) -> list[str]:
-    """Each operand's index ``i<k>`` of the row's element at flat index ``j`` (C order)."""
+    """Each operand's index ``i<k>`` of the row's element at flat index ``j`` (C order); none
+    for ``B`` operands, read at the row's base."""
     rank = len(plan.red)
     coords = [f"x{rank - 1} = j % e{rank - 1}", f"q = j // e{rank - 1}"] if rank > 1 else []
     for j in range(rank - 2, 0, -1):
         coords += [f"x{j} = q % e{j}", f"q = q // e{j}"]
     coords.append("x0 = q" if rank > 1 else "x0 = j")
     return coords + [f"i{k} = o{k} + " + " + ".join(step(o, k, j, rank) for j in range(rank))
-                     for k, o in enumerate(plan.operands)]
+                     for k, o in enumerate(plan.operands) if o.layout != "B"]
 
 
-def _row_bases(plan: RowPlan) -> list[str]:
-    """Row ``op``'s coordinates over the kept axes and each operand's base ``o<k>`` there."""
+def _row_bases(plan: RowPlan, width: int) -> list[str]:
+    """Row ``op``'s coordinates over the kept axes and each operand's base ``o<k>`` there (and,
+    vectorised, ``ov<k>`` in vectors: the planner checked that every row start is aligned)."""
     krank = len(plan.kept)
     row = [f"c{krank - 1} = op % d{krank - 1}", f"q = op // d{krank - 1}"] if krank > 1 else []
     for j in range(krank - 2, 0, -1):
         row += [f"c{j} = q % d{j}", f"q = q // d{j}"]
     row.append("c0 = q" if krank > 1 else "c0 = op")
-    return row + [f"o{k} = b{k} + " + " + ".join(f"c{j} * s{k}_{j}" for j in range(krank))
-                  for k in range(len(plan.operands))]
+    row += [f"o{k} = b{k} + " + " + ".join(f"c{j} * s{k}_{j}" for j in range(krank))
+            for k in range(len(plan.operands))]
+    if width > 1:
+        row += [f"ov{k} = o{k} // {width}" for k, o in enumerate(plan.operands)
+                if o.layout != "B"]
+    return row
 
 
-def _section(plan: RowPlan, number: int, section: tuple, target: str, walk: tuple,
-             coords: list, shared: dict) -> list[str]:
+def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int,
+             shared: dict) -> list[str]:
     """One reduction of the row: its walk, (cuda) the block's tree, the row's result stored
     (cuda: by thread 0, then a barrier that makes it visible to the block)."""
     name, value, temp = section
@@ -224,12 +291,13 @@ def _section(plan: RowPlan, number: int, section: tuple, target: str, walk: tupl
         start, float) else str(int(start))
     # each section's own names: their types differ (an any's byte, a sum's float64)
     a, u, w = f"acc{number}", f"u{number}", f"w{number}"
-    fold = [f"{u} = {element.convert(value, acc, '')}"]
-    fold += [s.format(v=u).replace("acc", a) for s in REDUCTIONS[name].combine]
+
+    def fold(lane: str) -> list[str]:
+        return [f"{u} = {element.convert(value, acc, lane)}"] + [
+            s.format(v=u).replace("acc", a) for s in REDUCTIONS[name].combine]
     out = plan.operands[temp].code
     result = a if COMPUTE_CODE[out] == acc else f"cv_{out}({a})"
-    lines = [f"{a} = cv_{acc}({text})", walk[0], "while j < kk:"]
-    lines += _indent(coords + element.lines_at(2, "", _load) + fold + [walk[1]])
+    lines = [f"{a} = cv_{acc}({text})"] + _walk(plan, element, target, width, fold, [])
     if target != "cuda":
         return lines + [f"st_{out}(p{temp}, o{temp}, {result})"]
     sh = shared.setdefault(acc, f"sacc_{acc}")

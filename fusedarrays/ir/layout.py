@@ -292,7 +292,7 @@ ROWS_MIN_INNER = 128       # a 2-D kernel walks rows only when a row fills at le
 TILE = 64                  # transposed operands are staged through TILE x TILE shared tiles
 TILE_THREADS = (32, 8)     # ... by blocks of 32 x 8 threads (a warp spans 32 columns or rows)
 TILE_LANES = 4             # a vectorised tile moves 4 elements (16 bytes) per thread and phase
-_VECTOR_LANES = {"f32": 4, "i32": 4, "u32": 4, "f16": 8}
+VECTOR_LANES = {"f32": 4, "i32": 4, "u32": 4, "f16": 8}
 
 
 # Static shared memory a block may take: the tiles of the transposed operands must fit.
@@ -349,14 +349,14 @@ def vector_width(kind: str, operands: list[tuple[str, str, tuple, int]]) -> int:
         return 1
     vector = [(cls, code, strides, align) for cls, code, strides, align in operands
               if cls in ("C", "T")]
-    lanes = {_VECTOR_LANES.get(code, 1) for _, code, _, _ in vector}
+    lanes = {VECTOR_LANES.get(code, 1) for _, code, _, _ in vector}
     if len(lanes) != 1:
         return 1
     width = lanes.pop()
     if width == 1 or (kind == "tiled" and width != TILE_LANES):
         return 1
     for cls, code, strides, align in vector:
-        itemsize = VECTOR_BYTES // _VECTOR_LANES[code]
+        itemsize = VECTOR_BYTES // VECTOR_LANES[code]
         step = 0 if kind == "flat" else strides[1] if cls == "T" else strides[0]
         if align % VECTOR_BYTES or lowest_bit(abs(step * itemsize)) < VECTOR_BYTES:
             return 1

@@ -302,3 +302,8 @@ def test_reductions_of_draws_and_gathers():
     idx = np.array([4, 0, 8, 4])
     got = fa.take(fa.asarray(table), idx, axis=0).sum(axis=0).get()
     rc.check(got, table[idx].sum(axis=0), table, "sum of a gather (seed 26)")
+
+
+def test_row_kernels_over_views():
+    # cpu at its defaults: one kernel per case, rows walked element by element
+    rc.check_row_kernels(rc.seed_of("row kernels cpu"), rows=5)

@@ -95,3 +95,8 @@ def test_gradient_clipping_inside_fa_fuse():
     g = fa.asarray(x)
     clip(g, 0.5)
     rc.check(g.get(), x * np.float32(0.5) / np.linalg.norm(x), x, "clip (seed 25)")
+
+
+def test_row_kernels_over_views_vectorised_or_element_by_element():
+    # the cuda kernel walks 16-byte vectors where the rows allow it, else element by element
+    assert rc.check_row_kernels(rc.seed_of("row kernels sim"), rows=2) == {1, 4, 8}
