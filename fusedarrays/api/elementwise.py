@@ -269,6 +269,35 @@ def _install_operators() -> None:
 _install_operators()
 
 
+def _fast_power(a, b) -> str | None:
+    """The unary op NumPy's ``ndarray`` operator computes ``a ** b`` with, if any: to the
+    Python int 2 every numeric array is ``square``d; a floating (or complex) one to the int -1
+    or the float 0.5 takes ``reciprocal`` or ``sqrt`` (NumPy's fast_scalar_power; ``np.power``
+    itself has no such rule). The same bits as NumPy, and no ``pow`` per element: the
+    ``(x - mu) ** 2`` of a variance is one multiply."""
+    if type(a) is not ndarray:
+        return None
+    kind, tb = a.dtype.kind, type(b)
+    if tb is int and b == 2 and kind in "biufc":
+        return "square"
+    if kind in "fc" and ((tb is int and b == -1) or (tb is float and b == 0.5)):
+        return "reciprocal" if tb is int else "sqrt"
+    return None
+
+
+def _power(a, b, _generic=ndarray.__pow__):
+    fast = _fast_power(a, b)
+    return _generic(a, b) if fast is None else FUNCTIONS[fast](a)
+
+
+def _ipower(a, b):
+    fast = _fast_power(a, b)
+    return inplace(ops.OPS["power"], a, b) if fast is None else FUNCTIONS[fast](a, out=a)
+
+
+ndarray.__pow__, ndarray.__ipow__ = _power, _ipower
+
+
 # ufunc method name → its handler(ufunc, inputs, kwargs): "reduce" (api/reductions.py)
 UFUNC_METHODS: dict = {}
 
