@@ -9,8 +9,8 @@ functions no backend's ``math`` has in the form NumPy and SciPy compute them (``
 compiles them with its own namespace as globals (numba device functions on cuda, ``njit`` on cpu,
 plain Python on sim), so the names they use — ``cv_i64``, ``fa_fmod_f32``, ``math`` — are the
 backend's. Pure text and functions: imports nothing heavy. The random-number helpers
-(Philox4x32-10 and its conversions, for ``fa.random``) also call ``fa_fma_f64``, an exact fused
-multiply-add that every backend supplies.
+(Philox4x32-10 and its conversions, for ``fa.random``) also call ``fa_fma_f64`` and
+``fa_fma_f32``, exact fused multiply-adds that every backend supplies.
 """
 
 from __future__ import annotations

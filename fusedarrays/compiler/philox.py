@@ -13,8 +13,8 @@ calls. Random123's published known-answer vectors pin :func:`fa_philox` (tests/p
 # registers), their products the widening 32 x 32 -> 64 multiply; every constant goes through
 # cv_u32/cv_u64: numba types uint64 op int64 as a float.
 # The Box-Muller transform computes its logarithm and sine/cosine here from IEEE-exact
-# operations (+ - * / sqrt and fused multiply-adds through fa_fma_f64, which each backend computes
-# exactly):
+# operations (+ - * / sqrt and fused multiply-adds through fa_fma_f64 and fa_fma_f32, which each
+# backend computes exactly):
 # libdevice's and libm's transcendental functions differ in their last bits. No product feeds an
 # addition outside an fma, so NVVM's multiply-add contraction has nothing to change.
 RANDOM_SOURCE = '''
@@ -146,27 +146,56 @@ def fa_bm(a, b):
     return fa_bm_turn(r, fa_fma_f64(z, pc, 1.0), sn, quarter)
 
 def fa_bm_f32(a, b):
-    # fa_bm to float32 accuracy (relative error below 1e-10 before the rounding to float32):
-    # the same exact operations, shorter series
-    s, z, f = fa_bm_log(a)
-    h = fa_fma_f64(z, 0.09090909090909091, 0.1111111111111111)
-    h = fa_fma_f64(z, h, 0.14285714285714285)
-    h = fa_fma_f64(z, h, 0.2)
-    h = fa_fma_f64(z, h, 0.3333333333333333)
-    q = fa_fma_f64(z, h, 1.0)
-    lnu = fa_fma_f64(f, -1.724176357242868e-13, fa_fma_f64(s + s, q, f * 0.6931471805601177))
-    r = math.sqrt(-2.0 * lnu)
-    theta, z, quarter = fa_bm_angle(b)
-    ps = fa_fma_f64(z, -2.505210838544172e-08, 2.7557319223985893e-06)
-    ps = fa_fma_f64(z, ps, -0.0001984126984126984)
-    ps = fa_fma_f64(z, ps, 0.008333333333333333)
-    ps = fa_fma_f64(z, ps, -0.16666666666666666)
-    sn = theta * fa_fma_f64(z, ps, 1.0)
-    pc = fa_fma_f64(z, -2.755731922398589e-07, 2.48015873015873e-05)
-    pc = fa_fma_f64(z, pc, -0.001388888888888889)
-    pc = fa_fma_f64(z, pc, 0.041666666666666664)
-    pc = fa_fma_f64(z, pc, -0.5)
-    return fa_bm_turn(r, fa_fma_f64(z, pc, 1.0), sn, quarter)
+    # Box-Muller to float32 accuracy (a few ulp) in float32 operations: + - * / sqrt and the
+    # fused multiply-adds of fa_fma_f32, each exact on every backend, so every backend gives
+    # the same bits, at a quarter of fa_bm's float64 work. u = (a + 1) / 2**32 = 2**(e - 32) m,
+    # m = t / one in [sqrt(1/2), sqrt(2)); s = (m - 1) / (m + 1) from the exact integers t - one
+    # and t + one, so no digits cancel near u = 1; ln m = 2 atanh s (|s| < 0.172, 6 terms)
+    k = cv_i64(a) + 1
+    e = cv_i64(0)
+    t = k
+    if t >= 65536:
+        t = t >> 16
+        e += 16
+    if t >= 256:
+        t = t >> 8
+        e += 8
+    if t >= 16:
+        t = t >> 4
+        e += 4
+    if t >= 4:
+        t = t >> 2
+        e += 2
+    if t >= 2:
+        e += 1
+    t = k << (33 - e)
+    one = cv_i64(8589934592)
+    if t > 12148001999:
+        one = one + one
+        e += 1
+    s = cv_f32(t - one) / cv_f32(t + one)
+    z = s * s
+    h = fa_fma_f32(z, cv_f32(0.09090909090909091), cv_f32(0.1111111111111111))
+    h = fa_fma_f32(z, h, cv_f32(0.14285714285714285))
+    h = fa_fma_f32(z, h, cv_f32(0.2))
+    h = fa_fma_f32(z, h, cv_f32(0.3333333333333333))
+    q = fa_fma_f32(z, h, cv_f32(1.0))
+    # ln u = (e - 32) ln 2 + ln m; ln 2's high part has 9 bits, so (e - 32) times it is exact
+    f = cv_f32(e - 32)
+    lnu = fa_fma_f32(f, cv_f32(0.693359375),
+                     fa_fma_f32(s + s, q, f * cv_f32(-0.00021219444005469057)))
+    r = cv_f32(math.sqrt(cv_f32(-2.0) * lnu))
+    w = (cv_i64(b) + 536870912) & 4294967295
+    theta = cv_f32((w & 1073741823) - 536870912) * cv_f32(1.4629180792671596e-09)
+    z = theta * theta
+    # sin and cos on [-pi/4, pi/4] to float32 accuracy (Cephes' sinf and cosf coefficients)
+    ps = fa_fma_f32(z, cv_f32(-0.00019515295891), cv_f32(0.0083321608736))
+    ps = fa_fma_f32(z, ps, cv_f32(-0.16666654611))
+    sn = fa_fma_f32(theta * z, ps, theta)
+    pc = fa_fma_f32(z, cv_f32(2.443315711809948e-05), cv_f32(-0.001388731625493765))
+    pc = fa_fma_f32(z, pc, cv_f32(0.04166664568298827))
+    cs = fa_fma_f32(z * z, pc, fa_fma_f32(z, cv_f32(-0.5), cv_f32(1.0)))
+    return fa_bm_turn(r, cs, sn, w >> 30)
 
 def fa_rand_uniform_f32(seed, key, g):
     return fa_u01_f32(fa_word(fa_philox_at(seed, key, g >> 2), g & 3))

@@ -85,29 +85,31 @@ def _cv_f16(x):
     return half_to_f32(f64_to_half(np.float64(x)))  # noqa: F821
 
 
-def _fma_intrinsic():
-    """``fa_fma_f64(a, b, c)``: LLVM's ``llvm.fma.f64``, rounded once (a hardware fused
-    multiply-add, or libm's exact ``fma``), as the cuda backend's ``fma.rn.f64``."""
+def _fma_intrinsic(bits: int):
+    """``fa_fma_f64(a, b, c)`` (``bits`` 64) or ``fa_fma_f32``: LLVM's ``llvm.fma``, rounded
+    once (a hardware fused multiply-add, or libm's exact ``fma``/``fmaf``), as the cuda
+    backend's ``fma.rn.f64``/``fma.rn.f32``."""
     from llvmlite import ir
     from numba import types as nbtypes
     from numba.extending import intrinsic
 
-    @intrinsic
-    def fa_fma_f64(typingctx, a, b, c):
-        f64 = nbtypes.float64
+    real, llvm = ((nbtypes.float64, ir.DoubleType()) if bits == 64 else
+                  (nbtypes.float32, ir.FloatType()))
+
+    def fma(typingctx, a, b, c):
         if not all(isinstance(t, (nbtypes.Float, nbtypes.Integer)) for t in (a, b, c)):
             return None
 
         def codegen(context, builder, sig, args):
-            values = [context.cast(builder, v, t, f64) for v, t in zip(args, sig.args)]
-            double = ir.DoubleType()
+            values = [context.cast(builder, v, t, real) for v, t in zip(args, sig.args)]
             fn = builder.module.declare_intrinsic(
-                "llvm.fma", [double], ir.FunctionType(double, [double] * 3))
+                "llvm.fma", [llvm], ir.FunctionType(llvm, [llvm] * 3))
             return builder.call(fn, values)
 
-        return f64(a, b, c), codegen
+        return real(a, b, c), codegen
 
-    return fa_fma_f64
+    fma.__name__ = f"fa_fma_f{bits}"
+    return intrinsic(fma)
 
 
 def _cpus() -> int:
@@ -204,7 +206,7 @@ class CpuBackend(HostMemory):
         for fname, ufunc in _MATH.items():
             ns[f"fa_{fname}_f32"] = ns[f"fa_{fname}_f64"] = ufunc
         ns["fa_exp2_f32"], ns["fa_exp2_f64"] = self._jit(_exp2_f32, ns), self._jit(_exp2_f64, ns)
-        ns["fa_fma_f64"] = _fma_intrinsic()
+        ns["fa_fma_f64"], ns["fa_fma_f32"] = _fma_intrinsic(64), _fma_intrinsic(32)
         for name, fn in helpers.items():
             ns[name] = self._jit(fn, ns)
         self._namespace = ns

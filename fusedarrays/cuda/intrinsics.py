@@ -364,7 +364,8 @@ def _build_base() -> dict[str, object]:
     ns.update((name, _cached_intrinsic(typer)) for name, typer in TYPERS.items())
     # libdevice stubs are typed device functions already: binding them under our names costs
     # nothing at run time (floorf/floor, …, fmodf/fmod).
-    ns["fa_fma_f64"] = libdevice.fma    # fma.rn.f64: the exact multiply-add fa.random needs
+    ns["fa_fma_f64"] = libdevice.fma    # fma.rn.f64: the exact multiply-adds fa.random needs
+    ns["fa_fma_f32"] = libdevice.fmaf   # fma.rn.f32
     for name in MATH_FUNCTIONS:
         ns[f"fa_{name}_f32"] = getattr(libdevice, name + "f")
         ns[f"fa_{name}_f64"] = getattr(libdevice, name)

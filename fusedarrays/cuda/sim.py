@@ -96,6 +96,19 @@ def _fma(a, b, c):
     return np.float64(float(Fraction(a) * Fraction(b) + Fraction(c)))
 
 
+def _fma32(a, b, c):
+    # Exact, rounded once to float32: the nearest of the float32 values around the float64
+    # rounding of the exact result (which may be one off: rounded twice), ties to even.
+    a, b, c = float(a), float(b), float(c)
+    near = np.float32(a * b + c)
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c) and np.isfinite(near)):
+        return near
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    around = (near, np.nextafter(near, np.float32(-np.inf)), np.nextafter(near, np.float32(np.inf)))
+    return min(around, key=lambda v: (abs(Fraction(float(v)) - exact),
+                                      int(np.float32(v).view(np.uint32)) & 1))
+
+
 def _build_namespace(helpers: dict) -> dict:
     from numba import cuda
 
@@ -116,7 +129,7 @@ def _build_namespace(helpers: dict) -> dict:
         ns[f"sh_{code}"] = {"b1": np.uint8, "f16": np.float32}.get(code, BY_CODE[code])
     for name, fn in _BACKEND_MATH.items():
         ns[f"fa_{name}_f32"] = ns[f"fa_{name}_f64"] = fn
-    ns["fa_fma_f64"] = _fma
+    ns["fa_fma_f64"], ns["fa_fma_f32"] = _fma, _fma32
     for name, fn in helpers.items():
         ns[name] = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
     return ns

@@ -1,6 +1,6 @@
 """fa.random draws and gathers compile to PTX for sm_90 (no GPU needed): Philox's products as
-32-bit mul.hi/mul.lo, the Box-Muller multiply-adds as explicit fma.rn.f64, no memory traffic
-for the noise; a gather's table read element by element beside 128-bit accesses."""
+32-bit mul.hi/mul.lo, a float32 Box-Muller's multiply-adds as explicit fma.rn.f32, no memory
+traffic for the noise; a gather's table read element by element beside 128-bit accesses."""
 
 import re
 
@@ -27,7 +27,8 @@ def test_noise_add_ptx():
     loads = len(re.findall(r"ld\.global\.v4\.f32", ptx))
     stores = len(re.findall(r"st\.global\.v4\.f32", ptx))
     assert stores >= 1 and loads == stores      # x only: the noise never touches memory
-    assert "fma.rn.f64" in ptx
+    assert "fma.rn.f32" in ptx
+    assert not re.search(r"\.f64\b", ptx)       # a float32 normal takes float32 work only
     assert re.search(r"mul\.(wide|hi|lo)\.u32|mul\.lo\.s64|mad\.(wide|hi|lo)\.u32", ptx)
 
 
