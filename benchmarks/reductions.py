@@ -5,8 +5,10 @@ Cases (the issue's figures): ``((x - y)**2).sum()`` over 2^26 float32 (counting 
 softmax and a layer-norm-style row normalisation over 4096² float32 (read + write); column sums
 of 4096² float32 (axis 0, bytes read); the sum over axis 1 of (2^25, 2) float32 (bytes read).
 Each is timed as a user's loop runs it: ``out[...] = expr`` into a preallocated array, the lazy
-expression built, planned (from the cache) and launched each call. ``out`` starts as NaN and is
-checked against NumPy after timing. The launches of one call are recorded beside each figure.
+expression built, planned (from the cache) and launched each call; softmax and the layer norm
+also as a ``fa.fuse`` function returning a new array (the kernel without the lazy host work).
+``out`` starts as NaN and is checked against NumPy after timing. The launches of one call are
+recorded beside each figure.
 
 Usage: python benchmarks/reductions.py [--smoke] [--out F.json] [--commit C] [--no-peers]
 """
@@ -131,6 +133,15 @@ def measure(run: harness.Run, name: str, host, fn, moved: int, target: str, tole
         _torch(torch_written, host, True), repeat))
     row.peer("cupy eager", lambda: copy / run.device_time(_cupy(fn, host), repeat))
     run.check(name, out.get(), want, rtol=tolerance, atol=tolerance)
+    if fn in (_softmax, _layer_norm):
+        # the same kernel without the lazy front end's host work per call (a traced function
+        # binds its arrays and launches): how fast the kernel itself is
+        fused = fa.fuse(lambda *a: fn(fa, *a))
+        result = fused(*dev)
+        run.row(f"{name}, under fa.fuse", copy / run.device_time(lambda: fused(*dev), repeat),
+                target, "fraction of copy", bytes_counted=moved,
+                launches=run.launches(lambda: fused(*dev)))
+        run.check(f"{name}, under fa.fuse", result.get(), want, rtol=tolerance, atol=tolerance)
 
 
 def accuracy(run: harness.Run, n: int) -> None:
