@@ -56,12 +56,23 @@ def _check_out(name: str, out, **unsupported) -> None:
         raise refusal(f"np.{name} with {options_text(given)}")
 
 
+# sid → whether the expression holds a draw or a gather (a sid fixes its structure): a
+# reduction asks once per structure, not with a walk of the graph at every call
+_PLACED: dict[int, bool] = {}
+
+
 def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarray:
     """Reduction ``name`` (a row of ``ir/reductions.py``) of ``x``, NumPy's semantics."""
     row = REDUCTIONS[name]
     x = asarray(x)
     node = x._resolved()
-    if any(n.kind in ("random", "gather") for n in graph.walk([node])):
+    placed = _PLACED.get(node.sid)
+    if placed is None:
+        if len(_PLACED) >= 1 << 16:       # a process making new structures forever
+            _PLACED.clear()
+        placed = _PLACED.setdefault(node.sid, any(n.kind in ("random", "gather")
+                                                  for n in graph.walk([node])))
+    if placed:
         # a draw or gather indexes by the element order of the kernel that reads it, which
         # the reduction kernel's walk is not: its input is computed first
         node = x.compute()._resolved()
