@@ -96,10 +96,14 @@ def _element_ptr(context, builder, sig, args, elem: ir.Type):
 
 
 def _to_half(context, builder, value, valty):
-    # One rounding straight to half, as NumPy does: float32 → half directly, anything else
-    # through float64 (exact for every integer that does not overflow half anyway).
+    # One rounding straight to half, as NumPy does: float32 → half directly, bools and integers
+    # of up to 16 bits through float32 (exact for them; a dropout mask's 0/1 costs no float64
+    # conversion), anything else through float64 (exact for every integer that does not
+    # overflow half anyway).
     if valty == types.float32:
         return builder.fptrunc(value, _HALF)
+    if valty == types.boolean or (isinstance(valty, types.Integer) and valty.bitwidth <= 16):
+        return builder.fptrunc(context.cast(builder, value, valty, types.float32), _HALF)
     wide = context.cast(builder, value, valty, types.float64)
     return builder.fptrunc(wide, _HALF)
 
