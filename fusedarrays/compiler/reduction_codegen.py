@@ -22,7 +22,7 @@ from ..ir.dtypes import BY_CODE, COMPUTE_CODE
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
 from .codegen import CPU_CHUNK, _function, _indent, _Renderer, render_kernel
 from .reduction import ReducePlan
-from .rowfusion import RowPlan, render_rows_kernel, step
+from .rowfusion import RowPlan, block_tree, render_rows_kernel, step
 
 _INF = "(1e308 * 10.0)"   # a float infinity every target folds (the simulator has no math.inf)
 
@@ -185,9 +185,7 @@ class _ReduceRenderer:
             save.append("sidx[tx] = idx")
             take.append("iw = sidx[tx + h]")
             back.append("sidx[tx] = idx")
-        tree = (["cuda.syncthreads()", "h = bdim // 2", "while h > 0:",
-                 "    if tx < h:"] + _indent(take + merge + back, 2)
-                + ["    cuda.syncthreads()", "    h = h // 2"])
+        tree = block_tree(take, merge, back)
         final = ["if tx == 0:"] + _indent(
             ["acc = sacc[0]"] + (["idx = sidx[0]"] if self.row.arg else []) + [self.store()])
         per_output = (self.part() + self.kept_bases("o") + self.start() + walk + save + tree
