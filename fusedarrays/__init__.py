@@ -14,6 +14,7 @@ from .api import interop as _interop  # noqa: F401 - __dlpack__, __cuda_array_in
 from .api import linalg, random, special
 from .api import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
 from .api import protocols as _protocols
+from .api import scatter as _scatter  # noqa: F401 - x[idx] = v, fa.add.at
 from .api import standard as _standard
 from .api.array import compute, ndarray
 from .api.creation import (
