@@ -60,6 +60,7 @@ from .api.manipulation import (
     transpose,
     unstack,
 )
+from .api.masks import argwhere, count_nonzero, flatnonzero, nonzero
 from .api.products import matmul, tensordot, vecdot
 from .api.profile import Profile, profile
 from .api.reductions import FUNCTIONS_REDUCING as _REDUCING
@@ -109,7 +110,7 @@ __all__ = [
     "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse", "linalg",
     "memory_info",
     "ndarray", "ones", "ones_like", "precompile", "random", "reset_stats", "reshape", "squeeze",
-    "stats", "take", "take_along_axis",
+    "stats", "take", "take_along_axis", "argwhere", "count_nonzero", "flatnonzero", "nonzero",
     "timings", "transpose", "zeros", "zeros_like",
     "Profile", "profile",
     *sorted(_elementwise.FUNCTIONS), *sorted(_REDUCING),
