@@ -254,7 +254,8 @@ def ufunc_at(row: ops.Op, a, indices, b=None) -> None:
         return
     values = None
     if b is not None:
-        values = b if _one_value(b) and not isinstance(b, ndarray) else sel.values(b, name)
+        values = _scalar(b) if _one_value(b) and not isinstance(b, ndarray) \
+            else sel.values(b, name)
         if isinstance(values, ndarray):
             values = values.compute()      # read once per pass: computed once
     rank = _occurrence(sel.flat)
