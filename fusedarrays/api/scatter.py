@@ -56,14 +56,15 @@ def _scalar(value):
 
 def index_write(x: ndarray, key, value) -> None:
     """``x[key] = value`` for a key with index arrays or masks (module docstring)."""
-    if _tracing.tracer is not None:
-        raise UnsupportedOperationError(
-            "x[idx] = v and x[mask] = v inside fa.fuse are not supported (the index values are "
-            "read on the host); use fa.where(mask, v, x) inside, or index outside")
     parsed = indexkeys.parse(x.shape, key)
     if len(parsed.entries) == 1 and parsed.masks_only and _one_value(value):
-        _masked_where(x, parsed, _scalar(value))
+        _masked_where(x, parsed, _scalar(value))    # inside fa.fuse too: no host step
         return
+    if _tracing.tracer is not None:
+        raise UnsupportedOperationError(
+            "x[idx] = v and x[mask] = array inside fa.fuse are not supported (the index values "
+            "are read on the host); x[mask] = scalar and fa.where(mask, v, x) are, or index "
+            "outside the fused function")
     sel = _Selection(x, parsed)
     if sel.count == 0:
         return

@@ -175,3 +175,29 @@ def test_index_errors_name_the_problem():
         x[np.True_, [0]]
     with pytest.raises(ValueError, match="could not be broadcast to indexing result"):
         x[[0, 1]] = np.ones(3)
+
+
+def test_inside_fuse_a_scalar_into_a_mask_only():
+    """``x[mask] = scalar`` is a where (traced like any write); the forms that read index
+    values on the host say so."""
+    @fa.fuse
+    def masked(x, m):
+        x[m] = 0.0
+
+    @fa.fuse
+    def indexed(x):
+        x[np.array([0, 1])] = 0.0
+
+    @fa.fuse
+    def selected(x, m):
+        return x[m]
+
+    host = np.arange(6.0)
+    x, m = fa.asarray(host.copy()), host % 2 == 0
+    masked(x, fa.asarray(m))
+    host[m] = 0.0
+    np.testing.assert_array_equal(x.get(), host)
+    with pytest.raises(fa.UnsupportedOperationError, match="x\\[mask\\] = scalar"):
+        indexed(x)
+    with pytest.raises(fa.UnsupportedOperationError, match="inside fa.fuse"):
+        selected(x, fa.asarray(m))
