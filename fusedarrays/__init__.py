@@ -14,6 +14,7 @@ from .api import interop as _interop  # noqa: F401 - __dlpack__, __cuda_array_in
 from .api import linalg, random, special
 from .api import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
 from .api import protocols as _protocols
+from .api import scatter as _scatter  # noqa: F401 - x[idx] = v, fa.add.at
 from .api import standard as _standard
 from .api.array import compute, ndarray
 from .api.creation import (
@@ -59,6 +60,7 @@ from .api.manipulation import (
     transpose,
     unstack,
 )
+from .api.masks import argwhere, count_nonzero, flatnonzero, nonzero
 from .api.products import matmul, tensordot, vecdot
 from .api.profile import Profile, profile
 from .api.reductions import FUNCTIONS_REDUCING as _REDUCING
@@ -108,7 +110,7 @@ __all__ = [
     "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse", "linalg",
     "memory_info",
     "ndarray", "ones", "ones_like", "precompile", "random", "reset_stats", "reshape", "squeeze",
-    "stats", "take", "take_along_axis",
+    "stats", "take", "take_along_axis", "argwhere", "count_nonzero", "flatnonzero", "nonzero",
     "timings", "transpose", "zeros", "zeros_like",
     "Profile", "profile",
     *sorted(_elementwise.FUNCTIONS), *sorted(_REDUCING),

@@ -278,9 +278,12 @@ def _prune_pending(buffer=None) -> list[ndarray]:
     return found
 
 
-def compute_readers(buffer) -> None:
-    """Before ``buffer`` is written: compute the pending arrays that read it."""
+def compute_readers(buffer, keep: tuple = ()) -> None:
+    """Before ``buffer`` is written: compute the pending arrays that read it (but those in
+    ``keep``, whose caller gives them a node that reads the written values instead)."""
     readers = _prune_pending(buffer)
+    if keep:
+        readers = [a for a in readers if all(a is not k for k in keep)]
     if readers:
         compute(*readers)
 
@@ -327,13 +330,14 @@ def _as_node(value, weak_to=None) -> graph.Node:
     return asarray(value)._resolved()
 
 
-def runtime_write(target: tuple, node: graph.Node) -> None:
-    """Store ``node`` (broadcast) into ``target``, keeping every pending reader's result."""
+def runtime_write(target: tuple, node: graph.Node, keep: tuple = ()) -> None:
+    """Store ``node`` (broadcast) into ``target``, keeping every pending reader's result (the
+    arrays in ``keep`` excepted: api/scatter.py re-points one to the values it writes)."""
     if _tracing.tracer is not None and _tracing.tracer.records(target, node):
         return
     buffer = target[0]
     if _pending:
-        compute_readers(buffer)
+        compute_readers(buffer, keep)
     # A graph reads a buffer only through its leaves (its params), so one look at its buffers
     # clears the usual write, whose value never reads its destination.
     node = node.realized or node

@@ -15,7 +15,16 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..ir import dtypes, graph, ops, scalarops
 from . import products
-from .array import ScalarParam, _as_node, _wrap, asarray, ndarray, runtime_write
+from .array import (
+    ScalarParam,
+    _as_node,
+    _check_node_limit,
+    _tracing,
+    _wrap,
+    asarray,
+    ndarray,
+    runtime_write,
+)
 from .refusals import options_text, refusal
 
 _CODES = dtypes.CODES
@@ -224,6 +233,18 @@ def _check_cast(row: ops.Op, have: np.dtype, want: np.dtype) -> None:
 
 
 def inplace(row: ops.Op, target: ndarray, other) -> ndarray:
+    """``target <op>= other``. A pending target that is no view and has none stays pending:
+    its node becomes ``target <op> other`` (cast back to its dtype), the same object, so every
+    name bound to it sees the change and nothing runs. Computing it first and writing into it
+    gave the same values at the cost of a launch; keeping it pending lets ``x[idx] += v``
+    reach the write as one expression (api/scatter.py)."""
+    if (target._view_of is None and target._views is None and _tracing.tracer is None
+            and target.pending):
+        node = build(row, (target, other))
+        _check_cast(row, node.dtype, target.dtype)
+        target._node = graph.cast(node, target.dtype)
+        _check_node_limit(target._node, target)
+        return target
     apply(row, target, other, out=target)
     return target
 

@@ -1,55 +1,78 @@
-"""Indexing beyond views: gathers and writes through integer arrays, boolean-mask writes.
+"""Indexing beyond views: gathers through integer arrays and boolean masks (reads).
 
 ``fa.take(x, idx, axis)``, ``fa.take_along_axis`` and ``x[idx]`` / ``x[:, idx]`` (one integer
-array among slices, NumPy's or fusedarrays') are a gather node (``graph.gather``): the kernel
-that consumes them loads ``x``'s elements through the index values, with no copy of the
-gathered values (a pending ``x`` is computed first: the gather reads memory; the index may be
-any pending integer expression). The index values are checked on the host when the gather is
-built (an out-of-range index raises NumPy's ``IndexError``); an index held by fusedarrays is
-copied to the host for that check (a synchronisation). Other advanced indexing (several index
-arrays, an array beside integers) raises ``IndexError``.
+array among slices) are a gather node (``graph.gather``): the kernel that consumes them loads
+``x``'s elements through the index values, with no copy of the gathered values. A pending
+elementwise ``x`` is gathered through its leaves (``ir/gathers.py``: ``fa.take(a * 2, idx)`` is
+``a[idx] * 2``, one kernel); one holding a draw or a reduction is computed first. The index may
+be any pending integer expression. Index values are checked on the host when the gather is built
+(an out-of-range index raises NumPy's ``IndexError``); an index held by fusedarrays is copied to
+the host for that check (a synchronisation).
 
-``x[idx] = v`` and ``x[:, idx] = v`` (and ``x[idx] += v``, which Python runs as a gather and a
-write) rewrite the indexed axis in one kernel: ``where(hit, v gathered through the inverse
-index, x)``, the inverse index (for each position along the axis, the last index naming it)
-made on the host from the checked values: NumPy's results, repeated indices included (the last
-value wins), at the cost of one pass over ``x`` rather than over the indexed rows alone.
+Several index arrays, integers beside arrays and boolean masks (``x[i, j]``, ``x[0, :, idx]``,
+``x[mask]``, ``x[:, mask]``) follow NumPy's advanced indexing (:mod:`.indexkeys` reads the key):
+the index arrays broadcast together; their dimensions replace the indexed axes in place where the
+advanced entries stand next to each other in the key, and come first otherwise. A mask stands
+for its ``nonzero()`` arrays. Such a gather is one node too: the indexed axes' element offsets
+``sum(i_k * stride_k)`` form one index over their span of the buffer (made on the host when every
+index is, else a fused integer expression of the index arrays).
 
-``x[mask] = v`` (``mask`` a boolean array of ``x``'s shape, ``v`` a scalar or a one-element
-array) is ``x[...] = where(mask, v, x)``: one kernel, no compaction, and the same result as
-NumPy's. Reading ``x[mask]`` (a data-dependent size) and assigning an array of the selected
-elements' values in order are not supported yet; they raise ``IndexError`` naming the
-alternative.
+**Boolean masks are compacted on the host.** ``x[mask]`` copies the mask to the host (the mask's
+bytes, device to host: a synchronisation), takes its ``nonzero()`` there, uploads the selected
+elements' offsets (8 bytes each) and gathers through them inside the consuming kernel. The
+selection's size is known once the mask is on the host, so no count reduction runs first. A
+compaction on the device (a count, a scan of the mask, a store through the scanned positions)
+needs a scan kernel, which fusedarrays does not have yet.
+
+Writes through index arrays and masks are :mod:`.scatter`'s.
 """
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..ir import graph, layout
+from ..ir import gathers, graph, layout
+from . import indexkeys
 from .array import _tracing, _wrap, asarray, ndarray
 
+# The host values of index arrays this module uploaded (buffer uid → flat NumPy array): nobody
+# else holds those buffers, so the values never change; scatter.py reads them to recognise a
+# selection written back to where it was read (``x[idx] += v``, one kernel).
+_HOST_INDEX: dict[int, np.ndarray] = {}
 
-def is_mask(key) -> bool:
-    """Whether ``key`` is a boolean array (fa or NumPy): a mask, not a basic index."""
-    return isinstance(key, (ndarray, np.ndarray)) and key.dtype == np.bool_
+
+def upload_index(host: np.ndarray) -> ndarray:
+    """``host`` (an integer array) as a ``fa.ndarray`` whose values :func:`host_values` knows."""
+    host = np.ascontiguousarray(host)
+    array = asarray(host)
+    buffer = graph.leaf_view(array._node)[0]
+    _HOST_INDEX[buffer.uid] = host.reshape(-1)
+    weakref.finalize(buffer, _HOST_INDEX.pop, buffer.uid, None)
+    return array
 
 
-def masked_write(x: ndarray, mask, value) -> None:
-    """``x[mask] = value`` as ``x[...] = where(mask, value, x)``."""
-    from .elementwise import FUNCTIONS
+def host_values(node: graph.Node) -> np.ndarray | None:
+    """The values of a leaf over a buffer :func:`upload_index` made, through its view; else
+    None."""
+    if node.kind != "leaf":
+        return None
+    buffer, shape, strides, offset = graph.leaf_view(node)
+    flat = _HOST_INDEX.get(buffer.uid)
+    if flat is None:
+        return None
+    item = flat.itemsize
+    return np.lib.stride_tricks.as_strided(flat[offset:], shape, [s * item for s in strides],
+                                           writeable=False)
 
-    if tuple(mask.shape) != x.shape:
-        raise IndexError(f"x[mask] = v: the mask's shape {tuple(mask.shape)} must equal the "
-                         f"array's {x.shape} (a mask over leading axes is not supported)")
-    if isinstance(value, (ndarray, np.ndarray)) and value.size != 1:
-        raise IndexError(f"x[mask] = v with an array v of shape {value.shape} assigns v's values "
-                         "to the selected elements in order, which fusedarrays does not support; "
-                         "a scalar v is supported, and fa.where(mask, v, x) chooses elementwise")
-    if isinstance(value, (ndarray, np.ndarray)) and value.ndim:
-        value = value.reshape(())
-    x[...] = FUNCTIONS["where"](mask, value, x)
+
+def _no_tracing(what: str) -> None:
+    if _tracing.tracer is not None:
+        raise UnsupportedOperationError(
+            f"{what} inside fa.fuse is not supported (the index values are checked on the "
+            "host); index outside the fused function and pass the result")
 
 
 def take(x, indices, axis=None) -> ndarray:
@@ -60,10 +83,7 @@ def take(x, indices, axis=None) -> ndarray:
     >>> fa.take(fa.asarray(np.arange(10.0) * 2), np.array([[3, -1], [0, 0]])).get().tolist()
     [[6.0, 18.0], [0.0, 0.0]]
     """
-    if _tracing.tracer is not None:
-        raise UnsupportedOperationError(
-            "fa.take and x[idx] inside fa.fuse are not supported (the gathered array and the "
-            "index values are checked on the host); gather outside and pass the result")
+    _no_tracing("fa.take and x[idx]")
     x = asarray(x)
     if axis is None:
         try:
@@ -74,32 +94,50 @@ def take(x, indices, axis=None) -> ndarray:
         raise IndexError(f"fa.take: axis {axis} is out of bounds for an array of dimension "
                          f"{x.ndim}")
     axis %= x.ndim
-    index = _checked_index(indices, x.shape[axis], axis)
+    index = checked_index(indices, x.shape[axis], axis)
     if axis:
         x = x.transpose([axis] + [a for a in range(x.ndim) if a != axis])
-    result = _gather0(x, index)
+    result = gather0(x, index)
     if axis:    # the index's axes back to where the gathered axis was
-        k = index.ndim
-        result = result.transpose(list(range(k, k + axis)) + list(range(k))
-                                  + list(range(k + axis, result.ndim)))
+        result = _move_front(result, index.ndim, axis)
     return result
 
 
-def _checked_index(indices, extent: int, axis: int) -> ndarray:
+def _move_front(result: ndarray, k: int, to: int) -> ndarray:
+    """``result`` with its first ``k`` axes moved to stand at axis ``to``. A new array, not a
+    view: ``result`` is a gather nobody else holds, and a view could not stay pending through
+    an in-place op (``x[:, idx] += v``, api/scatter.py)."""
+    axes = list(range(k, k + to)) + list(range(k)) + list(range(k + to, result.ndim))
+    try:
+        return _wrap(graph.transform(result._resolved(), lambda v: layout.transpose(v, axes)))
+    except layout.NotAView:
+        return result.transpose(axes)
+
+
+def checked_index(indices, extent: int, axis: int) -> ndarray:
     """The index array, its values checked on the host against ``extent``."""
-    host = _checked_host(indices, extent, axis)
-    return indices if isinstance(indices, ndarray) else asarray(host)
+    host = checked_host(indices, extent, axis)
+    return indices if isinstance(indices, ndarray) else upload_index(_narrow(host, extent))
 
 
-def _checked_host(indices, extent: int, axis: int) -> np.ndarray:
+def _narrow(host: np.ndarray, extent: int) -> np.ndarray:
+    """Host index values as int32 where ``extent`` allows: the upload copies them anyway, and
+    4-byte indices halve the index's traffic and let 4-byte operands beside them take 128-bit
+    accesses (mixed widths take none)."""
+    return host.astype(np.int32) if extent < 2**31 else host
+
+
+def checked_host(indices, extent: int, axis: int) -> np.ndarray:
     """The index values on the host, checked against ``extent`` (NumPy's ``IndexError``)."""
     host = indices.get() if isinstance(indices, ndarray) else np.asarray(indices)
     if host.dtype == np.bool_:
-        raise IndexError("reading x[mask] (a boolean mask: its size depends on the data) is not "
-                         "supported; x[mask] = v is (a fused where), and fa.where(mask, x, fill) "
-                         "or x.get()[mask] read")
+        raise IndexError("a boolean array as the index of fa.take selects by mask; use "
+                         "x[mask] or fa.take(x, fa.flatnonzero(mask))")
     if host.dtype.kind not in "iu":
-        raise IndexError(f"arrays used as indices must be of integer type; got {host.dtype}")
+        if host.size == 0 and not isinstance(indices, (ndarray, np.ndarray)):
+            return host.astype(np.intp)     # [] indexes nothing, as in NumPy
+        raise IndexError(f"arrays used as indices must be of integer (or boolean) type; got "
+                         f"{host.dtype}")
     if host.size:
         low, high = int(host.min()), int(host.max())
         bad = high if high >= extent else low if low < -extent else None
@@ -108,16 +146,22 @@ def _checked_host(indices, extent: int, axis: int) -> np.ndarray:
     return host
 
 
-def _gather0(x: ndarray, index: ndarray) -> ndarray:
-    """``x`` gathered along axis 0 at ``index``: shape ``index.shape + x.shape[1:]``."""
-    node = x.compute()._resolved()      # the gathered array holds memory
-    buffer, shape, strides, offset = graph.leaf_view(node)
+def gather0(x: ndarray, index: ndarray) -> ndarray:
+    """``x`` gathered along axis 0 at ``index``: shape ``index.shape + x.shape[1:]``. A
+    pending elementwise ``x`` is gathered through its leaves; anything else is computed first."""
     k, rest = index.ndim, x.ndim - 1
-    source = graph.leaf(buffer, node.dtype, (1,) * k + shape[1:], (0,) * k + strides[1:],
-                        offset)
     idx = index._resolved()
     if rest:    # the index over the result's leading axes, constant along x's other axes
         idx = graph.transform(idx, lambda v: layout.reshape(v, index.shape + (1,) * rest))
+    node = x._resolved()
+    if not node.is_leaf:
+        try:
+            return _wrap(gathers.gather_expression(node, idx, k))
+        except layout.NotAView:
+            node = x.compute()._resolved()
+    buffer, shape, strides, offset = graph.leaf_view(node)
+    source = graph.leaf(buffer, node.dtype, (1,) * k + shape[1:], (0,) * k + strides[1:],
+                        offset)
     return _wrap(graph.gather(source, idx, shape[0], strides[0]))
 
 
@@ -130,16 +174,13 @@ def take_along_axis(x, indices, axis: int) -> ndarray:
     >>> fa.take_along_axis(x, np.array([[1], [0]]), axis=1).get().tolist()
     [[30.0], [60.0]]
     """
-    if _tracing.tracer is not None:
-        raise UnsupportedOperationError(
-            "fa.take_along_axis inside fa.fuse is not supported (the index values are checked "
-            "on the host); gather outside and pass the result")
+    _no_tracing("fa.take_along_axis")
     x = asarray(x)
     if not -x.ndim <= axis < x.ndim:
         raise IndexError(f"fa.take_along_axis: axis {axis} is out of bounds for an array of "
                          f"dimension {x.ndim}")
     axis %= x.ndim
-    index = _checked_index(indices, x.shape[axis], axis)
+    index = checked_index(indices, x.shape[axis], axis)
     if index.ndim != x.ndim:
         raise ValueError(f"fa.take_along_axis: indices of dimension {index.ndim} for an array "
                          f"of dimension {x.ndim}; they must match (as in NumPy)")
@@ -151,86 +192,75 @@ def take_along_axis(x, indices, axis: int) -> ndarray:
     return _wrap(graph.gather(source, index._resolved(), shape[axis], strides[axis]))
 
 
-def _is_index_array(k) -> bool:
-    return isinstance(k, (ndarray, np.ndarray, list))
-
-
-def _array_axis(x: ndarray, key) -> tuple[tuple, int, object]:
-    """For ``key`` holding one integer array among slices, ``None`` and ``...``: the basic
-    key with ``:`` in the array's place, the axis the array indexes in ``x[basic]``, and the
-    array. Anything else raises ``IndexError``."""
-    arrays = [j for j, k in enumerate(key) if _is_index_array(k)]
-    if len(arrays) != 1 or any(isinstance(k, (int, np.integer)) for k in key):
-        raise IndexError("only one integer array among slices, None and ... is supported as an "
-                         "index (several index arrays, or an array beside integers, is advanced "
-                         "indexing fusedarrays does not support); index in steps, e.g. "
-                         "x[i][:, idx]")
-    (at,) = arrays
-    basic = key[:at] + (slice(None),) + key[at + 1:]
-    if any(k is Ellipsis for k in key[:at]):
-        after = sum(1 for k in key[at + 1:] if k is not None and k is not Ellipsis)
-        axis = x[basic].ndim - 1 - after - sum(1 for k in key[at + 1:] if k is None)
-    else:
-        axis = at
-    return basic, axis, key[at]
-
-
 def getitem_array(x: ndarray, key) -> ndarray:
-    """``x[idx]`` and ``x[..., idx, :]``: one integer array among slices, ``None`` and ``...``
-    (no integers beside it, which NumPy would broadcast with it), a gather along the axis it
-    stands for, its dimensions where it stands (NumPy's rule for one advanced index)."""
-    if not isinstance(key, tuple):
-        return take(x, key, axis=0)
-    basic, axis, index = _array_axis(x, key)
-    return take(x[basic], index, axis=axis)
+    """``x[key]`` for a key with index arrays or masks: NumPy's advanced indexing (module
+    docstring), one gather node."""
+    _no_tracing("x[idx] and x[mask]")
+    parsed = indexkeys.parse(x.shape, key)
+    view = x[parsed.basic] if parsed.basic else x
+    entries = indexkeys.index_arrays(parsed)
+    if len(entries) == 1 and not isinstance(entries[0][1], (int, np.integer)):
+        (axis, index), = entries          # one array: the gather of fa.take, along its axis
+        return take(view, index, axis=axis)
+    return gather_axes(view, [a for a, _ in entries], [i for _, i in entries],
+                       parsed.adjacent)
 
 
-def index_write(x: ndarray, key, value) -> None:
-    """``x[mask] = v`` (:func:`masked_write`) and ``x[idx] = v``, ``x[:, idx] = v`` (one
-    integer array among slices): NumPy's assignment, repeated indices included (the last value
-    wins), as one fused rewrite of the indexed axis: ``where(hit, v gathered by the inverse
-    index, x)``, the inverse index made on the host from the checked index values."""
-    if is_mask(key) or (isinstance(key, list) and np.asarray(key).dtype == np.bool_):
-        masked_write(x, np.asarray(key) if isinstance(key, list) else key, value)
-        return
-    if isinstance(key, tuple):
-        basic, axis, index = _array_axis(x, key)
-        target = x[basic]
-    else:
-        target, axis, index = x, 0, key
-    if axis:
-        target = target.transpose([axis] + [a for a in range(target.ndim) if a != axis])
-    _scatter0(target, index, value, axis)
-
-
-def _scatter0(target: ndarray, index, value, axis: int) -> None:
+def gather_axes(view: ndarray, axes: list, indices: list, adjacent: bool) -> ndarray:
+    """``view`` gathered at several index arrays (or integers) standing for its ``axes``: one
+    gather over the span of those axes' elements, the broadcast index shape ``B`` in place of
+    the axes when ``adjacent``, else first (NumPy's rule)."""
     from .creation import empty
-    from .elementwise import FUNCTIONS
-    from .manipulation import broadcast_to
 
-    extent, rest = target.shape[0], target.shape[1:]
-    host = _checked_host(index, extent, axis)
-    flat = np.where(host < 0, host + extent, host).reshape(-1).astype(np.int64)
-    if not flat.size:
-        return
-    inverse = np.full(extent, -1, np.int64)
-    inverse[flat] = np.arange(flat.size)          # NumPy's assignment: the last one stays
-    hit = (inverse >= 0).reshape((extent,) + (1,) * len(rest))
-    if isinstance(value, (bool, int, float, complex, np.generic)) or np.size(value) == 1:
-        source = value if not isinstance(value, (ndarray, np.ndarray)) else value.reshape(())
+    shapes = [np.shape(i) if not isinstance(i, ndarray) else i.shape for i in indices]
+    try:
+        bshape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with "
+                         "shapes " + " ".join(str(tuple(s)) for s in shapes)) from None
+    others = [a for a in range(view.ndim) if a not in axes]
+    moved = view.transpose(list(axes) + others) if list(axes) != list(range(len(axes))) \
+        else view
+    extents = moved.shape[:len(axes)]
+    hosts = [checked_host(i, n, a) for i, n, a in zip(indices, extents, axes)]
+    rest = moved.shape[len(axes):]
+    if layout.size_of(bshape) == 0 or 0 in extents:
+        result = empty(bshape + rest, view.dtype)
     else:
-        # v broadcasts to NumPy's indexing result (the index's axes where the array stood),
-        # then goes into index order: the index's axes first, as ``target`` has them
-        k = host.ndim
-        values = broadcast_to(asarray(value), rest[:axis] + host.shape + rest[axis:])
-        if axis:
-            values = values.transpose(list(range(axis, axis + k)) + list(range(axis))
-                                      + list(range(axis + k, values.ndim)))
-        rows = empty((flat.size,) + rest, values.dtype)
-        rows.reshape(host.shape + rest)[...] = values
-        source = take(rows, np.maximum(inverse, 0), axis=0)
-    target[...] = FUNCTIONS["where"](hit, source, target)
+        node = moved.compute()._resolved()
+        buffer, _, strides, offset = graph.leaf_view(node)
+        lead, tail = strides[:len(axes)], strides[len(axes):]
+        low = sum(s * (n - 1) for s, n in zip(lead, extents) if s < 0)
+        span = sum(abs(s) * (n - 1) for s, n in zip(lead, extents)) + 1
+        k = len(bshape)
+        source = graph.leaf(buffer, node.dtype, (1,) * k + rest, (0,) * k + tail, offset + low)
+        lin = _offsets(indices, hosts, extents, lead, low, span)
+        idx = graph.transform(lin._resolved(), lambda v: layout.reshape(
+            layout.broadcast_to(v, bshape), bshape + (1,) * len(rest)))
+        result = _wrap(graph.gather(source, idx, span, 1))
+    if adjacent and axes[0]:
+        result = _move_front(result, len(bshape), axes[0])
+    return result
 
 
-ndarray._index_write = index_write
+def _offsets(indices: list, hosts: list, extents: tuple, strides: tuple, low: int,
+             span: int) -> ndarray:
+    """``sum(i_k * stride_k) - low`` (negative indices counted from the end): on the host when
+    every index is a host value, else a fused integer expression of the fa arrays."""
+    if not any(isinstance(i, ndarray) for i in indices):
+        total = np.zeros((), np.int64)
+        for h, n, s in zip(hosts, extents, strides):
+            h = h.astype(np.int64)
+            total = total + np.where(h < 0, h + n, h) * s
+        return upload_index(_narrow(total - low, span))
+    from .elementwise import FUNCTIONS
+
+    total = None
+    for i, n, s in zip(indices, extents, strides):
+        i = asarray(i).astype(np.int64)
+        term = FUNCTIONS["where"](i < 0, i + n, i) * s
+        total = term if total is None else total + term
+    return total - low
+
+
 ndarray._take = getitem_array

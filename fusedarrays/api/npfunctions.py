@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import creation, manipulation, products, standard
+from . import creation, manipulation, masks, products, standard
 from .array import asarray, ndarray
 from .creation import empty, full
 from .elementwise import FUNCTIONS
@@ -35,7 +35,7 @@ def _only(name: str, **given) -> None:
 
 def _where(condition, x=_NO, y=_NO, /):
     if x is _NO and y is _NO:
-        raise refusal("np.where with one argument (np.nonzero)")
+        return masks.nonzero(condition)
     if x is _NO or y is _NO:
         raise ValueError("either both or neither of x and y should be given")
     return FUNCTIONS["where"](condition, x, y)
@@ -176,6 +176,12 @@ IMPLEMENTED: dict = {
     np.shape: lambda a: asarray(a).shape,
     np.ndim: lambda a: asarray(a).ndim,
     np.size: _size,
+    # data-dependent sizes: the mask is copied to the host (api/masks.py)
+    np.nonzero: lambda a: masks.nonzero(a),
+    np.argwhere: lambda a: masks.argwhere(a),
+    np.flatnonzero: lambda a: masks.flatnonzero(a),
+    np.count_nonzero: lambda a, axis=None, *, keepdims=False: masks.count_nonzero(
+        a, axis, keepdims=keepdims),
 }
 IMPLEMENTED.update({getattr(np, name): FUNCTIONS_REDUCING[name] for name in (
     "sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "mean", "var", "std")})

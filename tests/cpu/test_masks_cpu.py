@@ -1,6 +1,6 @@
 """Boolean-mask writes x[mask] = v on the cpu backend at its defaults, against NumPy: masks from
 fa comparisons and NumPy arrays, views with negative steps as targets, shapes reaching every
-schedule; the forms that are not supported raise IndexError naming the alternative."""
+schedule; arrays of values in order and masks over leading axes, as NumPy takes them."""
 
 import numpy as np
 import pytest
@@ -33,11 +33,26 @@ def test_mask_write_matches_numpy(shape, dtype):
     np.testing.assert_array_equal(x.get(), expect, err_msg=f"{seed=}")
 
 
-def test_unsupported_mask_forms():
-    x = fa.asarray(np.arange(6.0).reshape(2, 3))
-    with pytest.raises(IndexError, match="in order"):
-        x[x > 2] = np.array([1.0, 2.0, 3.0])
-    with pytest.raises(IndexError, match="shape"):
+def test_mask_forms_numpy_takes():
+    """An array of the selected elements' values in order, a mask over leading axes, and
+    reading the selection (compacted through the host)."""
+    seed = 165
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((20, 136)).astype(np.float32)
+    x, expect = fa.asarray(host.copy()), host.copy()
+    x[x > 0] = fa.asarray(host[host > 0] * 2)
+    expect[expect > 0] = host[host > 0] * 2
+    rows = rng.random(20) < 0.5
+    x[rows] = 1.5
+    expect[rows] = 1.5
+    x[::-1][rows] = np.arange(136, dtype=np.float32)      # broadcast to the selection
+    expect[::-1][rows] = np.arange(136, dtype=np.float32)
+    np.testing.assert_array_equal(x.get(), expect, err_msg=f"{seed=}")
+    np.testing.assert_array_equal(x[x > 1].get(), expect[expect > 1], err_msg=f"{seed=}")
+    np.testing.assert_array_equal(x.T[rows[:17].tolist() + [False] * 119].get(),
+                                  expect.T[rows[:17].tolist() + [False] * 119],
+                                  err_msg=f"{seed=}")
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        x[x > 0] = np.array([1.0, 2.0])
+    with pytest.raises(IndexError, match="boolean index did not match"):
         x[np.array([True, False])] = 1.0
-    with pytest.raises(IndexError, match="mask"):
-        x[x > 2]  # noqa: B018 - reading a mask's selection is not supported

@@ -154,3 +154,30 @@ def test_draws_passed_to_and_captured_by_fuse():
     np.testing.assert_array_equal(add(x, second).get(), host + second.get(), err_msg=f"{seed=}")
     for _ in range(2):                    # a captured draw is one array: the same each call
         np.testing.assert_array_equal(scaled(x).get(), host * captured.get())
+
+
+def test_permutation_sorts_the_stream_stably():
+    """``permutation(n)`` is the stable argsort of one float64 draw (the stream's own numbers,
+    so the same on every backend); an array is permuted along an axis by a fused gather."""
+    for seed in (3, 2**33 + 1):
+        rng = fa.random.default_rng(seed)
+        perm = rng.permutation(5000)
+        want = np.argsort(randomcases.uniform_f64(seed, 5000, key=0), kind="stable")
+        assert perm.dtype == np.int64
+        np.testing.assert_array_equal(perm.get(), want, err_msg=f"{seed=}")
+        host = np.random.default_rng(seed).standard_normal((6, 300)).astype(np.float32)
+        x = fa.asarray(host)
+        got = rng.permutation(x[:, ::-1], axis=1) * 2       # key 1: 300 keys
+        order = np.argsort(randomcases.uniform_f64(seed, 300, key=1), kind="stable")
+        np.testing.assert_array_equal(got.get(), host[:, ::-1][:, order] * 2,
+                                      err_msg=f"{seed=}")
+        rng.shuffle(x)                                      # key 2: 6 keys, in place
+        order = np.argsort(randomcases.uniform_f64(seed, 6, key=2), kind="stable")
+        np.testing.assert_array_equal(x.get(), host[order], err_msg=f"{seed=}")
+    assert fa.random.default_rng(1).permutation(0).shape == (0,)
+    with pytest.raises(ValueError, match="non-negative"):
+        fa.random.default_rng(1).permutation(-1)
+    with pytest.raises(np.exceptions.AxisError):
+        fa.random.default_rng(1).permutation(fa.asarray(np.float32(1.0)))
+    with pytest.raises(TypeError, match="fa.ndarray"):
+        fa.random.default_rng(1).shuffle(np.arange(3))

@@ -1,0 +1,73 @@
+"""A gather of an expression: ``take(f(a, b), idx)`` as ``f(take(a, idx), take(b, idx))``.
+
+Where it sits: beside :mod:`.graph`, under ``api/indexing.py`` and ``api/scatter.py``. A gather
+node (``graph.gather``) loads a leaf's buffer through an index; taking elements of a pending
+elementwise expression along its first axis therefore needs no evaluation of the expression:
+each leaf is gathered instead (a leaf constant along that axis is only re-viewed), scalars stay,
+and a gather inside the expression gathers its own index (the index of a gather may be any
+integer expression, a gather included). So ``x[idx] + v`` written back through an inverse index
+(``x[idx] += v``) and ``fa.take(x * 2, idx)`` stay one kernel. Draws and reductions can't be
+re-indexed this way (a draw's stream indices come from the kernel's element order, a reduction
+is cut out first): :func:`gather_expression` raises :class:`layout.NotAView` for them, and the
+caller computes the expression first.
+"""
+
+from __future__ import annotations
+
+from . import graph, layout
+
+
+def gather_expression(node: graph.Node, index: graph.Node, k: int,
+                      replace: dict | None = None) -> graph.Node:
+    """``node`` (shape ``(E,) + rest``) gathered along its first axis at ``index`` (an integer
+    node of shape ``K + (1,) * len(rest)`` with ``len(K) == k``; negative values count from the
+    end, as ``fa.take``'s): a node of shape ``K + rest``.
+
+    ``replace`` maps node serials (nodes of ``node``'s graph, of its shape) to the nodes that
+    stand for their gathered values (``api/scatter.py``: a selection of the array written back,
+    which reads the written element itself). Raises :class:`layout.NotAView` where the graph
+    holds a draw or a reduction, or a gather whose source varies along the first axis.
+    """
+    shape = node.shape
+    if not shape:
+        raise ValueError("gather_expression: a 0-d expression has no axis to gather")
+    extent, rest = shape[0], shape[1:]
+    out_shape = tuple(index.shape[:k]) + rest
+    replace = replace or {}
+    memo: dict[int, graph.Node] = {}
+
+    def leaf(n: graph.Node) -> graph.Node:
+        buffer, lshape, lstrides, offset = graph.leaf_view(n)
+        strides = layout.broadcast_strides(lshape, lstrides, shape)
+        if strides[0] == 0 or extent == 1:       # constant along the gathered axis
+            return graph.leaf(buffer, n.dtype, out_shape, (0,) * k + strides[1:], offset)
+        source = graph.leaf(buffer, n.dtype, (1,) * k + rest, (0,) * k + strides[1:], offset)
+        return graph.gather(source, index, extent, strides[0])
+
+    def visit(n: graph.Node) -> graph.Node:
+        n = n.realized if n.realized is not None else n
+        found = memo.get(n.serial)
+        if found is not None:
+            return found
+        if n.serial in replace:
+            result = replace[n.serial]
+        elif n.kind == "scalar":
+            result = n
+        elif n.kind == "leaf":
+            result = leaf(n)
+        elif n.kind == "gather":
+            source = visit(n.inputs[0])
+            if source.kind != "leaf":
+                raise layout.NotAView("a gather whose source varies along the gathered axis")
+            result = graph.gather(source, visit(n.inputs[1]), *n.attrs)
+        elif n.kind == "cast":
+            result = graph.cast(visit(n.inputs[0]), n.dtype)
+        elif n.kind == "op":
+            result = graph.op(n.attrs[0], tuple(visit(i) for i in n.inputs), n.attrs[1])
+        else:
+            raise layout.NotAView(f"a gather of a pending {n.label()}")
+        memo[n.serial] = result
+        return result
+
+    return visit(node)
+

@@ -1,0 +1,203 @@
+"""NumPy's advanced indexing on the cpu backend at its defaults: several index arrays, integers
+beside arrays, boolean masks read (compacted through the host) and written, ``x[idx] op= v``,
+``ufunc.at``, through views with negative steps and transposes, small shapes (``nd``) and
+large ones (``rows``, ``flat``); errors as NumPy's. The cases are tests/indexcases.py's."""
+
+import indexcases
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+
+pytestmark = pytest.mark.usefixtures("cpu_backend")
+
+SHAPES = [(4, 5, 6), (6, 8, 300)]
+
+
+def _outcome(host, key):
+    try:
+        return host[key] * 2 + 1
+    except IndexError as e:
+        return e
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_reads_match_numpy(shape):
+    seed = 190 + shape[-1]
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal(shape).astype(np.float32)
+    x = fa.asarray(host)
+    reached = set()
+    for vname, view in indexcases.VIEWS.items():
+        hv, xv = view(host), view(x)
+        for kname, key in indexcases.keys(rng, hv.shape).items():
+            for on_fa in (False, True):
+                xkey = indexcases.as_fa_key(key) if on_fa else key
+                want = _outcome(hv, key)
+                if isinstance(want, IndexError):     # a mask of another view's shape
+                    with pytest.raises(IndexError):
+                        xv[xkey]
+                    continue
+                got = xv[xkey] * 2 + 1
+                if got.size:
+                    reached.add(fa.explain(got).plan.schedule)
+                msg = f"{seed=} {vname} {kname} {on_fa=}"
+                assert got.shape == want.shape, msg
+                np.testing.assert_array_equal(got.get(), want, err_msg=msg)
+        mask = indexcases.full_mask(rng, hv.shape)
+        got = xv[fa.asarray(mask)] - xv[mask][::-1]
+        np.testing.assert_array_equal(got.get(), hv[mask] - hv[mask][::-1],
+                                      err_msg=f"{seed=} {vname} full mask")
+        reached.add(fa.explain(got).plan.schedule)
+    assert ({"rows", "flat"} if shape[-1] >= 128 else {"nd", "flat"}) <= reached, reached
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_writes_match_numpy(shape):
+    """``x[key] = scalar``, ``= array`` (NumPy's broadcast to the selection's shape), ``+=``
+    and ``*=`` with repeated indices (NumPy's buffered result: the last write wins)."""
+    seed = 200 + shape[-1]
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal(shape).astype(np.float32)
+    for vname, view in indexcases.VIEWS.items():
+        host, x = base.copy(), fa.asarray(base)
+        hv, xv = view(host), view(x)
+        for kname, key in indexcases.keys(rng, hv.shape).items():
+            try:
+                sel = hv[key].shape
+            except IndexError:
+                continue
+            values = rng.standard_normal(sel).astype(np.float32)
+            hv[key] = 2.5
+            xv[key] = 2.5
+            hv[key] = values
+            xv[indexcases.as_fa_key(key)] = values
+            hv[key] += 1.5
+            xv[key] += 1.5
+            hv[key] *= values
+            xv[key] *= fa.asarray(values)
+            np.testing.assert_array_equal(x.get(), host, err_msg=f"{seed=} {vname} {kname}")
+        mask = rng.random(hv.shape) < 0.3
+        hv[mask] -= hv[mask] * 0.5
+        xv[fa.asarray(mask)] -= xv[mask] * 0.5
+        np.testing.assert_array_equal(x.get(), host, err_msg=f"{seed=} {vname} mask")
+
+
+def test_augmented_writes_are_one_kernel():
+    """``x[idx] += v`` and ``x[mask] += v`` reach the write as one expression: one launch that
+    reads ``x`` once, and the selection, still held, then reads the written values."""
+    seed = 210
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((1000, 136)).astype(np.float32)
+    x, want = fa.asarray(host.copy()), host.copy()
+    rows = rng.integers(-1000, 1000, 300)
+    rows[:20] = 5                                    # repeated: each gets x + v once
+    mask = rng.random(host.shape) < 0.5
+    for key, value in ((rows, 0.25), (mask, 3.0), (fa.asarray(mask), -1.0)):
+        fa.reset_stats()
+        x[key] += value
+        want[key if isinstance(key, np.ndarray) else key.get()] += value
+        assert fa.stats()["launches"] == 1, key
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+    sel = x[rows]
+    sel += 1.0
+    x[rows] = sel                                    # re-read from x after the write
+    want[rows] += 1.0
+    np.testing.assert_array_equal(sel.get(), want[rows], err_msg=f"{seed=}")
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+def test_ufunc_at_matches_numpy(dtype):
+    """Unbuffered: every occurrence applies, in NumPy's order (float sums bit for bit), more
+    repeats than one kernel's passes, views as targets, index tuples and masks."""
+    seed = 220
+    rng = np.random.default_rng(seed)
+    host = (rng.standard_normal((60, 136)) * 10).astype(dtype)
+    idx = rng.integers(-60, 60, 3000)
+    idx[:40] = 7                                     # 40+ occurrences: several kernels
+    values = (rng.standard_normal((3000, 136)) * 3).astype(dtype)
+    x, want = fa.asarray(host.copy()), host.copy()
+    fa.add.at(x, idx, values)
+    np.add.at(want, idx, values)
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+    np.add.at(x[::-1, ::2], (idx[:50] % 60, 3), fa.asarray(values[:50, 0]))  # NumPy's spelling
+    np.add.at(want[::-1, ::2], (idx[:50] % 60, 3), values[:50, 0])
+    fa.maximum.at(x.T, (slice(None), [0, 0, 1]), values[:3, :].T)
+    np.maximum.at(want.T, (slice(None), [0, 0, 1]), values[:3, :].T)
+    mask = rng.random(host.shape) < 0.2
+    fa.multiply.at(x, mask, 2)
+    np.multiply.at(want, mask, 2)
+    fa.negative.at(x, [0, 0, 5])
+    np.negative.at(want, [0, 0, 5])
+    fa.subtract.at(x, slice(1, 3), 1)
+    np.subtract.at(want, slice(1, 3), 1)
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+
+
+def test_ufunc_at_errors():
+    x = fa.asarray(np.arange(5))
+    with pytest.raises(fa.UnsupportedOperationError, match="add.at: Cannot cast .* from float64 to "
+                                                           "int64 with casting rule"):
+        fa.add.at(x, [0], 1.5)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 5"):
+        fa.add.at(x, [5], 1)
+    with pytest.raises(fa.UnsupportedOperationError, match="must be a fa.ndarray"):
+        fa.add.at(np.arange(3), [0], fa.asarray(np.ones(1, np.int64)))
+    with pytest.raises(TypeError, match="one value operand"):
+        fa.add.at(x, [0])
+
+
+def test_index_errors_name_the_problem():
+    h = np.arange(60.0).reshape(3, 4, 5)
+    x = fa.asarray(h)
+    cases = [
+        ((np.array([0, 1]), np.array([0, 1, 2])), "shape mismatch: indexing arrays could not "
+                                                  r"be broadcast together with shapes \(2,\) "
+                                                  r"\(3,\)"),
+        ((slice(None), [0, 1], [0, 5]), "index 5 is out of bounds for axis 2 with size 5"),
+        ((0, [-5]), "index -5 is out of bounds for axis 1 with size 4"),
+        ((np.ones((3, 5), bool),), "boolean index did not match indexed array along axis 1; "
+                                   "size of axis is 4 but size of corresponding boolean axis "
+                                   "is 5"),
+        (([0.5],), r"integer \(or boolean\) type; got float64"),
+        (([0], [0], [0], [0]), "too many indices"),
+        (("a", [0]), "only integers, slices"),
+    ]
+    for key, message in cases:
+        with pytest.raises(IndexError):
+            h[key]
+        with pytest.raises(IndexError, match=message):
+            x[key]
+        with pytest.raises(IndexError, match=message):
+            x[key] = 1.0
+    with pytest.raises(IndexError, match="scalar boolean index"):   # NumPy adds an axis
+        x[np.True_, [0]]
+    with pytest.raises(ValueError, match="could not be broadcast to indexing result"):
+        x[[0, 1]] = np.ones(3)
+
+
+def test_inside_fuse_a_scalar_into_a_mask_only():
+    """``x[mask] = scalar`` is a where (traced like any write); the forms that read index
+    values on the host say so."""
+    @fa.fuse
+    def masked(x, m):
+        x[m] = 0.0
+
+    @fa.fuse
+    def indexed(x):
+        x[np.array([0, 1])] = 0.0
+
+    @fa.fuse
+    def selected(x, m):
+        return x[m]
+
+    host = np.arange(6.0)
+    x, m = fa.asarray(host.copy()), host % 2 == 0
+    masked(x, fa.asarray(m))
+    host[m] = 0.0
+    np.testing.assert_array_equal(x.get(), host)
+    with pytest.raises(fa.UnsupportedOperationError, match="x\\[mask\\] = scalar"):
+        indexed(x)
+    with pytest.raises(fa.UnsupportedOperationError, match="inside fa.fuse"):
+        selected(x, fa.asarray(m))
