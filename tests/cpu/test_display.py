@@ -103,6 +103,36 @@ def test_every_node_kind_draws_reductions_draws_and_gathers_included():
     assert kinds <= set(graphsvg._COLOURS), kinds
 
 
+def test_the_html_repr_counts_the_kernels_a_reduction_takes():
+    x = fa.asarray(rand((2048, 1024)))
+    before = _counts()
+    for y, want in ((fa.softmax(x), "1 fused kernel, 1 launch"),   # one kernel, row by row
+                    (x.sum(), "2 kernels, 2 launches"),            # in parts, then folded
+                    (x - x.sum(axis=0), "3 kernels, 3 launches")):  # and the subtraction after
+        assert f"<td>{want}</td>" in y._repr_html_()
+        assert fa.explain(y).launches == int(want[0])
+    assert _counts() == before
+
+
+def test_explain_html_of_a_graph_with_reductions_in_the_backends_words():
+    """Each kernel of a program: what it does, how it walks on this backend, operands, key
+    parts, source; on cpu no GPU words (blocks, SMs, grids) for what runs on the CPU."""
+    x = fa.asarray(rand((256, 300)))
+    for y, n in ((fa.softmax(x), 1), (x - x.sum(axis=0), 3)):
+        ex = fa.explain(y)
+        html_text = ex._repr_html_()
+        tags = check_html(html_text)
+        assert ex.launches == n and tags.count("details") == 2 * n and "table" in tags
+        for plan, _ in ex.kernels:
+            assert f"{plan.name}</h4>" in html_text
+        assert "walk (cpu)" in html_text and "spread over the cores" in html_text
+        assert "block per" not in html_text and "grid" not in html_text, html_text
+        assert "def " in html.unescape(re.sub("<[^>]+>", "", html_text))
+        assert "block per" not in str(ex) and "walk (cpu)" in str(ex)
+    rows = fa.explain(fa.softmax(x))._repr_html_()
+    assert "the row&#x27;s max: one value per row" in rows    # a temporary says what it holds
+
+
 def test_html_escapes_markup_in_labels():
     x = fa.asarray(rand(8))
     node = graph.op("<script>alert(1)</script>", (x._node,), (x.dtype, x.dtype))
