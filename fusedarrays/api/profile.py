@@ -96,9 +96,11 @@ class Profile:
         begin = time.perf_counter()
         device_s = timer.stop() if timer is not None else host_s
         full, per_element = record.traffic
-        nbytes = full if size == record.size else per_element * size
-        self.launches.append({"kernel": record.name, "elements": size, "device_s": device_s,
-                              "host_s": host_s, "bytes": nbytes,
+        whole = size == record.size
+        nbytes = full if whole else per_element * size
+        elements = record.elements if whole else size   # a reduction's size counts outputs
+        self.launches.append({"kernel": record.name, "elements": elements,
+                              "device_s": device_s, "host_s": host_s, "bytes": nbytes,
                               "device": record.backend.device_key})
         self._backends[record.backend.device_key] = record.backend
         evaluation = self._local.evaluation
@@ -108,6 +110,11 @@ class Profile:
         self._own(begin)
 
     def compiled(self, kernel: str, why: str, times: dict) -> None:
+        if not why:   # a stage after the compile (cpu: numba's, at the first call): its why
+            why = next((c["why"] for c in reversed(self.compiles)
+                        if c["kernel"] == kernel and c["why"]), "")
+        if not why and "cpu load (numba cache)" in times:
+            why = "found in the disk cache"
         for stage, seconds in times.items():
             self.compiles.append({"kernel": kernel, "stage": stage, "seconds": seconds,
                                   "why": why})
@@ -233,6 +240,13 @@ class Profile:
                           else f"{g['compiling']} × {_seconds(cold)}"])
         return cells
 
+    def _compile_table(self) -> tuple[tuple, list]:
+        """Head and cells of the compile stages (no ``why`` column where none says why)."""
+        why = any(c["why"] for c in self.compiles)
+        head = ("compile stage", "kernel", "time") + (("why",) if why else ())
+        return head, [[c["stage"], c["kernel"], _seconds(c["seconds"])]
+                      + ([c["why"]] if why else []) for c in self.compiles]
+
     def _header(self) -> str:
         refs = ", ".join(f"{d}: {_amount(b, 'B/s')}" for d, b in self.copy_bandwidth.items()
                          if b)
@@ -247,9 +261,7 @@ class Profile:
         if self.evaluations:
             lines += _text_table(_EVALUATION_HEAD, self._evaluation_cells())
         if self.compiles:
-            lines += _text_table(("compile stage", "kernel", "time", "why"),
-                                 [[c["stage"], c["kernel"], _seconds(c["seconds"]), c["why"]]
-                                  for c in self.compiles])
+            lines += _text_table(*self._compile_table())
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -262,9 +274,7 @@ class Profile:
         if self.evaluations:
             parts.append(_html_table(_EVALUATION_HEAD, self._evaluation_cells()))
         if self.compiles:
-            parts.append(_html_table(("compile stage", "kernel", "time", "why"),
-                                     [[c["stage"], c["kernel"], _seconds(c["seconds"]),
-                                       c["why"]] for c in self.compiles]))
+            parts.append(_html_table(*self._compile_table()))
         bars = [(f"launch {r['kernel']}", r["device_s"], "#ea580c") for r in self.kernels()]
         bars += [(stage, total, "#7c3aed") for stage, (_, total) in
                  self.compile_stages().items()]

@@ -48,6 +48,8 @@ def test_profile_reports_launches_bytes_and_compile_stages():
     assert p.launches[2]["elements"] == 6100 and p.launches[2]["bytes"] == 6100 * 4 * 3
     stages = {c["stage"] for c in p.compiles if c["kernel"] == first["kernel"]}
     assert "cpu compile (numba)" in stages or "cpu load (numba cache)" in stages, stages
+    # numba's stage, at the first call, says why as the compile before it did
+    assert all(c["why"] for c in p.compiles if c["kernel"] == first["kernel"]), p.compiles
     assert not any(c["stage"] == "first launch" for c in p.compiles)
     rows = p.kernels()
     assert rows[0]["launches"] == 2 and rows[0]["bandwidth"] > 0
@@ -149,3 +151,18 @@ def test_an_evaluation_that_compiles_is_marked_and_strided_copies_join_it():
                                   if c["kernel"] == first["kernels"][0])
     assert [e["entry"] for e in p.evaluations] == ["np.asarray(x)", "x.get()", "x.get()"]
     assert p.evaluation_groups()[0]["host_s"] is None        # every one of them compiled
+
+
+def test_a_reduction_launch_counts_the_elements_it_walks():
+    """A row or reduction kernel's size counts rows or outputs; the profile counts elements."""
+    hx = rand((96, 500))
+    x = fa.asarray(hx)
+    with fa.profile() as p:
+        got = fa.softmax(x).get()            # one kernel, row by row
+        total = float(x.sum())
+    e = np.exp(hx - hx.max(-1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(total, hx.sum(dtype=np.float64), rtol=1e-5)
+    assert p.launches[0]["elements"] == 96 * 500
+    assert p.launches[1]["elements"] == 96 * 500    # the first of the sum's kernels
+    assert [e["entry"] for e in p.evaluations] == ["x.get()", "x.get()"]
