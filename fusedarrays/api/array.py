@@ -26,6 +26,7 @@ from ..runtime.backend import (
     buffer_from_host,
     get_backend,
 )
+from ..runtime.records import profiling
 
 
 class _Tracing(threading.local):
@@ -106,6 +107,8 @@ class ndarray:
     # -- evaluation -------------------------------------------------------------------------
     def compute(self) -> ndarray:
         """Evaluate (one kernel launch if pending) and return ``self``, now holding memory."""
+        if profiling[0] is not None and profiling[0].outside():
+            return profiling[0].evaluate("x.compute()", self.compute)   # timed whole
         node = self._node
         if (node.realized is None and node.inputs and self._view_of is None
                 and self._views is None and _tracing.tracer is None):
@@ -121,22 +124,40 @@ class ndarray:
     def get(self) -> np.ndarray:
         """A NumPy copy of the values (evaluates first)."""
         _no_host_value_while_tracing((self,), ".get()")
-        self.compute()
-        node = self._node
-        buffer, shape, strides, offset = graph.leaf_view(node)
-        if layout.size_of(shape) == 0:
-            return np.empty(shape, node.dtype)
-        if not layout.is_contiguous(shape, strides):
-            copied = ndarray(graph.op("copy", (node,), (node.dtype, node.dtype))).compute()
-            buffer, shape, strides, offset = graph.leaf_view(copied._node)
-        flat = buffer.backend.to_host(buffer.storage, node.dtype, layout.size_of(shape), offset)
-        return flat.reshape(shape)
+        return self._to_host("x.get()")
 
     def __array__(self, dtype=None, copy=None):
         # np.asarray(x) and np.array(x) come here (other NumPy functions: __array_function__)
         _no_host_value_while_tracing((self,), "np.asarray() or np.array()")
-        host = self.get()
+        host = self._to_host("np.asarray(x)")
         return host if dtype is None else host.astype(dtype)
+
+    def _to_host(self, entry: str) -> np.ndarray:
+        """The values on the host, evaluated first (``fa.profile()`` times the evaluation, a
+        strided view's copy kernel included, as ``entry``; the copy to the host is no part of
+        it)."""
+        if profiling[0] is not None and profiling[0].outside():
+            view = profiling[0].evaluate(entry, self._contiguous_view)
+        else:
+            view = self._contiguous_view()
+        if view is None:
+            return np.empty(self.shape, self.dtype)
+        buffer, shape, strides, offset = view
+        flat = buffer.backend.to_host(buffer.storage, self.dtype, layout.size_of(shape), offset)
+        return flat.reshape(shape)
+
+    def _contiguous_view(self) -> tuple | None:
+        """Computed, a contiguous ``(buffer, shape, strides, offset)`` of the values (a strided
+        view copied by a kernel); None when empty."""
+        self.compute()
+        node = self._node
+        buffer, shape, strides, offset = graph.leaf_view(node)
+        if layout.size_of(shape) == 0:
+            return None
+        if not layout.is_contiguous(shape, strides):
+            copied = ndarray(graph.op("copy", (node,), (node.dtype, node.dtype))).compute()
+            buffer, shape, strides, offset = graph.leaf_view(copied._node)
+        return buffer, shape, strides, offset
 
     def _host_value(self, what: str):
         """The one element's value, for ``what`` (a conversion such as ``float()``)."""
@@ -335,6 +356,8 @@ def runtime_write(target: tuple, node: graph.Node, keep: tuple = ()) -> None:
     arrays in ``keep`` excepted: api/scatter.py re-points one to the values it writes)."""
     if _tracing.tracer is not None and _tracing.tracer.records(target, node):
         return
+    if profiling[0] is not None and profiling[0].outside():
+        return profiling[0].evaluate("x[...] = ...", runtime_write, target, node)
     buffer = target[0]
     if _pending:
         compute_readers(buffer, keep)
@@ -354,6 +377,8 @@ def compute(*arrays: ndarray, out=None):
     Returns the arrays (one array if one was given), each now holding memory. With ``out`` (one
     target per array), each array is written into its target instead, which is returned.
     """
+    if profiling[0] is not None and profiling[0].outside():
+        return profiling[0].evaluate("fa.compute", compute, *arrays, out=out)
     if out is not None:
         return _compute_into(arrays, out)
     _no_host_value_while_tracing(arrays, "fa.compute()")

@@ -27,6 +27,7 @@ _LABEL_NODES = 12
 # Shown elements closer than this (in elements) are read in one copy: a copy costs microseconds,
 # so reading a few hundred elements more is cheaper than another copy.
 _RUN_GAP = 256
+_HTML_LINEWIDTH = 100
 
 
 def graph_label(node: graph.Node, budget: list[int] | None = None) -> str:
@@ -71,9 +72,11 @@ def shown_values(node: graph.Node) -> tuple[np.ndarray, bool]:
     return values, summarised
 
 
-def values_text(node: graph.Node, prefix: str) -> str:
+def values_text(node: graph.Node, prefix: str, linewidth: int | None = None) -> str:
     values, summarised = shown_values(node)
     extra = {"threshold": 0} if summarised else {}
+    if linewidth is not None:
+        extra["max_line_width"] = linewidth
     return np.array2string(values, separator=", ", prefix=prefix, **extra)
 
 
@@ -128,8 +131,10 @@ def array_table(a) -> list[tuple[str, str]]:
     else:
         n = graph.count_nodes(node)
         ready = "yes, in this process" if realize.evaluated_before(node) else "not in this process"
-        rows += [("state", "pending"), ("nodes", f"{n} distinct"),
-                 ("kernels", "1 fused kernel, 1 launch"), ("compiled", ready)]
+        k = _explain.kernels_of(node)
+        kernels = "1 fused kernel, 1 launch" if k == 1 else f"{k} kernels, {k} launches"
+        rows += [("state", "pending"), ("nodes", f"{n} distinct"), ("kernels", kernels),
+                 ("compiled", ready)]
     return rows
 
 
@@ -142,7 +147,11 @@ def array_html(a) -> str:
     elif graph.leaf_view(node)[0].traced:
         right = ""
     else:
-        right = f"<pre>{html.escape(values_text(node, ''))}</pre>"
+        # a notebook has room for more than NumPy's 75 columns beside the table: a summarised
+        # row of six values then fits on one line instead of wrapping
+        width = max(np.get_printoptions()["linewidth"], _HTML_LINEWIDTH)
+        right = (f'<pre style="{_explain.PRE_STYLE}">'
+                 f"{html.escape(values_text(node, '', width))}</pre>")
     title = "pending fa.ndarray" if not node.is_leaf else "fa.ndarray"
     return (f'{_STYLE}<div class="fa-repr"><table><caption style="text-align:left!important;'
             f'font-weight:bold;font-size:12px">{title}</caption>{rows}</table>'

@@ -28,8 +28,35 @@ _SCHEDULES = {
     "tiled": "tiled: transposed operands staged through shared-memory tiles",
     "nd": "nd: coordinates by division per element",
 }
+# The same plans on the cpu backend: loops over chunks of the walk, one thread per chunk
+_CPU_SCHEDULES = {
+    "flat": "flat: one loop over the collapsed elements, in chunks spread over the cores",
+    "rows": "rows: row by row, no division per element, rows in chunks spread over the cores",
+    "tiled": "tiled (on a GPU: transposed operands staged through shared-memory tiles); here "
+             "row by row, rows in chunks spread over the cores",
+    "nd": "nd: coordinates by division per element, in chunks spread over the cores",
+}
+
+
+_OPEN_LINES = 40    # a program kernel's source longer than this starts folded
+
+
+def schedule_text(schedule: str, target: str) -> str:
+    """What walking the shape by ``schedule`` means on ``target`` (``cuda`` or ``cpu``)."""
+    return (_CPU_SCHEDULES if target == "cpu" else _SCHEDULES).get(schedule, schedule)
 _CLASSES = {"C": "contiguous", "B": "broadcast along the walk", "T": "transposed (tiled)",
-            "S": "strided"}
+            "S": "strided", "U": "unit stride along the reduced axis"}
+# How a reduction kernel walks its outputs and elements, per target (cuda: by its schedule)
+_REDUCE_WALK = {
+    "rows": "rows: a block per output, its threads along the elements, a shared-memory tree",
+    "cols": "cols: a thread per output, neighbouring threads reading neighbouring outputs",
+    "cpu": "each output's elements folded in order by one thread; outputs in chunks spread "
+           "over the cores"}
+_ROW_WALK = {
+    "cuda": "a block per row: each reduction a shared-memory tree whose result the block keeps, "
+            "then the row's elements",
+    "cpu": "a row at a time per thread: each reduction a loop over the row, then the row's "
+           "elements; rows in chunks spread over the cores"}
 
 
 class _Placeholder:
@@ -110,15 +137,21 @@ def highlighted(source: str) -> str:
         from pygments.formatters import HtmlFormatter
         from pygments.lexers import PythonLexer
     except ImportError:
-        return f"<pre>{html.escape(source)}</pre>"
-    return highlight(source, PythonLexer(), HtmlFormatter(noclasses=True, nowrap=False))
+        return f'<pre style="{PRE_STYLE}">{html.escape(source)}</pre>'
+    return highlight(source, PythonLexer(), HtmlFormatter(noclasses=True, nowrap=False,
+                                                          prestyles=PRE_STYLE))
+
+
+# Inline, so that it wins over the notebook's own rules: JupyterLab's output area sets its <pre>
+# to inherit the page's proportional font, and wraps long lines mid-name.
+PRE_STYLE = "font-family:var(--jp-code-font-family,monospace);white-space:pre;overflow-x:auto"
 
 
 _CSS = ("<style>.fa-explain{font-size:12px}.fa-explain table{border-collapse:collapse;"
         "margin:4px 0 8px}.fa-explain th{text-align:left!important;font-weight:normal;color:#555;"
-        "padding:1px 12px 1px 0;vertical-align:top}.fa-explain td{font-family:monospace;"
-        "padding:1px 12px 1px 0;text-align:left!important}.fa-explain h4{margin:8px 0 2px}"
-        ".fa-explain pre{font-size:12px;margin:0}</style>")
+        "padding:1px 12px 1px 0;vertical-align:top;white-space:nowrap}"
+        ".fa-explain td{font-family:monospace;padding:1px 12px 1px 0;text-align:left!important}"
+        ".fa-explain h4{margin:8px 0 2px}.fa-explain pre{font-size:12px;margin:0}</style>")
 
 
 def explanation_html(ex: Explanation) -> str:
@@ -128,7 +161,7 @@ def explanation_html(ex: Explanation) -> str:
     summary += [("kernels", "1 (the whole expression fuses into one kernel)"),
                ("kernel", p.name), ("target", ex.target + (f" ({ex.arch})" if ex.arch else "")),
                ("shape → collapsed dims", f"{p.shape} → {p.dims}"),
-               ("schedule", _SCHEDULES.get(p.schedule, p.schedule)),
+               ("schedule", schedule_text(p.schedule, ex.target)),
                ("vector width", f"{p.vector_width} element(s) per access"),
                ("index width", f"{p.index_width}-bit"),
                ("scalar parameters", ", ".join(f"a{m}={v!r} ({dt})" for m, (v, dt)
@@ -153,7 +186,7 @@ class ProgramExplanation:
     each kernel's plan and source (nothing is compiled or run)."""
 
     def __init__(self, program, target: str, arch: str | None):
-        self.program, self.arch = program, arch
+        self.program, self.arch, self.target = program, arch, target
         self.kernels = [(step.plan, render_plan(step.plan, target)) for step in program.steps]
 
     @property
@@ -169,29 +202,98 @@ class ProgramExplanation:
                                     self.arch or "sm_90", devicelib.helpers())[0]
                 for plan, _ in self.kernels]
 
+    def _title(self) -> str:
+        n = self.launches
+        return (f"{n} kernels, cut at the reductions" if n > 1 else
+                "1 kernel, the reductions fused with the work around them")
+
+    def facts(self, plan) -> list[tuple[str, str]]:
+        """One kernel of the program in words: ``(name, value)`` rows, text and HTML alike."""
+        if isinstance(plan, ReducePlan):
+            outputs = plan.size // plan.split
+            what = (f"{plan.reduction} of {outputs} output(s) × {plan.elements} element(s), "
+                    f"kept dims {plan.kept}, reduced dims {plan.red}"
+                    + (f", each output in {plan.split} parts of {plan.chunk} element(s) "
+                       "(partial results)" if plan.split > 1 else ""))
+            walk = _REDUCE_WALK["cpu" if self.target == "cpu" else plan.schedule]
+        elif isinstance(plan, RowPlan):
+            what = (" then ".join(name for name, _, _ in plan.sections) + " of each row, then "
+                    f"the row's elements of the result; {plan.size} row(s) of "
+                    f"{layout.size_of(plan.red)} element(s)")
+            walk = _ROW_WALK["cpu" if self.target == "cpu" else "cuda"]
+        else:
+            what = (f"elementwise, shape {plan.shape} → dims {plan.dims}, vector width "
+                    f"{plan.vector_width}")
+            walk = schedule_text(plan.schedule, self.target)
+        info = records.compiled_info(plan.key)
+        why = info["why"] if info else (
+            f"not compiled in this process yet; it would be: {records.why_compile(plan)}")
+        return [("does", what), (f"walk ({self.target})", walk),
+                ("scalar parameters", ", ".join(f"a{m}={v!r} ({dt})" for m, (v, dt)
+                                                in enumerate(plan.scalars)) or "none"),
+                ("compiled", "yes" if info else "not in this process yet"), ("why", why)]
+
     def __str__(self) -> str:
-        lines = [f"{self.launches} kernel(s), cut at the reductions:", *self.program.why]
+        lines = [self._title() + ":", *self.program.why]
         for plan, source in self.kernels:
-            if isinstance(plan, ReducePlan):
-                head = (f"kernel {plan.name}: {plan.reduction} of {plan.size} output(s) × "
-                        f"{plan.elements} element(s), kept dims {plan.kept}, reduced dims "
-                        f"{plan.red}, cuda schedule {plan.schedule}")
-            elif isinstance(plan, RowPlan):
-                head = (f"kernel {plan.name}: a block per row, {plan.size} row(s) of "
-                        f"{layout.size_of(plan.red)} element(s): "
-                        + " then ".join(name for name, _, _ in plan.sections)
-                        + ", then the result")
-            else:
-                head = (f"kernel {plan.name}: shape {plan.shape} → dims {plan.dims}, "
-                        f"schedule {plan.schedule}, vector width {plan.vector_width}")
-            lines += ["", head, "key parts: " + "; ".join(f"{k}={v}" for k, v in plan.key_parts),
+            lines += ["", f"kernel {plan.name}:"]
+            lines += [f"  {name}: {value}" for name, value in self.facts(plan)]
+            lines += ["key parts: " + "; ".join(f"{k}={v}" for k, v in plan.key_parts),
                       "source:", source]
         return "\n".join(lines)
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        return f"<pre>{html.escape(str(self))}</pre>"
+        n = self.launches
+        parts = [f'{_CSS}<div class="fa-explain"><h4>fa.explain: {self._title()}</h4>'
+                 f"<table>{_rows([('target', self.target)])}"
+                 f"<tr><th>{'how it was cut' if n > 1 else 'planner'}</th>"
+                 "<td style=\"white-space:normal\">"
+                 + "<br>".join(html.escape(w) for w in self.program.why) + "</td></tr></table>"]
+        for k, (plan, source) in enumerate(self.kernels):
+            temps = {t: name for name, _, t in plan.sections} if isinstance(plan, RowPlan) \
+                else {}
+            operands = "".join(
+                f"<tr><td>{'out' if o.output else 'in'}{j}</td><td>{html.escape(str(o.dtype))}"
+                f"</td><td>{html.escape(o.layout)}</td><td>"
+                + html.escape(f"the row's {temps[j]}: one value per row, kept by the kernel"
+                              if j in temps else _CLASSES.get(o.layout, o.layout))
+                + "</td></tr>"
+                for j, o in enumerate(plan.operands))
+            parts.append(
+                f"<h4>kernel {k + 1} of {n}: {html.escape(plan.name)}</h4>"
+                f"<table>{_rows(self.facts(plan))}</table>"
+                "<table><tr><th>operand</th><th>dtype</th><th>class</th><th>meaning</th></tr>"
+                f"{operands}</table>"
+                f"<details><summary>key parts ({len(plan.key_parts)})</summary>"
+                f"<table>{_rows(plan.key_parts)}</table></details>"
+                # open where it is short: a long kernel's source would bury the rest
+                f"<details{' open' if source.count(chr(10)) < _OPEN_LINES else ''}><summary>"
+                f"generated source ({html.escape(self.target)}, "
+                f"{source.count(chr(10)) + 1} lines)</summary>"
+                f"{highlighted(source)}</details>")
+        parts.append("</div>")
+        return "".join(parts)
+
+
+def kernels_of(node: graph.Node) -> int:
+    """How many kernels evaluating ``node`` into a fresh result launches (planned, nothing
+    rendered or run: the HTML repr's count)."""
+    if not has_reduction([node]):
+        return 1
+    return len(_plan_program(node, None)[0].steps)
+
+
+def _plan_program(node: graph.Node, arch: str | None):
+    """``(program, target)`` of evaluating ``node`` (with reductions) into a fresh result."""
+    from ..runtime.backend import get_backend
+
+    out = (_Placeholder(), node.dtype, node.shape, layout.contiguous_strides(node.shape), 0)
+    target = "cuda" if arch else realize.target_of(get_backend())
+    align = 256 if arch else (_backend_of(node).alloc_align or 1)
+    params = node.params if node.params is not None else {node: 0}
+    return plan_program([(node, out)], params, align), target
 
 
 def explain(a, arch: str | None = None) -> Explanation | ProgramExplanation:
@@ -211,8 +313,6 @@ def explain(a, arch: str | None = None) -> Explanation | ProgramExplanation:
     out = (_Placeholder(), node.dtype, node.shape, layout.contiguous_strides(node.shape), 0)
     target = "cuda" if arch else realize.target_of(get_backend())
     if has_reduction([node]):
-        align = 256 if arch else (_backend_of(node).alloc_align or 1)
-        params = node.params if node.params is not None else {node: 0}
-        return ProgramExplanation(plan_program([(node, out)], params, align), target, arch)
+        return ProgramExplanation(*_plan_program(node, arch), arch)
     plan = plan_kernel([(node, out)])
     return Explanation(plan, target, arch, note)

@@ -5,7 +5,13 @@ Where it sits: what users touch, over the runtime's records. While a profile is 
 times each launch on the device (CUDA events on cuda, which wait for the kernel; wall time on the
 host backends, whose launches return when the work is done) and reports it with the bytes the
 launch moves; compiles report their stages by what they are (numba typing+lowering, NVVM, link;
-the cpu backend's numba compile). With no profile active, a launch looks at one flag.
+the cpu backend's numba compile). Each evaluation entry (``x.compute()``, ``x.get()``,
+``np.asarray(x)``, ``fa.compute``, a write ``x[...] = e``, a fused function's call and its
+``.foreach``) hands itself to :meth:`Profile.evaluate` while a profile is active, which times
+the whole evaluation on the host: key, look-up, planning and compiling on a miss, packing, the
+launch calls, wrapping the result. An evaluation inside another (``fa.compute(out=)``'s writes,
+``.get()``'s ``.compute()``) is part of the outer one. With no profile active, a launch and an
+entry each look at one flag.
 
 Bandwidth is stated against the device's copy bandwidth, measured once per device and process
 when the first profile ends (a 256 MiB device-to-device copy on cuda, a 64 MiB copy split over the
@@ -46,20 +52,31 @@ def _amount(n: float, unit: str) -> str:
     return ""
 
 
+class _Local(threading.local):
+    evaluation = None     # the evaluation this thread is in (a dict of Profile.evaluations)
+
+
 class Profile:
-    """Launches and compiles recorded inside ``with fa.profile() as p:``.
+    """Launches, evaluations and compiles recorded inside ``with fa.profile() as p:``.
 
     ``p.launches``: one dict per launch (``kernel``, ``elements``, ``device_s``, ``host_s``: the
     launch call's time on the host (on cuda, queuing the kernel; on the host backends, running
-    it), ``bytes``: what the launch reads and writes, ``device``); ``p.compiles``: one dict per
-    compile stage (``kernel``, ``stage``, ``seconds``, ``why``); ``p.wall_s``: the block's wall
-    time; ``p.copy_bandwidth``: the reference bandwidth per device (bytes/s).
-    ``p.kernels()`` sums the launches per kernel.
+    it), ``bytes``: what the launch reads and writes, ``device``); ``p.evaluations``: one dict
+    per evaluation that launched or compiled (``entry``: what the user called, ``kernels``:
+    those it launched, in order, ``host_s``: the whole evaluation on the host, from the entry
+    to its return, less the profile's own timing (on cuda, waiting for the CUDA events),
+    ``launch_s``: the part of it in launch calls, ``compiled``: whether it compiled or loaded a
+    kernel); ``p.compiles``: one dict per compile stage (``kernel``, ``stage``, ``seconds``,
+    ``why``); ``p.wall_s``: the block's wall time; ``p.copy_bandwidth``: the reference
+    bandwidth per device (bytes/s). ``p.kernels()`` sums the launches per kernel,
+    ``p.evaluation_groups()`` the evaluations per entry and kernels.
     """
 
     def __init__(self):
         self.launches: list[dict] = []
+        self.evaluations: list[dict] = []
         self.compiles: list[dict] = []
+        self._local = _Local()
         self.wall_s = 0.0
         self.copy_bandwidth: dict[str, float | None] = {}
         self._outer = None
@@ -69,22 +86,71 @@ class Profile:
     # -- the collector the runtime calls (runtime/launch.py, runtime/records.py) --------------
     def start(self, backend):
         """A started device timer for the launch about to be queued, or None (host time)."""
+        begin = time.perf_counter()
         timer = getattr(backend, "device_timer", None)
-        return timer() if timer is not None else None
+        timer = timer() if timer is not None else None
+        self._own(begin)
+        return timer
 
     def launched(self, record, size: int, timer, host_s: float) -> None:
+        begin = time.perf_counter()
         device_s = timer.stop() if timer is not None else host_s
         full, per_element = record.traffic
-        nbytes = full if size == record.size else per_element * size
-        self.launches.append({"kernel": record.name, "elements": size, "device_s": device_s,
-                              "host_s": host_s, "bytes": nbytes,
+        whole = size == record.size
+        nbytes = full if whole else per_element * size
+        elements = record.elements if whole else size   # a reduction's size counts outputs
+        self.launches.append({"kernel": record.name, "elements": elements,
+                              "device_s": device_s, "host_s": host_s, "bytes": nbytes,
                               "device": record.backend.device_key})
         self._backends[record.backend.device_key] = record.backend
+        evaluation = self._local.evaluation
+        if evaluation is not None:
+            evaluation["kernels"].append(record.name)
+            evaluation["launch_s"] += host_s
+        self._own(begin)
 
     def compiled(self, kernel: str, why: str, times: dict) -> None:
+        if not why:   # a stage after the compile (cpu: numba's, at the first call): its why
+            why = next((c["why"] for c in reversed(self.compiles)
+                        if c["kernel"] == kernel and c["why"]), "")
+        if not why and "cpu load (numba cache)" in times:
+            why = "found in the disk cache"
         for stage, seconds in times.items():
             self.compiles.append({"kernel": kernel, "stage": stage, "seconds": seconds,
                                   "why": why})
+        if self._local.evaluation is not None:
+            self._local.evaluation["compiled"] = True
+
+    def _own(self, begin: float) -> None:
+        """Time since ``begin`` was the profile's own (a timer, its wait): not the
+        evaluation's."""
+        evaluation = self._local.evaluation
+        if evaluation is not None:
+            evaluation["own"] += time.perf_counter() - begin
+
+    # -- the entry points call these (api/array.py, fuse/) -----------------------------------
+    def outside(self) -> bool:
+        """Whether this thread is in no evaluation: an entry point then calls :meth:`evaluate`
+        (inside one, it is part of that one)."""
+        return self._local.evaluation is None
+
+    def evaluate(self, entry: str, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``, the evaluation ``entry`` names, timed whole on the host.
+
+        Entry points call it with themselves: ``fn`` runs the entry again, which now finds
+        this thread inside an evaluation and does its work."""
+        local = self._local
+        evaluation = local.evaluation = {"entry": entry, "kernels": [], "host_s": 0.0,
+                                         "launch_s": 0.0, "compiled": False, "own": 0.0}
+        begin = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            host = time.perf_counter() - begin
+            local.evaluation = None
+            evaluation["host_s"] = host - evaluation.pop("own")
+            if evaluation["kernels"] or evaluation["compiled"]:
+                self.evaluations.append(evaluation)
 
     # -- the context manager --------------------------------------------------------------------
     def __enter__(self) -> Profile:
@@ -98,6 +164,7 @@ class Profile:
         records.profiling[0] = self._outer
         if self._outer is not None:     # an enclosing profile sees what this one saw
             self._outer.launches += self.launches
+            self._outer.evaluations += self.evaluations
             self._outer.compiles += self.compiles
             self._outer._backends.update(self._backends)
         for device, backend in self._backends.items():
@@ -129,15 +196,56 @@ class Profile:
             out[c["stage"]] = (count + 1, total + c["seconds"])
         return out
 
+    def evaluation_groups(self) -> list[dict]:
+        """Per entry and kernels launched, in order of first evaluation: ``count``; ``host_s``
+        and ``launch_s``, the means over the evaluations that compiled nothing (None if all
+        did); ``compiling`` and ``compiling_s``, how many compiled (or loaded) a kernel and
+        their mean host time."""
+        groups: dict[tuple, list] = {}
+        for e in self.evaluations:
+            groups.setdefault((e["entry"], tuple(e["kernels"])), []).append(e)
+        rows = []
+        for (entry, kernels), evaluations in groups.items():
+            warm = [e for e in evaluations if not e["compiled"]]
+            cold = [e for e in evaluations if e["compiled"]]
+            rows.append({
+                "entry": entry, "kernels": kernels, "count": len(evaluations),
+                "host_s": sum(e["host_s"] for e in warm) / len(warm) if warm else None,
+                "launch_s": sum(e["launch_s"] for e in warm) / len(warm) if warm else None,
+                "compiling": len(cold),
+                "compiling_s": sum(e["host_s"] for e in cold) / len(cold) if cold else None})
+        return rows
+
     def _kernel_cells(self) -> list[list[str]]:
         cells = []
         for r in self.kernels():
             cells.append([r["kernel"], str(r["launches"]), _amount(r["elements"], ""),
                           _seconds(r["device_s"]), _seconds(r["device_s"] / r["launches"]),
-                          _seconds(r["host_s"] / r["launches"]), _amount(r["bytes"], "B"),
+                          _amount(r["bytes"], "B"),
                           _amount(r["bandwidth"], "B/s") if r["bandwidth"] else "-",
                           f"{r['of_copy']:.0%}" if r["of_copy"] else "-"])
         return cells
+
+    def _evaluation_cells(self) -> list[list[str]]:
+        cells = []
+        for g in self.evaluation_groups():
+            kernels = list(g["kernels"])
+            if len(kernels) > 2:
+                kernels = [kernels[0], f"{len(kernels) - 1} more"]
+            cold = g["compiling_s"]
+            cells.append([g["entry"], " + ".join(kernels) or "-", str(g["count"]),
+                          _seconds(g["host_s"]) if g["host_s"] is not None else "-",
+                          _seconds(g["launch_s"]) if g["launch_s"] is not None else "-",
+                          "-" if cold is None else _seconds(cold) if g["compiling"] == 1
+                          else f"{g['compiling']} × {_seconds(cold)}"])
+        return cells
+
+    def _compile_table(self) -> tuple[tuple, list]:
+        """Head and cells of the compile stages (no ``why`` column where none says why)."""
+        why = any(c["why"] for c in self.compiles)
+        head = ("compile stage", "kernel", "time") + (("why",) if why else ())
+        return head, [[c["stage"], c["kernel"], _seconds(c["seconds"])]
+                      + ([c["why"]] if why else []) for c in self.compiles]
 
     def _header(self) -> str:
         refs = ", ".join(f"{d}: {_amount(b, 'B/s')}" for d, b in self.copy_bandwidth.items()
@@ -150,10 +258,10 @@ class Profile:
         lines = [self._header()]
         if self.launches:
             lines += _text_table(_KERNEL_HEAD, self._kernel_cells())
+        if self.evaluations:
+            lines += _text_table(_EVALUATION_HEAD, self._evaluation_cells())
         if self.compiles:
-            lines += _text_table(("compile stage", "kernel", "time", "why"),
-                                 [[c["stage"], c["kernel"], _seconds(c["seconds"]), c["why"]]
-                                  for c in self.compiles])
+            lines += _text_table(*self._compile_table())
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -163,10 +271,10 @@ class Profile:
                  f"{html.escape(self._header())}</b>"]
         if self.launches:
             parts.append(_html_table(_KERNEL_HEAD, self._kernel_cells()))
+        if self.evaluations:
+            parts.append(_html_table(_EVALUATION_HEAD, self._evaluation_cells()))
         if self.compiles:
-            parts.append(_html_table(("compile stage", "kernel", "time", "why"),
-                                     [[c["stage"], c["kernel"], _seconds(c["seconds"]),
-                                       c["why"]] for c in self.compiles]))
+            parts.append(_html_table(*self._compile_table()))
         bars = [(f"launch {r['kernel']}", r["device_s"], "#ea580c") for r in self.kernels()]
         bars += [(stage, total, "#7c3aed") for stage, (_, total) in
                  self.compile_stages().items()]
@@ -176,8 +284,11 @@ class Profile:
         return "".join(parts)
 
 
-_KERNEL_HEAD = ("kernel", "launches", "elements", "device time", "mean", "host per launch",
-                "bytes", "bandwidth", "of copy")
+_KERNEL_HEAD = ("kernel", "launches", "elements", "device time", "mean", "bytes", "bandwidth",
+                "of copy")
+# host times per evaluation (mean of those that compiled nothing), and of the compiling ones
+_EVALUATION_HEAD = ("evaluation", "kernels", "count", "host each", "in launch calls",
+                    "host, compiling")
 
 
 def _text_table(head, cells) -> list[str]:

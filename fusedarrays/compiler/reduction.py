@@ -275,10 +275,11 @@ def _row_program(cut: _Cut, root: graph.Node, target: tuple) -> Program:
     nodes, sources, leaves = zip(*cut.rows)
     plan = plan_rows(list(nodes), list(sources), list(leaves), rebuild(root, cut.subst),
                      target, cut.positions)
-    why = (f"one kernel, a block per row: {', '.join(n.label() for n in nodes)} of each row in "
-           "turn (each row's result stored for the block, then read back), then the row's "
+    why = (f"one kernel, row by row: {', '.join(n.label() for n in nodes)} of each row in "
+           "turn (each row's result kept for the row, then read back), then the row's "
            "elements of the result: every reduction keeps its dims over the same axes of an "
-           "expression of the result's shape, and a block reads a row's elements together",)
+           "expression of the result's shape, so one worker (a GPU block, a CPU thread) can "
+           "finish a row",)
     return Program((Step(plan, -1),), tuple(cut.temps), why)
 
 
@@ -323,8 +324,8 @@ class _Cut:
                                    len(self.temps)))
             pleaf = self.temp(partial)
             self.why.append(f"kernel {len(self.steps)}: {label} in {split} parts per output "
-                            f"(so that {plan.size} output(s) keep every SM busy), its input "
-                            f"computed as it is read, into partial results {pshape}")
+                            f"(so that {plan.size} output(s) keep every SM or core busy), its "
+                            f"input computed as it is read, into partial results {pshape}")
             axis = len(pshape) - 1 if plan.schedule == "rows" else 0
             fold = reduction_node(node.attrs[0], pleaf, (axis,), False, node.dtype)
             plan = plan_reduce(fold, pleaf, _kept_view(node, target), self.positions)

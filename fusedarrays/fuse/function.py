@@ -62,6 +62,7 @@ from ..ir import graph, layout
 from ..runtime import realize
 from ..runtime.backend import get_backend, new_buffer
 from ..runtime.launch import LaunchRecord
+from ..runtime.records import profiling
 from . import trace
 from .arguments import Imports, classify, hashable
 from .explain import Explanation
@@ -117,6 +118,8 @@ class Fused:
     def __call__(self, *args, **kwargs):
         if array._tracing.tracer is not None:
             return self.fn(*args, **kwargs)   # inside another traced function: inline
+        if profiling[0] is not None and profiling[0].outside():   # timed whole (api/profile)
+            return profiling[0].evaluate(f"{self.__qualname__}()", self, *args, **kwargs)
         repeat = self._repeat
         if repeat is not None and not kwargs:
             values = repeat.values_of(args)
@@ -137,6 +140,9 @@ class Fused:
         tuples with equal dtypes. Returns None, a list per returned array, or a tuple of them."""
         if array._tracing.tracer is not None:
             raise UnsupportedOperationError("fuse: .foreach inside a traced function")
+        if profiling[0] is not None and profiling[0].outside():
+            return profiling[0].evaluate(f"{self.__qualname__}.foreach()", self.foreach, *args,
+                                         **kwargs)
         if self._foreach is None:
             self._foreach = ForeachState(self)
         return self._foreach.call(args, kwargs)

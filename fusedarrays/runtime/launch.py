@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir import layout
 from .records import _add_time, _perf, _stats, profiling
 
 
@@ -46,6 +47,15 @@ def plan_traffic(plan) -> int:
     return total
 
 
+def plan_elements(plan) -> int:
+    """Elements a launch of ``plan`` walks: its size, or for a reduction or row kernel (whose
+    size counts outputs or rows) each output's or row's reduced elements too."""
+    red = getattr(plan, "red", None)
+    if red is None:
+        return plan.size
+    return plan.size // getattr(plan, "split", 1) * layout.size_of(red)
+
+
 def elem_offset(operand) -> int:
     """The element offset folded into an operand's pointer (0 where it is a parameter)."""
     return operand.offset if operand.folded else 0
@@ -55,10 +65,10 @@ class LaunchRecord:
     """A planned kernel, ready to launch: ``pack(*inputs)`` gives the arguments after ``n``."""
 
     __slots__ = ("backend", "kernel", "size", "geometry", "pack", "name", "launched",
-                 "result_sid", "traffic")
+                 "result_sid", "traffic", "elements")
 
     def __init__(self, backend, kernel, pack, size: int = 0, geometry: tuple | None = None,
-                 name: str = "", traffic: tuple = (0, 0)):
+                 name: str = "", traffic: tuple = (0, 0), elements: int = 0):
         self.backend, self.kernel, self.pack = backend, kernel, pack
         self.size, self.geometry, self.name = size, geometry, name
         self.launched = False
@@ -66,12 +76,13 @@ class LaunchRecord:
         # (bytes moved by a launch over `size` elements, bytes per element of a launch sized
         # per call): what fa.profile() reports as bytes moved
         self.traffic = traffic
+        self.elements = elements or size   # elements a launch over `size` walks (fa.profile())
 
     @classmethod
     def of_plan(cls, backend, kernel, plan, pack) -> LaunchRecord:
         """The record launching ``plan`` (a :class:`~..compiler.plan.KernelPlan`) whole."""
         return cls(backend, kernel, pack, plan.size, plan.geometry() if plan.size else None,
-                   plan.name, (plan_traffic(plan), 0))
+                   plan.name, (plan_traffic(plan), 0), plan_elements(plan))
 
     def launch(self, *inputs) -> None:
         """Pack ``inputs`` (the signature's buffers and values) and launch."""

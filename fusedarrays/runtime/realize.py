@@ -55,8 +55,40 @@ def disk_cache() -> DiskCache:
     return cache
 
 
-def cache_info() -> dict:
-    """The disk cache: ``{"dir", "entries", "bytes", "enabled", "usable", "memory_entries"}``.
+class CacheInfo(dict):
+    """:func:`cache_info`'s dict; shown as a small table (a notebook) or lines of text."""
+
+    def rows(self) -> list[tuple[str, str]]:
+        size = float(self["bytes"])
+        for unit in ("bytes", "KiB", "MiB", "GiB"):
+            if size < 1024 or unit == "GiB":
+                break
+            size /= 1024
+        state = ("on" if self["usable"] else "on, but not writable: memory only") \
+            if self["enabled"] else "off (FUSEDARRAYS_CACHE=0)"
+        return [("disk cache", self["dir"]), ("state", state),
+                ("files", f"{self['entries']:,}"),
+                ("size", f"{self['bytes']:,} bytes" if unit == "bytes" else
+                 f"{size:.1f} {unit} ({self['bytes']:,} bytes)"),
+                ("kernels loaded in this process", str(self["memory_entries"]))]
+
+    def __str__(self) -> str:
+        rows = self.rows()
+        width = max(len(name) for name, _ in rows)
+        return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+    def _repr_html_(self) -> str:
+        import html
+        cell = "<td style=\"text-align:left;padding:1px 12px 1px 0;{}\">{}</td>"
+        return "<table style=\"border-collapse:collapse;font-size:12px\">" + "".join(
+            "<tr>" + cell.format("color:#555", html.escape(name))
+            + cell.format("font-family:monospace", html.escape(value)) + "</tr>"
+            for name, value in self.rows()) + "</table>"
+
+
+def cache_info() -> CacheInfo:
+    """The disk cache: ``{"dir", "entries", "bytes", "enabled", "usable", "memory_entries"}``
+    (a dict; a table in notebooks).
 
     ``entries`` counts files (a kernel is a ``.ptx`` and a ``.cubin``); ``memory_entries`` the
     kernels loaded in this process.
@@ -65,9 +97,9 @@ def cache_info() -> dict:
     ['bytes', 'dir', 'enabled']
     """
     info = disk_cache().info()
-    return {"dir": info["dir"], "entries": info["entries"], "bytes": info["bytes"],
-            "enabled": bool(config.get("CACHE")), "usable": info["usable"],
-            "memory_entries": len(_memory)}
+    return CacheInfo(dir=info["dir"], entries=info["entries"], bytes=info["bytes"],
+                     enabled=bool(config.get("CACHE")), usable=info["usable"],
+                     memory_entries=len(_memory))
 
 
 def clear_cache() -> int:

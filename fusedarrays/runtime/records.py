@@ -27,7 +27,7 @@ STAGES = ("plan", "codegen", "compile", "numba typing+lowering", "nvvm", "link",
           "disk write", "load", "cpu compile (numba)", "cpu load (numba cache)", "first launch",
           "launch")
 # The active ``fa.profile()`` collector (``api/profile.py``), or None: the one flag a launch
-# reads, so that profiling costs nothing while none is active.
+# and an evaluation entry read, so that profiling costs nothing while none is active.
 profiling: list = [None]
 
 

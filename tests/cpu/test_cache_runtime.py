@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cachefakes import DiskCpuBackend, backend_module, install
+from htmlcheck import check_html
 
 import fusedarrays as fa
 from fusedarrays import config
@@ -63,6 +64,8 @@ def test_a_second_process_loads_from_disk(cache_dir):
     assert len(entries(cache_dir)) == 1
     info = fa.cache_info()
     assert info["dir"] == str(cache_dir) and info["entries"] == 1 and info["bytes"] > 0
+    assert str(cache_dir) in str(info) and "files" in str(info)   # shown as a table, not a dict
+    assert "table" in check_html(info._repr_html_())
     second = new_device()
     fa.reset_stats()
     axpb(rand(seed=2), rand(seed=3), scale=-2.0)

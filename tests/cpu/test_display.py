@@ -9,7 +9,7 @@ from htmlcheck import check_html
 
 import fusedarrays as fa
 from fusedarrays.api import graphsvg
-from fusedarrays.ir import graph
+from fusedarrays.ir import graph, walks
 
 pytestmark = pytest.mark.usefixtures("cpu_backend")
 
@@ -79,6 +79,58 @@ def test_repr_of_a_pending_array_names_the_graph_and_runs_nothing():
     np.testing.assert_allclose(y.get(), want, rtol=1e-5, err_msg=f"seed {SEED}")
     again = fa.sqrt(x * x + 1.0) * (x.T[::-1].T + b[None, :])
     assert "yes, in this process" in again._repr_html_()
+
+
+def test_every_node_kind_draws_reductions_draws_and_gathers_included():
+    """Graphs with a reduction (softmax, a layer norm), a random draw and a gather draw in the
+    HTML repr, each kind in its own colour, without a compile or a launch."""
+    x = fa.asarray(rand((30, 40)))
+    idx = fa.asarray(np.array([3, 0, 3, 39]))
+    rng = fa.random.default_rng(SEED)
+    norm = (x - x.mean(axis=-1, keepdims=True)) / fa.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+    cases = {"reduce": fa.softmax(x), "random": x + 0.1 * rng.standard_normal((30, 40)),
+             "gather": fa.take(x, idx, axis=1) * 2.0, "cast": x.astype(np.float64) + 1.0}
+    cases["reduce, whole"] = x.sum()
+    cases["layer norm"] = norm
+    before = _counts()
+    for what, y in cases.items():
+        html_text = y._repr_html_()
+        assert "svg" in check_html(html_text), what
+        kind = what.split(",")[0] if what != "layer norm" else "reduce"
+        assert graphsvg._COLOURS[kind][1] in html_text, what
+    assert _counts() == before
+    kinds = {n.kind for y in cases.values() for n in walks.walk([y._node])}
+    assert kinds <= set(graphsvg._COLOURS), kinds
+
+
+def test_the_html_repr_counts_the_kernels_a_reduction_takes():
+    x = fa.asarray(rand((2048, 1024)))
+    before = _counts()
+    for y, want in ((fa.softmax(x), "1 fused kernel, 1 launch"),   # one kernel, row by row
+                    (x.sum(), "2 kernels, 2 launches"),            # in parts, then folded
+                    (x - x.sum(axis=0), "3 kernels, 3 launches")):  # and the subtraction after
+        assert f"<td>{want}</td>" in y._repr_html_()
+        assert fa.explain(y).launches == int(want[0])
+    assert _counts() == before
+
+
+def test_explain_html_of_a_graph_with_reductions_in_the_backends_words():
+    """Each kernel of a program: what it does, how it walks on this backend, operands, key
+    parts, source; on cpu no GPU words (blocks, SMs, grids) for what runs on the CPU."""
+    x = fa.asarray(rand((256, 300)))
+    for y, n in ((fa.softmax(x), 1), (x - x.sum(axis=0), 3)):
+        ex = fa.explain(y)
+        html_text = ex._repr_html_()
+        tags = check_html(html_text)
+        assert ex.launches == n and tags.count("details") == 2 * n and "table" in tags
+        for plan, _ in ex.kernels:
+            assert f"{plan.name}</h4>" in html_text
+        assert "walk (cpu)" in html_text and "spread over the cores" in html_text
+        assert "block per" not in html_text and "grid" not in html_text, html_text
+        assert "def " in html.unescape(re.sub("<[^>]+>", "", html_text))
+        assert "block per" not in str(ex) and "walk (cpu)" in str(ex)
+    rows = fa.explain(fa.softmax(x))._repr_html_()
+    assert "the row&#x27;s max: one value per row" in rows    # a temporary says what it holds
 
 
 def test_html_escapes_markup_in_labels():

@@ -1,5 +1,7 @@
 """fa.profile(): per launch time, bytes and bandwidth, compile stages by name, text and HTML."""
 
+import time
+
 import numpy as np
 import pytest
 from htmlcheck import check_html
@@ -46,6 +48,8 @@ def test_profile_reports_launches_bytes_and_compile_stages():
     assert p.launches[2]["elements"] == 6100 and p.launches[2]["bytes"] == 6100 * 4 * 3
     stages = {c["stage"] for c in p.compiles if c["kernel"] == first["kernel"]}
     assert "cpu compile (numba)" in stages or "cpu load (numba cache)" in stages, stages
+    # numba's stage, at the first call, says why as the compile before it did
+    assert all(c["why"] for c in p.compiles if c["kernel"] == first["kernel"]), p.compiles
     assert not any(c["stage"] == "first launch" for c in p.compiles)
     rows = p.kernels()
     assert rows[0]["launches"] == 2 and rows[0]["bandwidth"] > 0
@@ -79,3 +83,86 @@ def test_timings_name_the_cpu_compile_and_not_the_first_launch():
     compiled = t.get("cpu compile (numba)", (0, 0))[1] + t.get("cpu load (numba cache)",
                                                                 (0, 0))[1]
     assert compiled > 0 and t["first launch"][1] < compiled, str(t)
+
+
+STUB_S = 0.02   # a stubbed step of the evaluation sleeps this long
+
+
+def _slowed(fn):
+    def slow(*args, **kwargs):
+        time.sleep(STUB_S)
+        return fn(*args, **kwargs)
+    return slow
+
+
+def test_host_time_per_evaluation_covers_the_whole_evaluation(monkeypatch):
+    """Host time is the evaluation's, entry to return: a slow step before the launch (the
+    record's key and look-up, a fused call's run) or after it (foreach assembling its results)
+    is in it, not only the launch call; evaluations inside another count as part of it."""
+    hx = rand((64, 130))
+    x = fa.asarray(hx)
+    out = fa.empty((64, 130), np.float32)
+    lists = [fa.asarray(rand(n, SEED + n)) for n in (10, 300)]
+
+    def step(a):
+        return fa.sinh(a) * 0.75 - a
+
+    # compile, and build each evaluation's launch record, outside the profile
+    step(x).get(), fa.compute(step(x), step(x) + 1.0), fa.compute(step(x), out=out)
+    axpy_clip(out, x, 0.5), axpy_clip.foreach(lists, [fa.asarray(rand(n)) for n in (10, 300)], 0.25)
+    from fusedarrays.fuse import foreach, function
+    from fusedarrays.runtime import realize
+    monkeypatch.setattr(realize, "_fresh_key", _slowed(realize._fresh_key))
+    monkeypatch.setattr(realize, "_run_key", _slowed(realize._run_key))
+    monkeypatch.setattr(function._Entry, "run", _slowed(function._Entry.run))
+    monkeypatch.setattr(foreach, "_assemble", _slowed(foreach._assemble))
+    with fa.profile() as p:
+        got = step(x).get()
+        fa.compute(step(x), step(x) + 1.0)
+        fa.compute(step(x), out=out)                 # a write inside fa.compute: one evaluation
+        axpy_clip(out, x, 0.5)
+        axpy_clip.foreach(lists, [fa.asarray(rand(n)) for n in (10, 300)], 0.25)
+    np.testing.assert_allclose(got, np.sinh(hx) * np.float32(0.75) - hx, rtol=1e-5, atol=1e-6)
+    entries = [e["entry"] for e in p.evaluations]
+    assert entries == ["x.get()", "fa.compute", "fa.compute", "axpy_clip()",
+                       "axpy_clip.foreach()"], entries
+    assert [len(e["kernels"]) for e in p.evaluations] == [1, 1, 1, 1, 1]
+    assert len(p.launches) == 5 and not any(e["compiled"] for e in p.evaluations), p
+    for e, launch in zip(p.evaluations, p.launches):
+        assert e["launch_s"] == launch["host_s"] < e["host_s"], e
+        assert e["host_s"] >= e["launch_s"] + STUB_S, e
+    groups = p.evaluation_groups()
+    assert groups[0]["entry"] == "x.get()" and groups[0]["host_s"] >= STUB_S
+    text = str(p)
+    assert "host each" in text and "axpy_clip.foreach()" in text
+
+
+def test_an_evaluation_that_compiles_is_marked_and_strided_copies_join_it():
+    x = fa.asarray(rand((40, 70)))
+    with fa.profile() as p:
+        got = np.asarray(fa.log1p(fa.abs(x)) * 1.25 + 0.5)   # a structure no other test builds
+        (x.T * 1.0).get()
+        x.T.get()          # no evaluation but the strided copy's, which .get() makes
+    want = np.log1p(np.abs(rand((40, 70)))) * np.float32(1.25) + np.float32(0.5)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    first = p.evaluations[0]
+    assert first["entry"] == "np.asarray(x)" and first["compiled"], first
+    assert first["host_s"] >= sum(c["seconds"] for c in p.compiles
+                                  if c["kernel"] == first["kernels"][0])
+    assert [e["entry"] for e in p.evaluations] == ["np.asarray(x)", "x.get()", "x.get()"]
+    assert p.evaluation_groups()[0]["host_s"] is None        # every one of them compiled
+
+
+def test_a_reduction_launch_counts_the_elements_it_walks():
+    """A row or reduction kernel's size counts rows or outputs; the profile counts elements."""
+    hx = rand((96, 500))
+    x = fa.asarray(hx)
+    with fa.profile() as p:
+        got = fa.softmax(x).get()            # one kernel, row by row
+        total = float(x.sum())
+    e = np.exp(hx - hx.max(-1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(total, hx.sum(dtype=np.float64), rtol=1e-5)
+    assert p.launches[0]["elements"] == 96 * 500
+    assert p.launches[1]["elements"] == 96 * 500    # the first of the sum's kernels
+    assert [e["entry"] for e in p.evaluations] == ["x.get()", "x.get()"]
