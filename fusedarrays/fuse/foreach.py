@@ -7,9 +7,9 @@ one of its tensors (:mod:`trace`), checks that the result is elementwise — one
 load and store at the tensor's own elements — and compiles a :class:`~.plan.ForeachPlan`, whose
 kernel maps each element of the concatenated tensors to its tensor through a table of sizes and
 loads that tensor's operand addresses from a table of pointers
-(:func:`~.codegen.render_foreach_kernel`; each backend packs the tables in ``foreach_args``). A
-call with the very same arrays as the last one (an optimizer loop) reuses the groups and tables:
-it compares identities, computes the scalars and launches.
+(:func:`~.foreach_codegen.render_foreach_kernel`; each backend packs the tables in
+``foreach_args``). A call with the very same arrays as the last one (an optimizer loop) reuses
+the groups and tables: it compares identities, computes the scalars and launches.
 
 A group's signature is :data:`signature.SIGNATURE_PARTS` of the shared (non-list) arguments and, per
 list, its dtype and which lists share a buffer within a tuple; shapes and sizes are not in it
@@ -25,7 +25,7 @@ import operator
 
 from ..api import array
 from ..api.array import ndarray
-from ..compiler import codegen
+from ..compiler import foreach_codegen
 from ..compiler.plan import foreach_meta, plan_foreach
 from ..errors import ShapeError, UnsupportedOperationError
 from ..ir import graph, layout
@@ -66,8 +66,9 @@ class Entry:
         self.plan = plan_foreach(plan, tuple(self.sources.index(s) for s in sources))
         # sized per call (the tensors' total): launched with launch_with
         self.record = LaunchRecord(backend, realize.kernel_for(
-            self.plan, backend, codegen.render_foreach_kernel), make_scalar_packer(plan, backend),
-            name=self.plan.name, traffic=(0, sum(o.dtype.itemsize for o in plan.operands)))
+            self.plan, backend, foreach_codegen.render_foreach_kernel),
+            make_scalar_packer(plan, backend), name=self.plan.name,
+            traffic=(0, sum(o.dtype.itemsize for o in plan.operands)))
         self.written_columns = sorted({column_of[r] for r in program.written})
         # per written buffer, every list column viewing it
         self.writes_through = tuple(tuple(c for c, p in enumerate(lists)
