@@ -57,17 +57,10 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
     scalars = [f"a{m}" for m in range(len(plan.tensor.scalars))]
     across = (["np_"] + [f"q{j}" for j in range(len(plan.globals))]) if plan.globals else []
     if target == "cpu":   # tensors are the chunks (see _Renderer.cpu): k0 == k1 asks for nt
-        params = (["k0", "k1", "n", "meta", "nt"] + [f"l{c}" for c in range(count)] + across
-                  + scalars)
-        # the real sizes follow the starts and the chunk table in meta (see plan.foreach_meta)
-        sizes = f"nt + 1 + ((n + {(1 << plan.chunk_shift) - 1}) >> {plan.chunk_shift})"
-        per_tensor = (["m = ld_i64(meta, sz0 + t)"]
-                      + [f"p{k} = l{c}[t]" for c, k in first.items()] + pointers
+        params = ["k0", "k1", "n", "meta", "nt"] + [f"l{c}" for c in range(count)]
+        per_tensor = ([f"p{k} = l{c}[t]" for c, k in first.items()] + pointers
                       + ["for i in range(m):"] + _indent(element))
-        return _function(plan.name, params, ["if k0 >= k1:", "    return nt"]
-                         + _fold(plan, "cpu") + hoisted
-                         + [f"sz0 = {sizes}", "for t in range(k0, min(k1, nt)):"]
-                         + _indent(per_tensor) + ["return nt"])
+        return _foreach_cpu(plan, params + across + scalars, hoisted, per_tensor)
     if target != "cuda":
         raise ValueError(f"unknown target {target!r}")
     shift = plan.chunk_shift
@@ -91,6 +84,17 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
     # the first tensor's values type every variable before the loop assigns them
     return _function(plan.name, params,
                      head + tensor + hoisted + ["while c < chunks:"] + _indent(chunk))
+
+
+def _foreach_cpu(plan: ForeachPlan, params: list, hoisted: list, per_tensor: list) -> str:
+    """The cpu multi-tensor kernel: tensors ``k0`` to ``k1`` one after another, tensor ``t``'s
+    ``m`` elements by ``per_tensor``."""
+    # the real sizes follow the starts and the chunk table in meta (see plan.foreach_meta)
+    sizes = f"nt + 1 + ((n + {(1 << plan.chunk_shift) - 1}) >> {plan.chunk_shift})"
+    return _function(plan.name, params, ["if k0 >= k1:", "    return nt"]
+                     + _fold(plan, "cpu") + hoisted
+                     + [f"sz0 = {sizes}", "for t in range(k0, min(k1, nt)):"]
+                     + _indent(["m = ld_i64(meta, sz0 + t)"] + per_tensor) + ["return nt"])
 
 
 def _foreach_vectors(plan: ForeachPlan, first, pointers, hoisted, head, params) -> str:
@@ -175,65 +179,77 @@ def render_across_kernel(plan: AcrossPlan, target: str) -> str:
     threads at elements ``lo + tx, lo + tx + bdim, …`` of the partial's range, each stepping
     along the tensors' starts as it crosses them (padding between tensors skipped), then the
     tree, and thread 0 stores. cpu: a partial per chunk, its range walked tensor by tensor."""
-    r = _Renderer(plan.tensor)
-    shift, count = plan.chunk_shift, plan.table
-    first: dict[int, int] = {}
-    for k, c in enumerate(plan.columns):
-        first.setdefault(c, k)
-    pointers = [f"p{k} = p{first[c]}" for k, c in enumerate(plan.columns) if first[c] != k]
-    target_code = "cpu" if target == "cpu" else "cuda"
-    accs = [(f"acc{j}", accumulator_code(name, r.codes[var], target_code))
-            for j, (name, var, _) in enumerate(plan.reductions)]
-    starts = [_start(name, code, acc) for (name, _, _), (acc, code) in zip(plan.reductions, accs)]
-    element = r.lines_at(2, "", lambda ins, ln: f"ld_{ins.code}(p{ins.arg}, i)")
-    for j, ((name, var, _), (acc, code)) in enumerate(zip(plan.reductions, accs)):
-        element.append(f"u{j} = {r.convert(var, code, '')}")
-        element += [s.format(v=f"u{j}").replace("acc", acc) for s in REDUCTIONS[name].combine]
-    stores = [f"st_{pc}(q{j}, op, cv_{pc}({acc}))"
-              for j, ((_, _, pc), (acc, _)) in enumerate(zip(plan.reductions, accs))]
-    scalars = [f"a{m}" for m in range(len(plan.tensor.scalars))]
-    partials = ["np_", "gc"] + [f"q{j}" for j in range(len(plan.reductions))]
-    head = ["cb = nt + 1", f"chunks = (n + {(1 << shift) - 1}) >> {shift}", "sz0 = cb + chunks"]
-    hoisted = r._constant_loads(0, lambda k: "0")
-    find = [f"t = ld_i64(meta, cb + (g >> {shift}))", "while ld_i64(meta, t + 1) <= g:",
-            "    t += 1"]
-    if target == "cpu":
-        tensor = (["start = ld_i64(meta, t)", "end = start + ld_i64(meta, sz0 + t)"]
-                  + [f"p{k} = l{c}[t]" for c, k in first.items()] + pointers)
-        walk = find + ["while g < hi:"] + _indent(
-            tensor + ["for i in range(g - start, min(end, hi) - start):"] + _indent(element)
-            + ["g = ld_i64(meta, t + 1)", "t += 1"])
-        per = (["lo = op * gc", "hi = min(lo + gc, n)"] + starts + ["g = lo", "if g < hi:"]
-               + _indent(walk) + stores)
-        params = (["k0", "k1", "n", "meta", "nt"] + [f"l{c}" for c in range(count)] + partials
-                  + scalars)
-        return _function(plan.name, params, ["if k0 >= k1:", "    return np_"] + head + hoisted
-                         + ["for op in range(k0, min(k1, np_)):"] + _indent(per)
-                         + ["return np_"])
-    if target != "cuda":
+    if target not in ("cuda", "cpu"):
         raise ValueError(f"unknown target {target!r}")
-    tensor = (["start = ld_i64(meta, t)", "pend = ld_i64(meta, t + 1)",
-               "end = start + ld_i64(meta, sz0 + t)"]
-              + [f"p{k} = ld_u64(ptrs, t * {count} + {c})" for c, k in first.items()]
-              + pointers)
-    walk = (["g = lo + tx", "if g < hi:"] + _indent(find + tensor)
-            + ["while g < hi:"]
-            + _indent(["if g >= pend:"] + _indent(["while ld_i64(meta, t + 1) <= g:",
-                                                   "    t += 1"] + tensor)
-                      + ["if g < end:"] + _indent(["i = g - start"] + element)
-                      + ["g += bdim"]))
-    trees = []
-    for (name, _, _), (acc, _), j in zip(plan.reductions, accs, range(len(accs))):
-        trees += _tree(name, acc, f"sacc{j}", f"tw{j}", pow2=True)
-    per = (["lo = op * gc", "hi = min(lo + gc, n)"] + starts + walk + trees
-           + ["if tx == 0:"] + _indent(stores) + ["cuda.syncthreads()", "op += ostep"])
-    shared = [f"sacc{j} = cuda.shared.array({BLOCK_THREADS}, sh_{code})"
-              for j, (_, code) in enumerate(accs)]
-    head = shared + ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
-                     "op = cv_i64(cuda.blockIdx.x)", "ostep = cv_i64(cuda.gridDim.x)",
-                     "t = cv_i64(0)"] + head
-    # the first tensor's values type every variable before the loop assigns them
-    return _function(plan.name, ["n", "meta", "ptrs", "nt"] + partials + scalars,
-                     head + tensor + hoisted + ["while op < np_:"] + _indent(per))
+    return _AcrossRenderer(plan, target).render()
 
 
+class _AcrossRenderer:
+    """The pieces of an :class:`~.plan.AcrossPlan` kernel: per reduction ``j`` its accumulator
+    ``acc<j>`` (of :func:`accumulator_code`'s type), its element ``u<j>`` and its partials
+    ``q<j>``."""
+
+    def __init__(self, plan: AcrossPlan, target: str):
+        self.plan, self.target = plan, target
+        r = self.r = _Renderer(plan.tensor)
+        self.first: dict[int, int] = {}
+        for k, c in enumerate(plan.columns):
+            self.first.setdefault(c, k)
+        self.pointers = [f"p{k} = p{self.first[c]}" for k, c in enumerate(plan.columns)
+                         if self.first[c] != k]
+        self.accs = [(f"acc{j}", accumulator_code(name, r.codes[var], target))
+                     for j, (name, var, _) in enumerate(plan.reductions)]
+        pairs = list(zip(plan.reductions, self.accs))
+        self.starts = [_start(name, code, acc) for (name, _, _), (acc, code) in pairs]
+        self.element = r.lines_at(2, "", lambda ins, ln: f"ld_{ins.code}(p{ins.arg}, i)")
+        for j, ((name, var, _), (acc, code)) in enumerate(pairs):
+            self.element.append(f"u{j} = {r.convert(var, code, '')}")
+            self.element += [s.format(v=f"u{j}").replace("acc", acc)
+                             for s in REDUCTIONS[name].combine]
+        self.stores = [f"st_{pc}(q{j}, op, cv_{pc}({acc}))"
+                       for j, ((_, _, pc), (acc, _)) in enumerate(pairs)]
+        shift = plan.chunk_shift
+        self.head = ["cb = nt + 1", f"chunks = (n + {(1 << shift) - 1}) >> {shift}",
+                     "sz0 = cb + chunks"]
+        self.find = [f"t = ld_i64(meta, cb + (g >> {shift}))", "while ld_i64(meta, t + 1) <= g:",
+                     "    t += 1"]
+        # after the partials' count, range and pointers
+        self.tail = ["np_", "gc"] + [f"q{j}" for j in range(len(plan.reductions))] + [
+            f"a{m}" for m in range(len(plan.tensor.scalars))]
+
+    def render(self) -> str:
+        plan, hoisted = self.plan, self.r._constant_loads(0, lambda k: "0")
+        per = ["lo = op * gc", "hi = min(lo + gc, n)"] + self.starts
+        if self.target == "cpu":
+            tensor = (["start = ld_i64(meta, t)", "end = start + ld_i64(meta, sz0 + t)"]
+                      + [f"p{k} = l{c}[t]" for c, k in self.first.items()] + self.pointers)
+            walk = self.find + ["while g < hi:"] + _indent(
+                tensor + ["for i in range(g - start, min(end, hi) - start):"]
+                + _indent(self.element) + ["g = ld_i64(meta, t + 1)", "t += 1"])
+            per += ["g = lo", "if g < hi:"] + _indent(walk) + self.stores
+            params = ["k0", "k1", "n", "meta", "nt"] + [f"l{c}" for c in range(plan.table)]
+            return _function(plan.name, params + self.tail,
+                             ["if k0 >= k1:", "    return np_"] + self.head + hoisted
+                             + ["for op in range(k0, min(k1, np_)):"] + _indent(per)
+                             + ["return np_"])
+        tensor = (["start = ld_i64(meta, t)", "pend = ld_i64(meta, t + 1)",
+                   "end = start + ld_i64(meta, sz0 + t)"]
+                  + [f"p{k} = ld_u64(ptrs, t * {plan.table} + {c})"
+                     for c, k in self.first.items()] + self.pointers)
+        per += (["g = lo + tx", "if g < hi:"] + _indent(self.find + tensor)
+                + ["while g < hi:"]
+                + _indent(["if g >= pend:"] + _indent(["while ld_i64(meta, t + 1) <= g:",
+                                                       "    t += 1"] + tensor)
+                          + ["if g < end:"] + _indent(["i = g - start"] + self.element)
+                          + ["g += bdim"]))
+        for j, ((name, _, _), (acc, _)) in enumerate(zip(plan.reductions, self.accs)):
+            per += _tree(name, acc, f"sacc{j}", f"tw{j}", pow2=True)
+        per += ["if tx == 0:"] + _indent(self.stores) + ["cuda.syncthreads()", "op += ostep"]
+        head = [f"sacc{j} = cuda.shared.array({BLOCK_THREADS}, sh_{code})"
+                for j, (_, code) in enumerate(self.accs)]
+        head += ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
+                 "op = cv_i64(cuda.blockIdx.x)", "ostep = cv_i64(cuda.gridDim.x)",
+                 "t = cv_i64(0)"] + self.head
+        # the first tensor's values type every variable before the loop assigns them
+        return _function(plan.name, ["n", "meta", "ptrs", "nt"] + self.tail,
+                         head + tensor + hoisted + ["while op < np_:"] + _indent(per))
