@@ -106,6 +106,23 @@ def test_the_norm_of_an_expression_of_two_lists_and_host_scalars():
                                    err_msg="seed 44")
 
 
+def test_two_norms_in_one_function():
+    @fa.fuse
+    def ratio(p, g):
+        p *= fa.global_norm(g) / fa.global_norm(g, ord=np.inf)
+
+    rng = np.random.default_rng(52)
+    gs = [rng.standard_normal(n).astype(np.float32) for n in (7, 4000, 2)]
+    ps = [fa.asarray(np.ones(g.size, np.float32)) for g in gs]
+    fa.reset_stats()
+    ratio.foreach(ps, [fa.asarray(g) for g in gs])
+    assert fa.stats()["launches"] == 2
+    every = np.concatenate(gs).astype(np.float64)
+    for p in ps:
+        np.testing.assert_allclose(p.get(), np.linalg.norm(every) / np.abs(every).max(),
+                                   rtol=1e-6, err_msg="seed 52")
+
+
 def test_a_list_only_the_norm_reads():
     @fa.fuse
     def normalise(p, h):

@@ -102,3 +102,22 @@ def test_a_block_size_that_is_not_a_power_of_two(monkeypatch):
     norm = np.linalg.norm(np.concatenate(gs))
     for got, p, g in zip(fp, ps, gs):
         np.testing.assert_allclose(got.get(), p - 0.5 * g / norm, rtol=1e-12, err_msg="seed 64")
+
+
+def test_two_norms_in_one_function():
+    """Two reductions across the list (a sum and a max): one partials kernel with two
+    accumulators and trees, one fold each in the step's prologue."""
+    @fa.fuse
+    def ratio(p, g):
+        p *= fa.global_norm(g) / fa.global_norm(g, ord=np.inf)
+
+    rng = np.random.default_rng(65)
+    gs = [rng.standard_normal(n) for n in (7, 40, 2)]
+    ps = [fa.asarray(np.ones(g.size)) for g in gs]
+    fa.reset_stats()
+    ratio.foreach(ps, [fa.asarray(g) for g in gs])
+    assert fa.stats()["launches"] == 2
+    every = np.concatenate(gs)
+    for p in ps:
+        np.testing.assert_allclose(p.get(), np.linalg.norm(every) / np.abs(every).max(),
+                                   rtol=1e-12, err_msg="seed 65")
