@@ -5,12 +5,18 @@
   ``torch.optim.Adam(fused=True)`` and ``foreach=True`` on the same data;
 - Adam over 200 tensors of 1 000 to 300 000 elements with ``f.foreach`` (one launch), in µs per
   step, beside PyTorch's fused and foreach Adam; the floor is a copy moving the same bytes;
+- clip-by-global-norm then Adam over the same 200 tensors (``fa.global_norm`` in the function
+  ``f.foreach`` runs: two launches), as a multiple of the memory floor — a copy moving the bytes
+  the step must move: g, p, m, v read, p, m, v written, and g read once more for the norm
+  (8 × 4 a parameter) — beside ``torch.nn.utils.clip_grad_norm_(foreach=True)`` then
+  ``torch.optim.Adam(fused=True)``, and the launches per step;
 - host µs per cached call on 1 K float32: ``f(x, y, 1.5)`` returning a new array and an
   in-place variant, the fusedarrays part alone (the backend's launch a no-op) and a lazy
   ``(x * y + 1.5).compute()``, beside CuPy's ``ElementwiseKernel`` and ``cupy.fuse``: rounds of
   2000 calls, the contenders alternating within each round, the best round each.
 
-Adam results are checked against NumPy (three steps from fresh state) after timing.
+Adam results are checked against NumPy (three steps from fresh state) after timing; clipped
+Adam against NumPy in float64.
 
 Usage: python benchmarks/fuse_figures.py [--smoke] [--out F.json] [--commit C] [--no-peers]
 """
@@ -48,6 +54,24 @@ def torch_adam(state, **kw):
     opt = torch.optim.Adam(params, lr=ADAM["lr"], betas=(ADAM["beta1"], ADAM["beta2"]),
                            eps=ADAM["eps"], **kw)
     return opt.step
+
+
+def clipped_adam(p, g, m, v, lr, beta1, beta2, eps, step, max_norm):
+    """``clip_grad_norm_`` then Adam; under ``f.foreach`` the norm is over every tensor."""
+    g = g * fa.minimum(1.0, max_norm / (fa.global_norm(g) + 1e-6))
+    adam(p, g, m, v, lr, beta1, beta2, eps, step)
+
+
+def torch_clipped_adam(state, max_norm):
+    import torch
+
+    step = torch_adam(state, fused=True)
+    params = step.__self__.param_groups[0]["params"]
+
+    def clipped():
+        torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
+        step()
+    return clipped
 
 
 def check_adam(run: harness.Run, name: str, step, state) -> None:
@@ -104,6 +128,43 @@ def many_tensors(run: harness.Run, count: int, low: int, high: int) -> None:
     def foreach_steps(arrays, k):
         fused.foreach(*([t[j] for t in arrays] for j in range(4)), **ADAM, step=k)
     check_adam(run, "Adam foreach", foreach_steps, state)
+
+
+def clipped_many_tensors(run: harness.Run, count: int, low: int, high: int) -> None:
+    sizes = [int(s) for s in run.rng().integers(low, high + 1, count)]   # many_tensors' sizes
+    state = adam_state(run.rng(), sizes)
+    lists = [[fa.asarray(tensor[k]) for tensor in state] for k in range(4)]
+    fused, max_norm = fa.fuse(clipped_adam), 1.0     # randn gradients: the norm is far above
+    steps = [0]
+
+    def ours():
+        steps[0] += 1
+        fused.foreach(*lists, **ADAM, step=steps[0], max_norm=max_norm)
+    total = sum(sizes)
+    floor = run.copy_time(8 * 4 * total)
+    seconds = run.device_time(ours)
+    launches = run.launches(ours)
+    run.row(f"clip-by-global-norm + Adam over {count} tensors ({total} params), × floor",
+            seconds / floor, "<= 2.2", "× floor", us=seconds * 1e6,
+            floor_us=floor * 1e6, launches=launches).peer(
+        "torch clip_grad_norm_(foreach) + Adam(fused)",
+        lambda: run.device_time(torch_clipped_adam(state, max_norm)) / floor)
+    run.row("launches per clip-by-global-norm + Adam step (f.foreach)", launches, "<= 2",
+            "launches")
+    fresh = adam_state(run.rng(), sizes)
+    arrays = [[fa.asarray(a) for a in tensor] for tensor in fresh]
+    want = [[a.astype(np.float64) for a in tensor] for tensor in fresh]
+    norm = np.sqrt(sum(np.dot(t[1], t[1]) for t in want))
+    for t in want:
+        t[1] = t[1] * min(1.0, max_norm / (norm + 1e-6))
+    for k in range(1, 4):
+        fused.foreach(*([t[j] for t in arrays] for j in range(4)), **ADAM, step=k,
+                      max_norm=max_norm)
+        for t in want:
+            adam(*t, **ADAM, step=k)
+    run.check("clip-by-global-norm + Adam foreach (float64 NumPy)",
+              np.concatenate([a[0].get() for a in arrays]),
+              np.concatenate([t[0] for t in want]), rtol=1e-5, atol=1e-6)
 
 
 def cupy_contenders(x, y):
@@ -178,6 +239,7 @@ def main() -> int:
     run = harness.Run("fuse_figures", args)
     single_tensor(run, 1 << (12 if run.smoke else 26))
     many_tensors(run, *((5, 100, 3000) if run.smoke else (200, 1_000, 300_000)))
+    clipped_many_tensors(run, *((5, 100, 3000) if run.smoke else (200, 1_000, 300_000)))
     host_costs(run, *((2, 200) if run.smoke else (7, 2000)))
     return run.finish()
 

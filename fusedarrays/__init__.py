@@ -78,6 +78,7 @@ from .errors import (
     TracerConversionError,
     UnsupportedOperationError,
 )
+from .fuse.across import global_norm
 from .fuse.function import fuse
 from .runtime.backend import free_cached_memory, memory_info
 from .runtime.backend import get_backend as _get_backend
@@ -107,7 +108,8 @@ __all__ = [
     "ForkedDeviceError", "FusedArraysError", "OutOfMemoryError", "ReadOnlyArgumentError",
     "ShapeError", "TracerConversionError", "UnsupportedOperationError", "arange", "asarray",
     "backend", "broadcast_to", "cache_info", "clear_cache", "compute", "empty", "empty_like",
-    "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse", "linalg",
+    "expand_dims", "explain", "free_cached_memory", "full", "full_like", "fuse",
+    "global_norm", "linalg",
     "memory_info",
     "ndarray", "ones", "ones_like", "precompile", "random", "reset_stats", "reshape", "squeeze",
     "stats", "take", "take_along_axis", "argwhere", "count_nonzero", "flatnonzero", "nonzero",

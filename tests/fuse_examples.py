@@ -42,3 +42,29 @@ def state(n, seed=0, dtype=np.float32, count=4):
 
 
 ADAM_STEPS = [dict(lr=1e-2 / k, beta1=0.9, beta2=0.999, eps=1e-8, step=k) for k in range(1, 5)]
+
+
+# -- clip-by-global-norm, then Adam (fa.global_norm: the norm across a foreach list) --------------
+def clipped_adam(p, g, m, v, lr, beta1, beta2, eps, step, max_norm):
+    """``torch.nn.utils.clip_grad_norm_`` then Adam, the gradient clipped as a local value (not
+    written back: one read of ``g`` fewer). Under ``f.foreach`` the norm is over every tensor."""
+    import fusedarrays as fa
+
+    g = g * fa.minimum(1.0, max_norm / (fa.global_norm(g) + 1e-6))
+    adam(p, g, m, v, lr, beta1, beta2, eps, step)
+
+
+def clipped_adam_reference(states, lr, beta1, beta2, eps, step, max_norm):
+    """:func:`clipped_adam` over every ``[p, g, m, v]`` of ``states`` in float64 NumPy, the norm
+    over all the gradients; returns the new ``[p, m, v]`` per tensor (``states`` untouched)."""
+    norm = np.sqrt(sum(np.sum(np.square(s[1].astype(np.float64))) for s in states))
+    clip = min(1.0, max_norm / (norm + 1e-6))
+    out = []
+    for p, g, m, v in ([a.astype(np.float64) for a in s] for s in states):
+        g = g * clip
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
+        step_size = lr / (1 - beta1 ** step)
+        p = p - step_size * (m / (np.sqrt(v) / (1 - beta2 ** step) ** 0.5 + eps))
+        out.append([p, m, v])
+    return out

@@ -27,6 +27,7 @@ from ..version import __version__ as _package_version
 # module these import is listed or excused.
 KERNEL_CODE = (
     "compiler/codegen.py",    # the kernel source text
+    "compiler/foreach_codegen.py",  # the multi-tensor (foreach) kernels' source text
     "ir/ops.py",              # each op's source template
     "ir/dtypes.py",           # compute dtypes (float16 computes in float32) and type names
     "compiler/plan.py",       # instructions; the kernel's parameters, order and types

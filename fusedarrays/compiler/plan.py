@@ -310,16 +310,23 @@ class ForeachPlan:
     Parameters (cuda and sim): ``n``; ``meta`` (int64: ``starts[0..T]``, the prefix sums of the
     sizes, then per chunk of ``2**chunk_shift`` elements the tensor holding its first element);
     ``ptrs`` (uint64 ``[T, C]``: column c's address in tensor t; operands that are one array, a
-    load and a store of it, share a column); ``nt`` (T); the scalars. The cpu variant takes
-    ``n, meta, nt``, then per column a list of arrays, then the scalars.
+    load and a store of it, share a column); ``nt`` (T); where the function reduces across the
+    list (``globals``), the partials' count ``np_`` and one pointer ``q<j>`` per reduction (the
+    :class:`AcrossPlan` kernel's results, folded in each block's prologue); the scalars. The cpu
+    variant takes ``n, meta, nt``, then per column a list of arrays, then the same.
     """
 
     tensor: KernelPlan      # the per-tensor plan
-    columns: tuple[int, ...]  # operand k's address is column columns[k] of the table
+    columns: tuple[int, ...]  # operand k's address is column columns[k] of the table (-1: a
+    #                           global, see globals)
     key_parts: tuple[tuple[str, str], ...]
     key: str
     chunk_shift: int = FOREACH_CHUNK_SHIFT
     vector_width: int = 1   # elements per 128-bit access where a tensor's operands are aligned
+    # per reduction across the list: (operand k, reduction name, partials' dtype code); operand
+    # k is the 0-d value it stands for, read as the fold of the partials
+    globals: tuple[tuple[int, str, str], ...] = ()
+    table: int = 0          # columns of the pointer table (0: max(columns) + 1)
 
     # what the runtime reads of any plan
     name = property(lambda self: "fe_" + self.key[:16])
@@ -327,14 +334,23 @@ class ForeachPlan:
     scalars = property(lambda self: self.tensor.scalars)
     body = property(lambda self: self.tensor.body)
 
+    @property
+    def width(self) -> int:
+        """Columns of the pointer table (a row's stride)."""
+        return self.table or max(self.columns) + 1
+
     def param_types(self) -> tuple[str, ...]:
-        return ("i64", "ptr", "ptr", "i64") + tuple(CODES[dt] for _, dt in self.scalars)
+        across = ("i64",) + ("ptr",) * len(self.globals) if self.globals else ()
+        return (("i64", "ptr", "ptr", "i64") + across
+                + tuple(CODES[dt] for _, dt in self.scalars))
 
 
-def plan_foreach(tensor: KernelPlan, columns: tuple[int, ...]) -> ForeachPlan:
-    """The multi-tensor plan of a per-tensor plan whose operands are all contiguous; operand k
-    is table column ``columns[k]``."""
-    bad = [k for k, o in enumerate(tensor.operands) if o.layout != "C"]
+def plan_foreach(tensor: KernelPlan, columns: tuple[int, ...], globals: tuple = (),
+                 table: int = 0) -> ForeachPlan:
+    """The multi-tensor plan of a per-tensor plan whose operands are all contiguous (but the
+    0-d ``globals``, see :class:`ForeachPlan`); operand k is table column ``columns[k]``."""
+    across = {k for k, _, _ in globals}
+    bad = [k for k, o in enumerate(tensor.operands) if o.layout != "C" and k not in across]
     if bad or len(tensor.dims) != 1:
         raise ShapeError(f"a foreach kernel reads and writes every operand contiguously; "
                          f"operands {bad} of {tensor.name} are "
@@ -343,14 +359,92 @@ def plan_foreach(tensor: KernelPlan, columns: tuple[int, ...]) -> ForeachPlan:
     # dtypes (Adam over 200 tensors on the H100: 520 µs with scalar accesses), each tensor's
     # start padded to a whole vector and a per-tensor flag in `meta` saying whether all its
     # operands are 16-byte aligned (else that tensor goes element by element).
-    width = 4 if all(o.code in ("f32", "i32", "u32") for o in tensor.operands) else 1
+    width = 4 if all(o.code in ("f32", "i32", "u32") for k, o in enumerate(tensor.operands)
+                     if k not in across) else 1
     tensor = dataclasses.replace(tensor, vector_width=1)
     parts = tuple((name, str(width) if name == "vector_width" else value)
                   for name, value in tensor.key_parts)
     parts += (("foreach", f"columns {','.join(map(str, columns))}, chunk "
                           f"2**{FOREACH_CHUNK_SHIFT}"),)
+    if globals:
+        parts += (("across", f"table {table}; " + "; ".join(
+            f"operand {k}: {name} of {code} partials" for k, name, code in globals)),)
     return ForeachPlan(tensor, tuple(columns), parts, keys.digest(parts),
-                       vector_width=width)
+                       vector_width=width, globals=tuple(globals), table=table)
+
+
+ACROSS_PARTIALS = 1024      # at most this many partial results per reduction across a list
+ACROSS_GRAIN = 8192         # and at least this many elements (of the concatenation) in each
+
+
+@dataclass(frozen=True)
+class AcrossPlan:
+    """The first of a foreach's two launches where its function reduces across the whole list
+    (``fa.global_norm``): one kernel computes each reduction's input expression for every
+    element of every tensor and stores ``np_`` partial results per reduction, partial ``o``
+    folding elements ``o * gc`` to ``(o + 1) * gc`` of the concatenation in a fixed order (a
+    block's threads interleaved, then a tree); the :class:`ForeachPlan` launch folds them.
+
+    ``tensor`` is the per-tensor plan of the inputs (its stores removed); ``reductions`` name
+    the variable holding each reduction's element. Parameters (cuda and sim): ``n`` (the padded
+    concatenation's length), ``meta``, ``ptrs``, ``nt`` as a :class:`ForeachPlan` has them (the
+    same tables), the partials' count ``np_`` and ``gc``, one pointer ``q<j>`` per reduction,
+    the scalars; the cpu variant takes ``n, meta, nt``, the column lists, then the same.
+    """
+
+    tensor: KernelPlan
+    columns: tuple[int, ...]            # input operand k's table column
+    table: int                          # columns of the pointer table
+    reductions: tuple[tuple[str, int, str], ...]   # (name, value variable, partials' code)
+    key_parts: tuple[tuple[str, str], ...]
+    key: str
+    chunk_shift: int = FOREACH_CHUNK_SHIFT
+
+    name = property(lambda self: "fg_" + self.key[:16])
+    operands = property(lambda self: self.tensor.operands)
+    scalars = property(lambda self: self.tensor.scalars)
+    body = property(lambda self: self.tensor.body)
+
+    def param_types(self) -> tuple[str, ...]:
+        return (("i64", "ptr", "ptr", "i64", "i64", "i64") + ("ptr",) * len(self.reductions)
+                + tuple(CODES[dt] for _, dt in self.scalars))
+
+
+def plan_across(tensor: KernelPlan, columns: tuple[int, ...], table: int,
+                names: tuple[str, ...]) -> AcrossPlan:
+    """The first launch of a foreach reducing across its list: ``tensor`` computes reduction
+    ``names[j]``'s input into its ``j``-th output (operands contiguous and 1-D)."""
+    inputs = [o for o in tensor.operands if not o.output]
+    bad = [k for k, o in enumerate(inputs) if o.layout != "C"]
+    if bad or len(tensor.dims) != 1:
+        raise ShapeError(f"a reduction across a foreach list reads every operand whole; "
+                         f"operands {bad} of {tensor.name} are not")
+    stores = [i for i in tensor.body if i.kind == "store"]
+    reductions = tuple((name, ins.inputs[0], partials_code(name, tensor.operands[ins.arg].dtype))
+                       for name, ins in zip(names, stores))
+    tensor = dataclasses.replace(tensor, operands=tuple(inputs), vector_width=1,
+                                 body=tuple(i for i in tensor.body if i.kind != "store"))
+    parts = tuple((name, "1" if name == "vector_width" else value)
+                  for name, value in tensor.key_parts)
+    parts += (("across", f"columns {','.join(map(str, columns))} of {table}, chunk "
+                         f"2**{FOREACH_CHUNK_SHIFT}; " + "; ".join(
+                             f"{n} of v{v} into {c}" for n, v, c in reductions)),)
+    return AcrossPlan(tensor, tuple(columns), table, reductions, parts, keys.digest(parts))
+
+
+def partials_code(name: str, dtype: np.dtype) -> str:
+    """The dtype code of a reduction across a list's partial results: float64 for floats (the
+    fold of up to a thousand of them loses nothing a float32 sum would keep), else the
+    result's own (an integer count)."""
+    return "f64" if np.dtype(dtype).kind == "f" else CODES[np.dtype(dtype)]
+
+
+def across_partials(total: int) -> tuple[int, int]:
+    """``(np_, gc)``: how many partial results a reduction across ``total`` elements (the
+    padded concatenation) stores, and how many elements each folds. A function of the sizes
+    only, so the same tensors give the same bits on every call."""
+    count = max(1, min(ACROSS_PARTIALS, -(-total // ACROSS_GRAIN)))
+    return count, max(1, -(-total // count))
 
 
 def foreach_meta(sizes, chunk_shift: int = FOREACH_CHUNK_SHIFT, width: int = 1) -> np.ndarray:

@@ -307,9 +307,10 @@ class CpuBackend(HostMemory):
 
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, None]:
         """The arguments after ``n`` of a multi-tensor kernel (the cpu variant of
-        ``codegen.render_foreach_kernel``): ``meta``, the tensor count, then per operand a numba
-        typed list of the tensors' arrays (no raw pointers here: numba's CPU arrays carry their
-        own). ``rows[t][k]`` is operand k of tensor t as ``(storage, dtype, element offset)``."""
+        ``foreach_codegen.render_foreach_kernel``): ``meta``, the tensor count, then per operand
+        a numba typed list of the tensors' arrays (no raw pointers here: numba's CPU arrays carry
+        their own). ``rows[t][k]`` is operand k of tensor t as ``(storage, dtype, element
+        offset)``."""
         from numba.typed import List
 
         columns = []

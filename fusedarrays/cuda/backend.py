@@ -163,8 +163,9 @@ class CudaBackend:
         return storage.ptr
 
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, tuple]:
-        """The arguments after ``n`` of a multi-tensor kernel (``codegen.render_foreach_kernel``):
-        device copies of ``meta`` and of the ``[T, K]`` table of operand addresses, and T.
+        """The arguments after ``n`` of a multi-tensor kernel
+        (``foreach_codegen.render_foreach_kernel``): device copies of ``meta`` and of the
+        ``[T, K]`` table of operand addresses, and T.
         ``rows[t][k]`` is operand k of tensor t as ``(storage, dtype, element offset)``; the
         second value keeps the two tables alive while they are reused."""
         table = np.array([[self.operand_arg(*operand) for operand in row] for row in rows],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..compiler import codegen
 from ..compiler.reduction_codegen import render_plan
 from ..runtime import realize
 from . import foreach
@@ -24,7 +23,7 @@ class Explanation:
         for key, entry in entries:
             target = "cuda" if self.arch else realize.target_of(entry.backend)
             if isinstance(entry, foreach.Entry):
-                plans = [(entry.plan, codegen.render_foreach_kernel)]
+                plans = entry.plans()
             else:
                 plans = [(plan, render_plan) for plan, _ in entry.program.launches]
             kernels = [{"name": plan.name, "parts": plan.key_parts,

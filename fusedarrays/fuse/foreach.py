@@ -7,9 +7,11 @@ one of its tensors (:mod:`trace`), checks that the result is elementwise — one
 load and store at the tensor's own elements — and compiles a :class:`~.plan.ForeachPlan`, whose
 kernel maps each element of the concatenated tensors to its tensor through a table of sizes and
 loads that tensor's operand addresses from a table of pointers
-(:func:`~.codegen.render_foreach_kernel`; each backend packs the tables in ``foreach_args``). A
-call with the very same arrays as the last one (an optimizer loop) reuses the groups and tables:
-it compares identities, computes the scalars and launches.
+(:func:`~.foreach_codegen.render_foreach_kernel`; each backend packs the tables in
+``foreach_args``). A call with the very same arrays as the last one (an optimizer loop) reuses
+the groups and tables: it compares identities, computes the scalars and launches. Where the
+function reduces across its lists (``fa.global_norm``), a launch before that one computes the
+reductions' partial results (:mod:`across`).
 
 A group's signature is :data:`signature.SIGNATURE_PARTS` of the shared (non-list) arguments and, per
 list, its dtype and which lists share a buffer within a tuple; shapes and sizes are not in it
@@ -25,13 +27,14 @@ import operator
 
 from ..api import array
 from ..api.array import ndarray
-from ..compiler import codegen
+from ..compiler import foreach_codegen
 from ..compiler.plan import foreach_meta, plan_foreach
 from ..errors import ShapeError, UnsupportedOperationError
 from ..ir import graph, layout
 from ..runtime import realize
 from ..runtime.backend import new_buffer
 from ..runtime.launch import LaunchRecord
+from . import across
 from .arguments import Imports, classify, hashable
 from .packers import make_scalar_packer
 from .signature import codegen_settings, describe_change, prepare_write, traced_call
@@ -45,34 +48,66 @@ _ELEMENTWISE = ("foreach: {name} must be elementwise over its list arguments: on
 
 class Entry:
     """A traced group signature: the multi-tensor kernel, where each operand comes from (a list
-    column or an output), and the scalar packer."""
+    column or an output), and the scalar packer; where the function reduces across the lists,
+    the launch before it (``across``, :mod:`across`)."""
 
-    def __init__(self, fused, program, tracer, backend, why: str, key, lists: list):
+    def __init__(self, fused, program, tracer, backend, why: str, key, lists: list,
+                 found: list = ()):
         self.program, self.backend, self.why, self.key = program, backend, why, key
         message = _ELEMENTWISE.format(name=fused.__qualname__)
         if len(program.launches) != 1 or program.temps:
             raise UnsupportedOperationError(message)
         plan, sources = program.launches[0]
-        offsets = {tracer.root_of(p): graph.leaf_view(tracer.placeholders[p]._node)[3]
-                   for p in lists}
+        self._offsets = {tracer.root_of(p): graph.leaf_view(tracer.placeholders[p]._node)[3]
+                         for p in lists}
         column_of = {tracer.root_of(p): c for c, p in reversed(list(enumerate(lists)))}
-        for o, (kind, k) in zip(plan.operands, sources):
-            if o.layout != "C" or not ((kind == "out" and o.offset == 0)
-                                       or (kind == "arg" and o.offset == offsets[k])):
-                raise UnsupportedOperationError(message)
+        self._check(plan, sources, message, ("arg", "out", "global"))
         # one table column per distinct array: a list column, or an output
         sources = [(kind, column_of[k] if kind == "arg" else k) for kind, k in sources]
-        self.sources = list(dict.fromkeys(sources))
-        self.plan = plan_foreach(plan, tuple(self.sources.index(s) for s in sources))
+        table = list(dict.fromkeys(s for s in sources if s[0] != "global"))
+        # the reductions across the lists the kernel folds, in the order of its operands
+        self.fold_from = tuple(k for kind, k in sources if kind == "global")
+        self.across = None
+        if self.fold_from:
+            def column(source) -> int:     # the first launch may read columns this one doesn't
+                found_column = ("arg", column_of[source[1]])
+                if found_column not in table:
+                    table.append(found_column)
+                return table.index(found_column)
+            self.across = across.Across(fused, found, self.fold_from, plan.shape, column,
+                                        lambda p, s, m: self._check(p, s, m, ("arg",)))
+            self.across.compile(len(table), backend)
+        self.sources = table
+        folds = tuple((k, *self.across.kinds[j]) for k, (kind, j) in enumerate(sources)
+                      if kind == "global")
+        self.plan = plan_foreach(plan, tuple(-1 if s[0] == "global" else table.index(s)
+                                             for s in sources), folds, len(table))
         # sized per call (the tensors' total): launched with launch_with
         self.record = LaunchRecord(backend, realize.kernel_for(
-            self.plan, backend, codegen.render_foreach_kernel), make_scalar_packer(plan, backend),
-            name=self.plan.name, traffic=(0, sum(o.dtype.itemsize for o in plan.operands)))
+            self.plan, backend, foreach_codegen.render_foreach_kernel),
+            make_scalar_packer(plan, backend), name=self.plan.name,
+            traffic=(0, sum(o.dtype.itemsize for o in plan.operands if o.layout == "C")))
         self.written_columns = sorted({column_of[r] for r in program.written})
         # per written buffer, every list column viewing it
         self.writes_through = tuple(tuple(c for c, p in enumerate(lists)
                                           if tracer.root_of(p) == r) for r in program.written)
         self.output_dtypes = [dt for dt, _ in program.outputs]
+
+    def _check(self, plan, sources, message: str, kinds: tuple) -> None:
+        """Every operand of ``plan`` reads a list argument whole or writes an output whole (or,
+        where ``kinds`` has it, is the 0-d value of a reduction across the lists)."""
+        for o, (kind, k) in zip(plan.operands, sources):
+            if kind == "global" and kind in kinds:
+                continue
+            if kind not in kinds or o.layout != "C" or not (
+                    (kind == "out" and o.offset == 0)
+                    or (kind == "arg" and o.offset == self._offsets[k])):
+                raise UnsupportedOperationError(message)
+
+    def plans(self) -> list:
+        """``(plan, render)`` of each launch of a call, in order (``f.explain()``)."""
+        first = [(self.across.plan, foreach_codegen.render_across_kernel)] if self.across else []
+        return first + [(self.plan, foreach_codegen.render_foreach_kernel)]
 
 
 class _Group:
@@ -93,6 +128,12 @@ class _Group:
 
     def run(self, values) -> list[list[ndarray]]:
         """Launch over every tensor; return per output a list of new arrays (one per tuple)."""
+        outs, tables = self.start(values)
+        return self.finish(values, outs, tables, [])
+
+    def start(self, values) -> tuple[list, tuple | None]:
+        """Before any launch of the call: the pending readers of what it writes computed, the
+        outputs allocated, the tables made (or the last call's)."""
         entry = self.entry
         if array._pending:
             for buffer in self.written:
@@ -100,6 +141,7 @@ class _Group:
         backend = entry.backend
         outs = [[new_buffer(backend, layout.size_of(shape) * dt.itemsize)
                  for shape in self.shapes] for dt in entry.output_dtypes]
+        tables = None
         if self.live:
             tables = self.tables
             if tables is None:
@@ -109,8 +151,15 @@ class _Group:
                 tables = backend.foreach_args(self.meta, rows)
                 if not outs:
                     self.tables = tables
+        return outs, tables
+
+    def finish(self, values, outs, tables, across_args: list) -> list[list[ndarray]]:
+        """The foreach launch (``across_args``: the partials it folds, :mod:`across`); per
+        output a list of new arrays (one per tuple)."""
+        entry = self.entry
+        if self.live:
             record = entry.record
-            record.launch_with(tables[0] + record.pack(values), self.padded,
+            record.launch_with(tables[0] + across_args + record.pack(values), self.padded,
                                ("flat", self.padded // entry.plan.vector_width))
         return [[ndarray(graph.leaf(o, dt, shape, layout.contiguous_strides(shape), 0))
                  for o, shape in zip(column, self.shapes)]
@@ -181,7 +230,10 @@ class ForeachState:
                                                for through in g.entry.writes_through
                                                for t in g.members), fused.__qualname__)
             last = self._last = (columns, shared, groups)
-        return _assemble([(g, g.run(values)) for g in last[2]], items, count)
+        groups = last[2]
+        if any(g.entry.across is not None for g in groups):
+            return _assemble(across.run(groups, values), items, count)
+        return _assemble([(g, g.run(values)) for g in groups], items, count)
 
     def _shared(self, items, lists, nargs, kwnames, static):
         """Tokens and values of the non-list arguments (list positions: None)."""
@@ -243,8 +295,13 @@ class ForeachState:
             buffer, shape, _, offset = graph.leaf_view(node)
             leaves[p] = graph.leaf(buffer, node.dtype, (layout.size_of(shape),), (1,), offset)
         why = describe_change(self.fused, self._last_key, key)
-        tracer, result = traced_call(self.fused, backend, leaves, values, key, why)
-        entry = Entry(self.fused, tracer.program(result), tracer, backend, why, key, lists)
+        tracer, result = traced_call(self.fused, backend, leaves, values, key, why,
+                                     across=True)
+        memo: dict = {}   # each reduction across the lists, over the values before the step
+        found = [(index, red.attrs[0], tracer.resolve(red.inputs[0], memo), red.dtype)
+                 for index, red in tracer.across]
+        entry = Entry(self.fused, tracer.program(result), tracer, backend, why, key, lists,
+                      found)
         self._entries[key] = entry
         self._last_key = key
         return entry

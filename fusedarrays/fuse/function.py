@@ -44,7 +44,8 @@ key changed), and ``f.explain()`` / ``fa.explain(f)`` / ``FUSEDARRAYS_LOG_COMPIL
 - ``static``: per static argument its value;
 - ``aliases``: which array arguments share a buffer.
 
-``f.foreach(*args)`` takes lists in place of arrays (:mod:`foreach`).
+``f.foreach(*args)`` takes lists in place of arrays (:mod:`foreach`); ``fa.global_norm`` in the
+function is then the norm across a whole list (:mod:`across`: two launches).
 """
 
 from __future__ import annotations

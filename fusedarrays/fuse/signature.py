@@ -32,13 +32,16 @@ def codegen_settings() -> tuple:
     return _settings_memo[1]
 
 
-def traced_call(fused, backend, leaves: dict, values: list, key, why: str):
+def traced_call(fused, backend, leaves: dict, values: list, key, why: str,
+                across: bool = False):
     """Run ``fused.fn`` once on placeholders (``leaves``: position → leaf to stand in for),
-    traced scalars and static values; return ``(tracer, result)``."""
+    traced scalars and static values; return ``(tracer, result)``. ``across``: a foreach
+    trace, where ``fa.global_norm`` reduces across the lists."""
     if config.get("LOG_COMPILES"):
         log.warning("fusedarrays: tracing %s: %s", fused.__qualname__, why)
     _, _, nargs, kwnames, tokens, _ = key
     tracer = trace.Tracer(fused.__qualname__, backend)
+    tracer.across = [] if across else None
     call = []
     for position, (token, value) in enumerate(zip(tokens, values)):
         if position in leaves:

@@ -250,6 +250,7 @@ class Tracer:
         self.writes: list[_Write] = []
         self._made: dict[int, _Write] = {}          # TraceBuffer uid → the write that made it
         self._fresh: list[TraceBuffer] = []         # outputs and temporaries
+        self.across: list | None = None  # foreach: the reductions across its lists (fuse.across)
 
     # -- building the call --------------------------------------------------------------------
     def array(self, position: int, leaf: graph.Node) -> ndarray:

@@ -155,7 +155,7 @@ def kernel_for(plan: KernelPlan, backend: Backend, render=None):
     """The loaded kernel for ``plan`` on ``backend``, compiling it only on a miss of both levels.
 
     ``render(plan, target)`` gives the source (default :func:`codegen.render_kernel`; fuse's
-    multi-tensor plans pass :func:`codegen.render_foreach_kernel`)."""
+    multi-tensor plans pass :func:`foreach_codegen.render_foreach_kernel`)."""
     mkey = (backend.device_key, plan.key)
     kernel = _memory.get(mkey)
     if kernel is not None:

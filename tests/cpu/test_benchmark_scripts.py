@@ -1,4 +1,4 @@
-"""The benchmark scripts run: the harness's self-check and ``lazy_front_end.py --smoke`` on the cpu
+"""The benchmark scripts run: the harness's self-check and each script's ``--smoke`` on the cpu
 backend, each in a child process, and the JSON each writes holds its rows with numbers in them."""
 
 import json
@@ -47,6 +47,15 @@ def test_lazy_front_end_smoke(tmp_path):
         assert part in figures, (part, figures)
     assert rows["launches per lazy Black-Scholes evaluation"]["fusedarrays"] == 1
     assert all(p.startswith("not measured") for r in rows.values() for p in r["peers"].values())
+
+
+def test_fuse_figures_smoke(tmp_path):
+    rows = numbers(run_script("fuse_figures", tmp_path))
+    figures = " | ".join(rows)
+    for part in ("Adam in place", "f.foreach", "clip-by-global-norm + Adam over 5 tensors",
+                 "host µs per cached fa.fuse call"):
+        assert part in figures, (part, figures)
+    assert rows["launches per clip-by-global-norm + Adam step (f.foreach)"]["fusedarrays"] == 2
 
 
 def test_reductions_smoke(tmp_path):
