@@ -101,14 +101,26 @@ def fa_bm_angle(b):
     theta = cv_f64((w & 1073741823) - 536870912) * 1.4629180792671596e-09
     return theta, theta * theta, w >> 30
 
-def fa_bm_turn(r, cs, sn, q):
+def fa_bm_quarter(cs, sn, q):
     if q == 1:
-        cs, sn = -sn, cs
-    elif q == 2:
-        cs, sn = -cs, -sn
-    elif q == 3:
-        cs, sn = sn, -cs
-    return r * cs, r * sn
+        return -sn, cs
+    if q == 2:
+        return -cs, -sn
+    if q == 3:
+        return sn, -cs
+    return cs, sn
+
+def fa_bm_turn(r, cs, sn, q):
+    # r times the turned (cos, sin), each product an fma with +0: a bare product would reach
+    # the consumer's code, where NVVM contracts it with an addition (x + noise) into an fma
+    # that the cpu does not make; the fma's +0 (not -0, which LLVM folds back to a product)
+    # rounds alike everywhere
+    cs, sn = fa_bm_quarter(cs, sn, q)
+    return fa_fma_f64(r, cs, 0.0), fa_fma_f64(r, sn, 0.0)
+
+def fa_bm_turn_f32(r, cs, sn, q):
+    cs, sn = fa_bm_quarter(cs, sn, q)
+    return fa_fma_f32(r, cs, cv_f32(0.0)), fa_fma_f32(r, sn, cv_f32(0.0))
 
 def fa_bm(a, b):
     # Box-Muller on u = (a + 1) / 2**32 in (0, 1] and the angle 2 pi b / 2**32, to float64
@@ -195,7 +207,7 @@ def fa_bm_f32(a, b):
     pc = fa_fma_f32(z, cv_f32(2.443315711809948e-05), cv_f32(-0.001388731625493765))
     pc = fa_fma_f32(z, pc, cv_f32(0.04166664568298827))
     cs = fa_fma_f32(z * z, pc, fa_fma_f32(z, cv_f32(-0.5), cv_f32(1.0)))
-    return fa_bm_turn(r, cs, sn, w >> 30)
+    return fa_bm_turn_f32(r, cs, sn, w >> 30)
 
 def fa_rand_uniform_f32(seed, key, g):
     return fa_u01_f32(fa_word(fa_philox_at(seed, key, g >> 2), g & 3))
