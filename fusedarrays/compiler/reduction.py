@@ -215,6 +215,13 @@ def has_reduction(roots) -> bool:
     return any(n.kind == "reduce" for n in graph.walk(roots))
 
 
+def _direct(outputs: list) -> bool:
+    """Whether the one output is a reduction computed straight into its target (a target of
+    another shape, the result broadcast, is written by an elementwise kernel after it)."""
+    return (len(outputs) == 1 and outputs[0][0].kind == "reduce"
+            and tuple(outputs[0][1][2]) == outputs[0][0].shape)
+
+
 def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
                  temp_align: int, new_temp=None) -> Program:
     """Cut the graph computing each node into its ``(buffer, dtype, shape, strides, offset)``
@@ -223,7 +230,7 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
     ``new_temp(nbytes)``: the buffer standing for a temporary (default a :class:`TempBuffer`;
     ``fa.fuse`` passes its own)."""
     roots = [node for node, _ in outputs]
-    direct = len(outputs) == 1 and roots[0].kind == "reduce"
+    direct = _direct(outputs)
     if not direct and len(outputs) == 1:
         nodes = graph.walk(roots)
         reductions = [n for n in nodes if n.kind == "reduce"]
@@ -255,7 +262,7 @@ def _cut(outputs: list, params: dict, temp_align: int, new_temp, split: bool) ->
     reduction: in its output)."""
     roots = [node for node, _ in outputs]
     cut = _Cut(dict(params), len(params), temp_align, new_temp, split)
-    direct = len(outputs) == 1 and roots[0].kind == "reduce"
+    direct = _direct(outputs)
     for node in graph.walk(roots):
         if node.kind != "reduce":
             continue

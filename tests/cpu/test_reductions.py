@@ -223,6 +223,19 @@ def test_a_reduction_written_into_a_view_and_reduced_again():
     rc.check(view.get(), x.sum(axis=0, keepdims=True).T[::-2], x, "a view of a reduction")
 
 
+def test_a_reduction_written_broadcast_into_a_larger_view():
+    # the target's shape differs from the reduction's: its value broadcast over the target's
+    # extra axes by an elementwise kernel after it (written straight in, rows past the first
+    # were left as they were)
+    rng = np.random.default_rng(19)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    for axis, keepdims in [(0, False), (1, True)]:
+        out = fa.asarray(np.zeros((3, 4), np.float32))
+        out[...] = fa.asarray(x).sum(axis=axis, keepdims=keepdims)
+        want = np.broadcast_to(x.sum(axis=axis, keepdims=keepdims), (3, 4))
+        rc.check(out.get(), want, x, f"sum(axis={axis}) broadcast into (3, 4) (seed 19)")
+
+
 def test_a_cached_evaluation_recompiles_nothing():
     rng = np.random.default_rng(18)
     fa.reset_stats()
