@@ -18,6 +18,7 @@ from ..compiler.plan import KernelPlan, plan_kernel
 from ..compiler.reduction import ReducePlan, has_reduction, plan_program
 from ..compiler.reduction_codegen import render_plan
 from ..compiler.rowfusion import RowPlan
+from ..compiler.scan import ScanPlan
 from ..ir import graph, layout
 from ..runtime import realize, records
 from .array import _backend_of
@@ -149,8 +150,8 @@ def explanation_html(ex: Explanation) -> str:
 
 
 class ProgramExplanation:
-    """How a graph with reductions evaluates: how the planner cut it into kernels and why, and
-    each kernel's plan and source (nothing is compiled or run)."""
+    """How a graph with reductions or scans evaluates: how the planner cut it into kernels and
+    why, and each kernel's plan and source (nothing is compiled or run)."""
 
     def __init__(self, program, target: str, arch: str | None):
         self.program, self.arch = program, arch
@@ -170,12 +171,17 @@ class ProgramExplanation:
                 for plan, _ in self.kernels]
 
     def __str__(self) -> str:
-        lines = [f"{self.launches} kernel(s), cut at the reductions:", *self.program.why]
+        lines = [f"{self.launches} kernel(s), cut at the reductions and scans:",
+                 *self.program.why]
         for plan, source in self.kernels:
             if isinstance(plan, ReducePlan):
                 head = (f"kernel {plan.name}: {plan.reduction} of {plan.size} output(s) × "
                         f"{plan.elements} element(s), kept dims {plan.kept}, reduced dims "
                         f"{plan.red}, cuda schedule {plan.schedule}")
+            elif isinstance(plan, ScanPlan):
+                head = (f"kernel {plan.name}: {plan.scan} of {plan.size} row(s) × "
+                        f"{plan.length} element(s), kept dims {plan.kept}, cuda schedule "
+                        f"{plan.schedule}")
             elif isinstance(plan, RowPlan):
                 head = (f"kernel {plan.name}: a block per row, {plan.size} row(s) of "
                         f"{layout.size_of(plan.red)} element(s): "

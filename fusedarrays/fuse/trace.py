@@ -40,6 +40,7 @@ from ..errors import TracerConversionError, UnsupportedOperationError
 from ..ir import graph, layout
 from ..ir.params import roots_params
 from ..ir.reductions import reduction_node
+from ..ir.scans import scan_node
 from ..runtime.backend import Buffer
 
 _HINT = ("traced functions must be straight-line array code; pass values that choose code paths "
@@ -208,6 +209,8 @@ def rebuild(node: graph.Node, leaf_fn, memo: dict) -> graph.Node:
         elif node.kind == "reduce":
             out = reduction_node(node.attrs[0], inputs[0], node.attrs[1], node.attrs[2],
                                node.dtype)
+        elif node.kind == "scan":
+            out = scan_node(node.attrs[0], inputs[0], node.attrs[1], node.attrs[2], node.dtype)
         else:
             out = (graph.cast(inputs[0], node.dtype) if node.kind == "cast"
                    else graph.op(node.attrs[0], inputs, node.attrs[1]))

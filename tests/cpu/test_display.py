@@ -117,10 +117,11 @@ def test_a_500_node_graph_collapses_to_a_readable_picture():
 
 
 def test_every_node_kind_draws():
-    # a pending reduction, gather or draw: each kind has its box (a KeyError once)
+    # a pending reduction, gather, draw or scan: each kind has its box (a KeyError once)
     x = fa.asarray(rand((4, 30)))
     arrays = [x.sum(axis=1) + 1, fa.take(x, fa.asarray(np.array([0, 2])), axis=0) * 2,
-              fa.random.default_rng(SEED).random((4, 30), dtype=np.float32) + x]
+              fa.random.default_rng(SEED).random((4, 30), dtype=np.float32) + x,
+              fa.cumulative_sum(x, axis=1, include_initial=True) - 1]
     for y in arrays:
         before = _counts()
         html_text = y._repr_html_()
