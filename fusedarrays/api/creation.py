@@ -11,6 +11,8 @@ keywords; NumPy's positional ``dtype`` still works for ``empty``/``zeros``/``one
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..ir import dtypes, graph, layout
@@ -140,7 +142,14 @@ def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> ndarr
     check_device(device, "eye")
     n_cols = n_rows if n_cols is None else n_cols
     dt = dtypes.as_dtype(np.float64 if dtype is None else dtype)
-    return (_diagonal_offsets(n_rows, n_cols) == k).astype(dt)
+    return (_diagonal_offsets(n_rows, n_cols) == _clamp_k(k, n_rows, n_cols)).astype(dt)
+
+
+def _clamp_k(k: int, n_rows: int, n_cols: int) -> int:
+    """``k`` moved into ``[-n_rows, n_cols]``: the offsets ``j - i`` lie strictly inside, so
+    every comparison with it is unchanged, and any Python int ``k`` (NumPy takes 2**63) becomes
+    one the int64 offsets can be compared with."""
+    return min(max(operator.index(k), -n_rows), n_cols)
 
 
 def _triangle(x, k: int, lower: bool, name: str) -> ndarray:
@@ -148,6 +157,7 @@ def _triangle(x, k: int, lower: bool, name: str) -> ndarray:
     if x.ndim < 2:
         raise ValueError(f"{name} needs an array of at least 2 dimensions, got shape {x.shape}")
     offsets = _diagonal_offsets(*x.shape[-2:])
+    k = _clamp_k(k, *x.shape[-2:])
     keep = offsets <= k if lower else offsets >= k
     return FUNCTIONS["where"](keep, x, x.dtype.type(0))
 

@@ -18,6 +18,7 @@ from ..compiler.plan import KernelPlan, plan_kernel
 from ..compiler.reduction import ReducePlan, has_reduction, plan_program
 from ..compiler.reduction_codegen import render_plan
 from ..compiler.rowfusion import RowPlan
+from ..compiler.scan import ScanPlan
 from ..ir import graph, layout
 from ..runtime import realize, records
 from .array import _backend_of
@@ -52,6 +53,12 @@ _REDUCE_WALK = {
     "cols": "cols: a thread per output, neighbouring threads reading neighbouring outputs",
     "cpu": "each output's elements folded in order by one thread; outputs in chunks spread "
            "over the cores"}
+_SCAN_WALK = {
+    "rows": "rows: a block per row, walking it in tiles staged in shared memory, each thread's "
+            "chunk scanned in order, the chunks' totals by the block, the running total "
+            "carried from tile to tile",
+    "cols": "cols: a thread per row, its elements in order",
+    "cpu": "each row scanned in order by one thread; rows in chunks spread over the cores"}
 _ROW_WALK = {
     "cuda": "a block per row: each reduction a shared-memory tree whose result the block keeps, "
             "then the row's elements",
@@ -182,8 +189,8 @@ def explanation_html(ex: Explanation) -> str:
 
 
 class ProgramExplanation:
-    """How a graph with reductions evaluates: how the planner cut it into kernels and why, and
-    each kernel's plan and source (nothing is compiled or run)."""
+    """How a graph with reductions or scans evaluates: how the planner cut it into kernels and
+    why, and each kernel's plan and source (nothing is compiled or run)."""
 
     def __init__(self, program, target: str, arch: str | None):
         self.program, self.arch, self.target = program, arch, target
@@ -204,8 +211,8 @@ class ProgramExplanation:
 
     def _title(self) -> str:
         n = self.launches
-        return (f"{n} kernels, cut at the reductions" if n > 1 else
-                "1 kernel, the reductions fused with the work around them")
+        return (f"{n} kernels, cut at the reductions and scans" if n > 1 else
+                "1 kernel, the reductions or scan fused with the work around them")
 
     def facts(self, plan) -> list[tuple[str, str]]:
         """One kernel of the program in words: ``(name, value)`` rows, text and HTML alike."""
@@ -216,6 +223,10 @@ class ProgramExplanation:
                     + (f", each output in {plan.split} parts of {plan.chunk} element(s) "
                        "(partial results)" if plan.split > 1 else ""))
             walk = _REDUCE_WALK["cpu" if self.target == "cpu" else plan.schedule]
+        elif isinstance(plan, ScanPlan):
+            what = (f"{plan.scan} of {plan.size} row(s) × {plan.length} element(s), kept dims "
+                    f"{plan.kept}")
+            walk = _SCAN_WALK["cpu" if self.target == "cpu" else plan.schedule]
         elif isinstance(plan, RowPlan):
             what = (" then ".join(name for name, _, _ in plan.sections) + " of each row, then "
                     f"the row's elements of the result; {plan.size} row(s) of "

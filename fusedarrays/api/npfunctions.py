@@ -21,6 +21,7 @@ from .linalg import norm
 from .manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
 from .reductions import ALIASES, FUNCTIONS_REDUCING
 from .refusals import options_text, refusal
+from .scans import FUNCTIONS_SCANNING
 
 _NO = np._NoValue       # NumPy's "argument not given", as its own signatures default to
 
@@ -188,6 +189,8 @@ IMPLEMENTED.update({getattr(np, name): FUNCTIONS_REDUCING[name] for name in (
 IMPLEMENTED.update({getattr(np, alias): FUNCTIONS_REDUCING[name]
                     for alias, name in ALIASES.items()})
 IMPLEMENTED[np.linalg.norm] = norm
+IMPLEMENTED.update({getattr(np, name): FUNCTIONS_SCANNING[name] for name in (
+    "cumsum", "cumprod", "cumulative_sum", "cumulative_prod") if hasattr(np, name)})
 if hasattr(np, "astype"):     # NumPy 2.1 and later
     IMPLEMENTED[np.astype] = _astype
 

@@ -34,6 +34,9 @@ KERNEL_CODE = (
     "compiler/reduction.py",  # a reduction kernel's parameters, order and schedule
     "compiler/reduction_codegen.py",  # the reduction kernel's source text
     "compiler/rowfusion.py",  # the one-kernel row program's parameters and source text
+    "compiler/scan.py",       # a scan kernel's parameters, order and schedule
+    "compiler/scan_codegen.py",  # the scan kernel's source text
+    "ir/scans.py",            # each scan's combining expression and starting values
     "ir/reductions.py",       # each reduction's identity and folding statements
     "ir/layout.py",           # tile sizes the generated code hard-codes
     "compiler/devicelib.py",  # helper functions compiled into kernels

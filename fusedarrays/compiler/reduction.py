@@ -1,6 +1,7 @@
-"""Graphs with reductions → a :class:`Program`: the kernels that compute them, in order.
+"""Graphs with reductions or scans → a :class:`Program`: the kernels that compute them, in order.
 
-Pure. The planner cuts a graph at its reduction nodes. Each reduction becomes one kernel
+Pure. The planner cuts a graph at its reduction nodes, and at its scans (``compiler/scan.py``:
+a kernel each, cut and fed like a reduction's). Each reduction becomes one kernel
 (:class:`ReducePlan`) whose input expression — every elementwise producer under it, down to the
 leaves and to earlier reductions' results — is computed inside it, per element, as it is read:
 ``((x - y)**2).sum()`` is one kernel and no temporary. A reduction's result that something else
@@ -35,6 +36,7 @@ from ..ir.reductions import REDUCTIONS, reduction_node
 from . import keys
 from .plan import Instr, KernelPlan, Operand, instructions, number_params, plan_kernel
 from .rowfusion import fusible, plan_rows, unit_class
+from .scan import plan_scan
 
 
 @dataclass(frozen=True)
@@ -211,8 +213,20 @@ class Program:
     why: tuple[str, ...]    # how the graph was cut, in words (fa.explain)
 
 
+CUT_AT = ("reduce", "scan")    # node kinds whose result the planner puts in a buffer
+
+
 def has_reduction(roots) -> bool:
-    return any(n.kind == "reduce" for n in graph.walk(roots))
+    """Whether the graph of ``roots`` has a node the planner cuts at (a reduction or a scan)."""
+    return any(n.kind in CUT_AT for n in graph.walk(roots))
+
+
+def _direct(outputs: list) -> bool:
+    """Whether the one output is a reduction or scan computed straight into its target (a
+    target of another shape, the result broadcast, is written by an elementwise kernel after
+    it)."""
+    return (len(outputs) == 1 and outputs[0][0].kind in CUT_AT
+            and tuple(outputs[0][1][2]) == outputs[0][0].shape)
 
 
 def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
@@ -223,13 +237,13 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
     ``new_temp(nbytes)``: the buffer standing for a temporary (default a :class:`TempBuffer`;
     ``fa.fuse`` passes its own)."""
     roots = [node for node, _ in outputs]
-    direct = len(outputs) == 1 and roots[0].kind == "reduce"
+    direct = _direct(outputs)
     if not direct and len(outputs) == 1:
         nodes = graph.walk(roots)
         reductions = [n for n in nodes if n.kind == "reduce"]
         # draws and gathers index by the kernel's element order: only the elementwise planner
-        # places them (plan._placed)
-        placed = any(n.kind in ("random", "gather") for n in nodes)
+        # places them (plan._placed); a scan is a kernel of its own
+        placed = any(n.kind in ("random", "gather", "scan") for n in nodes)
         if not placed and fusible(reductions, roots[0].shape):   # the shapes allow one kernel
             cut = _cut(outputs, params, temp_align, None, split=False)
             if all(step.plan.schedule == "rows" and (step.plan.elements <= ROW_FUSE_MAX
@@ -244,30 +258,38 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
         used = roots_params([n for n, _ in rebuilt])[0]
         plan = plan_kernel(rebuilt, {p: cut.positions[p] for p in used})
         cut.steps.append(Step(plan, -1))
-        cut.why.append(f"kernel {len(cut.steps)}: the elementwise work after the reductions, "
-                       "reading their results broadcast back over the reduced axes (a "
-                       "reduction's result is complete only once every element is folded in)")
+        if any(isinstance(step.plan, ReducePlan) for step in cut.steps):
+            cut.why.append(f"kernel {len(cut.steps)}: the elementwise work after the "
+                           "reductions, reading their results broadcast back over the reduced "
+                           "axes (a reduction's result is complete only once every element is "
+                           "folded in)")
+        else:
+            cut.why.append(f"kernel {len(cut.steps)}: the elementwise work after the scans, "
+                           "reading their results (a row's last element waits for all before "
+                           "it)")
     return Program(tuple(cut.steps), tuple(cut.temps), tuple(cut.why))
 
 
 def _cut(outputs: list, params: dict, temp_align: int, new_temp, split: bool) -> _Cut:
-    """A step per reduction (two where split), inputs first, results in temporaries (a root
-    reduction: in its output)."""
+    """A step per reduction (two where split) and per scan, inputs first, results in
+    temporaries (a root computed straight into its target: there)."""
     roots = [node for node, _ in outputs]
     cut = _Cut(dict(params), len(params), temp_align, new_temp, split)
-    direct = len(outputs) == 1 and roots[0].kind == "reduce"
+    direct = _direct(outputs)
     for node in graph.walk(roots):
-        if node.kind != "reduce":
+        if node.kind not in CUT_AT:
             continue
+        step = cut.reduction if node.kind == "reduce" else cut.scan
         source = rebuild(node.inputs[0], cut.subst)
         if direct and node is roots[0]:
-            cut.reduction(node, source, outputs[0][1], False, "into the result")
+            step(node, source, outputs[0][1], False, "into the result")
             continue
         strides = layout.contiguous_strides(node.shape)
         target = (cut.buffer(node.dtype, node.shape), node.dtype, node.shape, strides, 0)
-        cut.subst[node.serial] = cut.reduction(
+        cut.subst[node.serial] = step(
             node, source, target, True, f"into a temporary {node.shape} that a later kernel reads")
-        cut.rows.append((node, source, cut.subst[node.serial]))
+        if node.kind == "reduce":
+            cut.rows.append((node, source, cut.subst[node.serial]))
     return cut
 
 
@@ -336,6 +358,17 @@ class _Cut:
         return self.temp(target) if temporary else None
 
 
+    def scan(self, node, source, target: tuple, temporary: bool, where: str):
+        """The step computing scan ``node`` of ``source`` into ``target`` (the evaluation's
+        output, or a ``temporary`` bound here, whose leaf is returned)."""
+        plan = plan_scan(node, source, target, self.positions)
+        self.steps.append(Step(plan, len(self.temps) if temporary else -1))
+        self.why.append(f"kernel {len(self.steps)}: {node.label()} over {source.shape}, "
+                        f"{'a block' if plan.schedule == 'rows' else 'a thread'} per row of "
+                        f"{plan.length} element(s), its input computed as it is read, " + where)
+        return self.temp(target) if temporary else None
+
+
 def _kept_view(node: graph.Node, target: tuple) -> tuple:
     """``target`` (a reduction's result) seen without its reduced axes of extent 1 (keepdims)."""
     buffer, dtype, shape, strides, offset = target
@@ -347,7 +380,8 @@ def _kept_view(node: graph.Node, target: tuple) -> tuple:
 
 
 def rebuild(node: graph.Node, subst: dict) -> graph.Node:
-    """``node``'s graph with each reduction replaced by ``subst[its serial]`` (a leaf)."""
+    """``node``'s graph with each reduction and scan replaced by ``subst[its serial]`` (a
+    leaf)."""
     memo: dict[int, graph.Node] = {}
 
     def visit(n: graph.Node) -> graph.Node:
@@ -373,5 +407,6 @@ def reduction_row(plan: ReducePlan):
     return REDUCTIONS[plan.reduction]
 
 
-__all__ = ["KernelPlan", "Program", "ReducePlan", "Step", "has_reduction", "plan_program",
+__all__ = ["CUT_AT", "KernelPlan", "Program", "ReducePlan", "Step", "has_reduction",
+           "plan_program",
            "plan_reduce", "rebuild", "reduction_row"]

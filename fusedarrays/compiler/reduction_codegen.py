@@ -23,6 +23,8 @@ from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identit
 from .codegen import CPU_CHUNK, _function, _indent, _Renderer, render_kernel
 from .reduction import ReducePlan
 from .rowfusion import RowPlan, block_tree, render_rows_kernel, step
+from .scan import ScanPlan
+from .scan_codegen import render_scan_kernel
 
 _INF = "(1e308 * 10.0)"   # a float infinity every target folds (the simulator has no math.inf)
 
@@ -41,9 +43,12 @@ def render_reduce_kernel(plan: ReducePlan, target: str) -> str:
 
 
 def render_plan(plan, target: str) -> str:
-    """The source of any plan evaluation launches: a reduction's, or an elementwise one's."""
+    """The source of any plan evaluation launches: a reduction's, a scan's, a row program's or
+    an elementwise one's."""
     if isinstance(plan, ReducePlan):
         return render_reduce_kernel(plan, target)
+    if isinstance(plan, ScanPlan):
+        return render_scan_kernel(plan, target)
     if isinstance(plan, RowPlan):
         return render_rows_kernel(plan, target)
     return render_kernel(plan, target)

@@ -263,7 +263,7 @@ def _coordinates(plan: RowPlan) -> list[str]:
                      for k, o in enumerate(plan.operands) if o.layout != "B"]
 
 
-def _row_bases(plan: RowPlan, width: int) -> list[str]:
+def _row_bases(plan, width: int = 1) -> list[str]:
     """Row ``op``'s coordinates over the kept axes and each operand's base ``o<k>`` there (and,
     vectorised, ``ov<k>`` in vectors: the planner checked that every row start is aligned)."""
     krank = len(plan.kept)

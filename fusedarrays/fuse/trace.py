@@ -40,6 +40,7 @@ from ..errors import TracerConversionError, UnsupportedOperationError
 from ..ir import graph, layout
 from ..ir.params import roots_params
 from ..ir.reductions import reduction_node
+from ..ir.scans import scan_node
 from ..runtime.backend import Buffer
 
 _HINT = ("traced functions must be straight-line array code; pass values that choose code paths "
@@ -205,9 +206,9 @@ def rebuild(node: graph.Node, leaf_fn, memo: dict) -> graph.Node:
         inputs = tuple(rebuild(i, leaf_fn, memo) for i in node.inputs)
         if node.kind == "gather":
             out = graph.gather(inputs[0], inputs[1], *node.attrs)
-        elif node.kind == "reduce":
-            out = reduction_node(node.attrs[0], inputs[0], node.attrs[1], node.attrs[2],
-                               node.dtype)
+        elif node.kind in ("reduce", "scan"):   # attrs (name, axes or axis, a flag)
+            make = reduction_node if node.kind == "reduce" else scan_node
+            out = make(node.attrs[0], inputs[0], node.attrs[1], node.attrs[2], node.dtype)
         else:
             out = (graph.cast(inputs[0], node.dtype) if node.kind == "cast"
                    else graph.op(node.attrs[0], inputs, node.attrs[1]))

@@ -78,7 +78,9 @@ class HostMemory:
     copied in and out; operands are typed views of them."""
 
     def alloc(self, nbytes: int) -> np.ndarray:
-        return np.empty(max(nbytes, 1), np.uint8)
+        # an empty buffer is still passed to kernels (a reduction of an empty array has a
+        # result) as a view in its dtype: 16 bytes, the widest item, so every view is whole
+        return np.empty(max(nbytes, 16), np.uint8)
 
     def from_host(self, array: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(array).reshape(-1).view(np.uint8).copy()

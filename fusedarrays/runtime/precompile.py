@@ -36,6 +36,7 @@ from ..errors import DeviceUnavailableError
 from ..ir import graph, layout
 from ..ir.params import roots_params
 from ..ir.reductions import reduction_node
+from ..ir.scans import scan_node
 from . import realize, records
 from .backend import arch_compiler, get_backend
 from .launch import scalar_arg
@@ -260,6 +261,8 @@ def _with_stand_in_buffers(nodes: list[graph.Node]) -> list[graph.Node]:
                                if n.kind == "gather" else
                                reduction_node(n.attrs[0], inputs[0], n.attrs[1], n.attrs[2],
                                             n.dtype) if n.kind == "reduce" else
+                               scan_node(n.attrs[0], inputs[0], n.attrs[1], n.attrs[2],
+                                         n.dtype) if n.kind == "scan" else
                                graph.cast(inputs[0], n.dtype) if n.kind == "cast"
                                else graph.op(n.attrs[0], inputs, n.attrs[1]))
     return [built[n.serial] for n in nodes]

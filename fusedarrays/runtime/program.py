@@ -1,4 +1,5 @@
-"""Evaluating a graph with reductions: a :class:`ProgramRecord`, one launch record per kernel.
+"""Evaluating a graph with reductions or scans: a :class:`ProgramRecord`, a launch record
+per kernel.
 
 The planner cuts such a graph into kernels (``compiler/reduction.py``); this module builds, once
 per signature, a :class:`~.launch.LaunchRecord` for each of them, and on every evaluation

@@ -23,8 +23,8 @@ fi
 python -c "import hypothesis, ndindex, pytest_jsonreport" 2>/dev/null || \
     python -m pip install pytest hypothesis ndindex pytest-json-report
 REPORT="${REPORT:-$ROOT/tests/array_api/report.json}"
-export PYTHONPATH="$ROOT:$HERE${PYTHONPATH:+:$PYTHONPATH}"
-export ARRAY_API_TESTS_MODULE="exec('from namespace import xp')"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+export ARRAY_API_TESTS_MODULE=fusedarrays
 export ARRAY_API_TESTS_VERSION=2023.12
 export ARRAY_API_TESTS_SKIP_DTYPES=complex64,complex128   # not supported yet
 export FUSEDARRAYS_BACKEND=cpu

@@ -168,6 +168,19 @@ def test_a_500_node_graph_collapses_to_a_readable_picture():
         assert re.search(r"… \d+ nodes", svg), svg[:300]
 
 
+def test_every_node_kind_draws():
+    # a pending reduction, gather, draw or scan: each kind has its box (a KeyError once)
+    x = fa.asarray(rand((4, 30)))
+    arrays = [x.sum(axis=1) + 1, fa.take(x, fa.asarray(np.array([0, 2])), axis=0) * 2,
+              fa.random.default_rng(SEED).random((4, 30), dtype=np.float32) + x,
+              fa.cumulative_sum(x, axis=1, include_initial=True) - 1]
+    for y in arrays:
+        before = _counts()
+        html_text = y._repr_html_()
+        assert _counts() == before
+        check_html(html_text)
+
+
 def test_shared_nodes_are_drawn_once_and_repeated_parts_merge():
     x, y = fa.asarray(rand(16)), fa.asarray(rand(16, SEED + 1))
     s = x * y

@@ -70,6 +70,15 @@ def test_creation_matches_numpy():
         got, want = fa.eye(*args, **kw).get(), np.eye(*args, **kw)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+    # diagonals past every element, beyond int64 too (NumPy takes any Python int)
+    x = rng.standard_normal((3, 5))
+    for k in (2**63, -(2**70), 5, -3, 4, -2):
+        np.testing.assert_array_equal(fa.eye(3, 5, k=k).get(), np.eye(3, 5, k=k), f"k={k}")
+        np.testing.assert_array_equal(fa.eye(0, k=k).get(), np.eye(0, k=k), f"k={k}")
+        near = min(max(k, -3), 5)   # the same triangle; NumPy's tril/triu overflow past int64
+        for name in ("tril", "triu"):
+            np.testing.assert_array_equal(getattr(fa, name)(fa.asarray(x), k=k).get(),
+                                          getattr(np, name)(x, k=near), f"{name} k={k}")
     a, b, c = (rng.standard_normal(n) for n in (4, 6, 3))
     for indexing in ("xy", "ij"):
         got = fa.meshgrid(fa.asarray(a), fa.asarray(b[::-1]), fa.asarray(c), indexing=indexing)

@@ -89,6 +89,13 @@ CASES.update({
     np.std: lambda a, b: np.std(b > 0, axis=1),
     np.linalg.norm: lambda a, b: np.linalg.norm(a > 0, axis=1),
 })
+# Scans (tests/cpu/test_scans.py has their own): exact values (integers)
+CASES.update({
+    np.cumsum: lambda a, b: np.cumsum(a > 0), np.cumprod: lambda a, b: np.cumprod(
+        (a > 0) + 1, axis=1, dtype=np.int16),
+    np.cumulative_sum: lambda a, b: np.cumulative_sum(a > 0, axis=0, include_initial=True),
+    np.cumulative_prod: lambda a, b: np.cumulative_prod((b > 0) + 1, axis=1),
+})
 if hasattr(np, "astype"):
     CASES[np.astype] = lambda a, b: np.astype(a, np.int16)
 _LAZY = {np.where, np.clip, np.copy, getattr(np, "astype", None), np.tril, np.triu,
@@ -139,7 +146,7 @@ def test_clip_takes_numpys_other_forms():
 
 @pytest.mark.parametrize("call, named", [
     (lambda x: np.median(x), "np.median"),
-    (lambda x: np.cumsum(x), "np.cumsum"),
+    (lambda x: np.nancumsum(x), "np.nancumsum"),
     (lambda x: np.dot(x, x.T), "np.dot"),
     (lambda x: np.sort(x), "np.sort"),
     (lambda x: np.unique(x), "np.unique"),

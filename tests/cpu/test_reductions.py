@@ -109,6 +109,20 @@ def test_empty_reductions_give_numpy_values_or_errors():
     rc.check(fa.mean(a, axis=0).get(), want, x, "empty mean is NaN")
 
 
+def test_reductions_of_computed_empty_arrays_of_every_item_size():
+    # an empty result's buffer (not one uploaded from the host) read as the input of a
+    # reduction that has a value: the array-api-tests' xp.all of an empty uint16 array
+    for dtype in ("bool", "uint16", "int32", "int64", "float16", "float64"):
+        x = np.zeros((2, 0), dtype)
+        a = fa.zeros((2, 0), dtype=dtype) + fa.zeros((2, 0), dtype=dtype)
+        for name in ("sum", "prod", "all", "any"):
+            rc.check(getattr(fa, name)(a, axis=1).get(), getattr(np, name)(x + x, axis=1),
+                     x, f"{name} {dtype}")
+        assert bool(fa.all(a == a)) and not bool(fa.any(a))
+        rc.check(fa.sum(fa.sum(a, axis=1, keepdims=True) * 2).get(),
+                 np.sum(np.sum(x + x, axis=1, keepdims=True) * 2), x, f"sum of sum {dtype}")
+
+
 def test_nan_propagates_as_in_numpy():
     rng = np.random.default_rng(14)
     x = rng.standard_normal((4, 50))
@@ -207,6 +221,19 @@ def test_a_reduction_written_into_a_view_and_reduced_again():
     rc.check(nested.get(), x.max(axis=1).sum() + x.min(), x, "reductions of reductions")
     view = fa.asarray(x).sum(axis=0, keepdims=True).T[::-2]
     rc.check(view.get(), x.sum(axis=0, keepdims=True).T[::-2], x, "a view of a reduction")
+
+
+def test_a_reduction_written_broadcast_into_a_larger_view():
+    # the target's shape differs from the reduction's: its value broadcast over the target's
+    # extra axes by an elementwise kernel after it (written straight in, rows past the first
+    # were left as they were)
+    rng = np.random.default_rng(19)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    for axis, keepdims in [(0, False), (1, True)]:
+        out = fa.asarray(np.zeros((3, 4), np.float32))
+        out[...] = fa.asarray(x).sum(axis=axis, keepdims=keepdims)
+        want = np.broadcast_to(x.sum(axis=axis, keepdims=keepdims), (3, 4))
+        rc.check(out.get(), want, x, f"sum(axis={axis}) broadcast into (3, 4) (seed 19)")
 
 
 def test_a_cached_evaluation_recompiles_nothing():
