@@ -68,10 +68,8 @@ def fa_int_span(a, b, span):
     s = cv_u64(span)
     return cv_i64((cv_u64(a) * s + ((cv_u64(b) * s) >> half)) >> half)
 
-def fa_bm_log(a):
-    # u = (a + 1) / 2**32 in (0, 1] as 2**(e - 32) m, m in [sqrt(1/2), sqrt(2)); returns
-    # s = (m - 1) / (m + 1) (ln m = 2 atanh s, |s| < 0.172), s * s and e - 32
-    k = cv_i64(a) + 1
+def fa_floor_log2(k):
+    # floor(log2 k) of 0 < k <= 2**32, in integer steps every backend computes alike
     e = cv_i64(0)
     t = k
     if t >= 65536:
@@ -88,6 +86,13 @@ def fa_bm_log(a):
         e += 2
     if t >= 2:
         e += 1
+    return e
+
+def fa_bm_log(a):
+    # u = (a + 1) / 2**32 in (0, 1] as 2**(e - 32) m, m in [sqrt(1/2), sqrt(2)); returns
+    # s = (m - 1) / (m + 1) (ln m = 2 atanh s, |s| < 0.172), s * s and e - 32
+    k = cv_i64(a) + 1
+    e = fa_floor_log2(k)
     m = cv_f64(k << (32 - e)) * 2.3283064365386963e-10
     if m > 1.4142135623730951:
         m = m * 0.5
@@ -164,22 +169,7 @@ def fa_bm_f32(a, b):
     # m = t / one in [sqrt(1/2), sqrt(2)); s = (m - 1) / (m + 1) from the exact integers t - one
     # and t + one, so no digits cancel near u = 1; ln m = 2 atanh s (|s| < 0.172, 6 terms)
     k = cv_i64(a) + 1
-    e = cv_i64(0)
-    t = k
-    if t >= 65536:
-        t = t >> 16
-        e += 16
-    if t >= 256:
-        t = t >> 8
-        e += 8
-    if t >= 16:
-        t = t >> 4
-        e += 4
-    if t >= 4:
-        t = t >> 2
-        e += 2
-    if t >= 2:
-        e += 1
+    e = fa_floor_log2(k)
     t = k << (33 - e)
     one = cv_i64(8589934592)
     if t > 12148001999:
