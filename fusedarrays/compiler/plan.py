@@ -44,6 +44,14 @@ class Operand:
         return self.layout == "C"
 
 
+def operand_param_types(plan) -> tuple[str, ...]:
+    """Kernel parameter types, in order: n, one pointer per operand, the integers of
+    ``plan.int_params()``, the scalars: every plan that binds its operands one by one (an
+    elementwise, reduction, row or scan kernel)."""
+    return (("i64",) + ("ptr",) * len(plan.operands) + ("i64",) * len(plan.int_params())
+            + tuple(CODES[dt] for _, dt in plan.scalars))
+
+
 @dataclass(frozen=True)
 class Instr:
     """One line of the kernel body: ``var = kind(args)`` or a store (var is None)."""
@@ -104,9 +112,7 @@ class KernelPlan:
         return names
 
     def param_types(self) -> tuple[str, ...]:
-        """Kernel parameter types, in order: n, one pointer per operand, integers, scalars."""
-        return (("i64",) + ("ptr",) * len(self.operands) + ("i64",) * len(self.int_params())
-                + tuple(CODES[dt] for _, dt in self.scalars))
+        return operand_param_types(self)
 
     def int_args(self) -> list[int]:
         """Values of :meth:`int_params`, in the same order."""

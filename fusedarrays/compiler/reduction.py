@@ -34,7 +34,15 @@ from ..ir.dtypes import CODES
 from ..ir.params import roots_params
 from ..ir.reductions import REDUCTIONS, reduction_node
 from . import keys
-from .plan import Instr, KernelPlan, Operand, instructions, number_params, plan_kernel
+from .plan import (
+    Instr,
+    KernelPlan,
+    Operand,
+    instructions,
+    number_params,
+    operand_param_types,
+    plan_kernel,
+)
 from .rowfusion import fusible, plan_rows, unit_class
 from .scan import plan_scan
 
@@ -98,9 +106,7 @@ class ReducePlan:
                 ints += list(o.strides[len(self.kept):])
         return ints
 
-    def param_types(self) -> tuple[str, ...]:
-        return (("i64",) + ("ptr",) * len(self.operands) + ("i64",) * len(self.int_params())
-                + tuple(CODES[dt] for _, dt in self.scalars))
+    param_types = operand_param_types
 
     def geometry(self) -> tuple:
         return ("reduce", self.schedule, self.size)

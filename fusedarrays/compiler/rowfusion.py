@@ -32,7 +32,7 @@ from ..ir.dtypes import BY_CODE, CODES, COMPUTE_CODE
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
 from . import keys
 from .codegen import CPU_CHUNK, _function, _indent, _Renderer
-from .plan import Instr, Operand, instructions, number_params
+from .plan import Instr, Operand, instructions, number_params, operand_param_types
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,7 @@ class RowPlan:
             ints += [o.offset, *o.strides]
         return ints
 
-    def param_types(self) -> tuple[str, ...]:
-        return (("i64",) + ("ptr",) * len(self.operands) + ("i64",) * len(self.int_params())
-                + tuple(CODES[dt] for _, dt in self.scalars))
+    param_types = operand_param_types
 
     def geometry(self) -> tuple:
         return ("reduce", "rows", self.size)

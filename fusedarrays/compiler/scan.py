@@ -31,7 +31,7 @@ from .. import config
 from ..ir import graph, layout
 from ..ir.dtypes import CODES
 from . import keys
-from .plan import Instr, Operand, instructions, number_params
+from .plan import Instr, Operand, instructions, number_params, operand_param_types
 
 SCAN_CHUNK = 8          # elements a thread scans serially per tile (cuda rows)
 ROWS_MIN_LENGTH = 128   # shorter rows, a thread each: a block would idle most of its threads
@@ -85,9 +85,7 @@ class ScanPlan:
             ints += [o.offset, *o.strides]
         return ints
 
-    def param_types(self) -> tuple[str, ...]:
-        return (("i64",) + ("ptr",) * len(self.operands) + ("i64",) * len(self.int_params())
-                + tuple(CODES[dt] for _, dt in self.scalars))
+    param_types = operand_param_types
 
     def geometry(self) -> tuple:
         # a reduction's launch shapes: a block per row (rows) or a thread per row (cols)
