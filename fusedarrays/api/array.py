@@ -235,7 +235,7 @@ class ndarray:
         return self.reshape(-1)
 
     def __getitem__(self, key) -> ndarray:
-        if isinstance(key, (ndarray, np.ndarray, list)) or (
+        if isinstance(key, (ndarray, np.ndarray, list, bool, np.bool_)) or (
                 type(key) is tuple and any(isinstance(k, (ndarray, np.ndarray, list))
                                            for k in key)):
             return self._take(key)   # a gather (api/indexing.py); a view otherwise
@@ -243,7 +243,7 @@ class ndarray:
 
     # -- writes -------------------------------------------------------------------------------
     def __setitem__(self, key, value) -> None:
-        if isinstance(key, (ndarray, np.ndarray, list)) or (
+        if isinstance(key, (ndarray, np.ndarray, list, bool, np.bool_)) or (
                 type(key) is tuple and any(isinstance(k, (ndarray, np.ndarray, list))
                                            for k in key)):
             self._index_write(key, value)   # masks and index arrays (api/indexing.py)

@@ -56,6 +56,15 @@ def _scalar(value):
 
 def index_write(x: ndarray, key, value) -> None:
     """``x[key] = value`` for a key with index arrays or masks (module docstring)."""
+    mask = key[0] if type(key) is tuple and len(key) == 1 else key
+    if isinstance(mask, (bool, np.bool_)):
+        mask = np.asarray(mask)
+    if isinstance(mask, (ndarray, np.ndarray)) and mask.dtype == np.bool_ and mask.ndim == 0:
+        # a 0-d mask selects all of x (under a new axis of one) or nothing: a where over x
+        if getattr(value, "ndim", 0) == x.ndim + 1 and value.shape[0] == 1:
+            value = value[0]
+        x[...] = FUNCTIONS["where"](mask, value, x)
+        return
     parsed = indexkeys.parse(x.shape, key)
     if len(parsed.entries) == 1 and parsed.masks_only and _one_value(value):
         _masked_where(x, parsed, _scalar(value))    # inside fa.fuse too: no host step

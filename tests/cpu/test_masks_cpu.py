@@ -56,3 +56,18 @@ def test_mask_forms_numpy_takes():
         x[x > 0] = np.array([1.0, 2.0])
     with pytest.raises(IndexError, match="boolean index did not match"):
         x[np.array([True, False])] = 1.0
+
+
+def test_a_0d_mask_writes_all_or_nothing():
+    seed = 77
+    rng = np.random.default_rng(seed)
+    for shape in [(), (5,), (3, 4)]:
+        for flag in (True, False):
+            x = rng.standard_normal(shape).astype(np.float32)
+            value = np.float32(rng.standard_normal())
+            for mask in (flag, np.bool_(flag), np.array(flag), fa.asarray(np.array(flag))):
+                a = fa.asarray(x)
+                a[mask] = value
+                want = x.copy()
+                want[np.array(flag)] = value
+                np.testing.assert_array_equal(a.get(), want, err_msg=f"{shape} {flag} {seed=}")
