@@ -19,7 +19,7 @@ from ..ir import ops
 from ..ir.dtypes import BY_CODE, COMPUTE_CODE
 from ..ir.layout import TILE, TILE_THREADS
 from . import streams
-from .plan import Instr, KernelPlan, operand_params
+from .plan import Instr, KernelPlan, kernel_param_names, operand_params
 
 
 def render_kernel(plan: KernelPlan, target: str) -> str:
@@ -27,8 +27,7 @@ def render_kernel(plan: KernelPlan, target: str) -> str:
     if target not in ("cuda", "cpu"):
         raise ValueError(f"unknown target {target!r}")
     r = _Renderer(plan)
-    params = ["n"] + [f"p{k}" for k in range(len(plan.operands))] + plan.int_params()
-    params += [f"a{m}" for m in range(len(plan.scalars))]
+    params = kernel_param_names(plan)
     if target == "cpu":
         return r.cpu(params)
     lines = {"flat": r.flat, "rows": r.rows, "tiled": r.tiled, "nd": r.nd}[plan.schedule]()

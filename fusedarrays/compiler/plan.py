@@ -44,6 +44,13 @@ class Operand:
         return self.layout == "C"
 
 
+def kernel_param_names(plan) -> list[str]:
+    """The kernel's parameter names, in :func:`operand_param_types`' order: ``n``, ``p<k>`` per
+    operand, ``plan.int_params()``, ``a<m>`` per scalar."""
+    return (["n"] + [f"p{k}" for k in range(len(plan.operands))] + plan.int_params()
+            + [f"a{m}" for m in range(len(plan.scalars))])
+
+
 def operand_param_types(plan) -> tuple[str, ...]:
     """Kernel parameter types, in order: n, one pointer per operand, the integers of
     ``plan.int_params()``, the scalars: every plan that binds its operands one by one (an

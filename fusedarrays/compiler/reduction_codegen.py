@@ -21,6 +21,7 @@ from __future__ import annotations
 from ..ir.dtypes import BY_CODE, COMPUTE_CODE
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
 from .codegen import CPU_CHUNK, _function, _indent, _Renderer, render_kernel
+from .plan import kernel_param_names
 from .reduction import ReducePlan
 from .rowfusion import RowPlan, block_tree, render_rows_kernel, step
 from .scan import ScanPlan
@@ -33,8 +34,7 @@ def render_reduce_kernel(plan: ReducePlan, target: str) -> str:
     """The kernel's source for ``target`` ``"cuda"`` or ``"cpu"``."""
     if target not in ("cuda", "cpu"):
         raise ValueError(f"unknown target {target!r}")
-    params = ["n"] + [f"p{k}" for k in range(len(plan.operands))] + plan.int_params()
-    params += [f"a{m}" for m in range(len(plan.scalars))]
+    params = kernel_param_names(plan)
     r = _ReduceRenderer(plan, target)
     if target == "cpu":
         return _function(plan.name, ["k0", "k1"] + params, r.cpu())

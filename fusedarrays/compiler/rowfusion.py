@@ -32,7 +32,14 @@ from ..ir.dtypes import BY_CODE, CODES, COMPUTE_CODE
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
 from . import keys
 from .codegen import CPU_CHUNK, _function, _indent, _Renderer
-from .plan import Instr, Operand, instructions, number_params, operand_param_types
+from .plan import (
+    Instr,
+    Operand,
+    instructions,
+    kernel_param_names,
+    number_params,
+    operand_param_types,
+)
 
 
 @dataclass(frozen=True)
@@ -189,8 +196,7 @@ def _needed(plan: RowPlan, var: int) -> list[Instr]:
 
 def render_rows_kernel(plan: RowPlan, target: str) -> str:
     """The kernel's source for ``target`` ``"cuda"`` or ``"cpu"`` (see the module docstring)."""
-    params = ["n"] + [f"p{k}" for k in range(len(plan.operands))] + plan.int_params()
-    params += [f"a{m}" for m in range(len(plan.scalars))]
+    params = kernel_param_names(plan)
     cuda = target == "cuda"
     width = plan.vector_width if cuda else 1
     body, shared = [], {}

@@ -26,6 +26,7 @@ from ..ir.dtypes import BY_CODE, COMPUTE_CODE
 from ..ir.reductions import BLOCK_THREADS
 from ..ir.scans import SCANS, accumulator_code, initial_value, start_value
 from .codegen import CPU_CHUNK, _function, _indent, _Renderer
+from .plan import kernel_param_names
 from .rowfusion import _row_bases
 from .scan import SCAN_CHUNK, ScanPlan
 
@@ -37,8 +38,7 @@ def render_scan_kernel(plan: ScanPlan, target: str) -> str:
     """The kernel's source for ``target`` ``"cuda"`` or ``"cpu"``."""
     if target not in ("cuda", "cpu"):
         raise ValueError(f"unknown target {target!r}")
-    params = ["n"] + [f"p{k}" for k in range(len(plan.operands))] + plan.int_params()
-    params += [f"a{m}" for m in range(len(plan.scalars))]
+    params = kernel_param_names(plan)
     r = _ScanRenderer(plan, target)
     if target == "cpu":
         return _function(plan.name, ["k0", "k1"] + params, r.cpu())
