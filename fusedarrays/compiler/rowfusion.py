@@ -17,14 +17,6 @@ whatever is computed from them alone: a layer norm's ``sqrt(var + eps)``) is an 
 where every operand read per element has unit stride along the row, 16-byte aligned rows and a
 row length that is a multiple of the lanes, each thread walks whole 16-byte vectors (``ldv``,
 ``stv``): a row's elements cost a quarter of the loop and index work (more with float16).
-
-Where a row is short enough that each thread's share of it fits in a few registers (``held``
-slots of a vector or element each, at most ``HELD_VALUES`` values a thread), the operands that
-more than one section reads are loaded once at the row's start, every slot's load issued before
-any is waited on, and each section reads the slots: one read of the row from memory instead of
-one per section, and the loads of a row in flight together rather than one a loop turn. The
-slots cover ``held × blockDim`` vectors; a walk after them takes whatever a smaller block (the
-simulator's) or a longer row than the plan's leaves, so the kernel is right for any row length.
 """
 
 from __future__ import annotations
@@ -64,8 +56,6 @@ class RowPlan:
     sources: tuple[int, ...] = ()
     scalar_sources: tuple[int, ...] = ()
     vector_width: int = 1   # cuda: elements per 16-byte access along a row (module docstring)
-    held: tuple = ()        # cuda: operands loaded once per row into registers, and
-    slots: int = 0          # how many vectors (or elements) of each a thread holds
     schedule = "rows"
 
     size = property(lambda self: layout.size_of(self.kept))
@@ -119,8 +109,6 @@ def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, t
     sections = tuple((r.attrs[0], var[s.serial], var_of[t.serial])
                      for r, s, t in zip(reductions, sources, temps))
     stores = ((var[final.serial], len(operands) - 1),)
-    held, slots = held_operands(body, operands, [v for _, v, _ in sections] + [stores[0][0]],
-                                red, width)
     canonical = "\n".join(f"{i.var}={i.kind}:{i.arg}:{','.join(map(str, i.inputs))}:{i.code}"
                           for i in body)
     parts = keys.structure_parts((
@@ -132,12 +120,11 @@ def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, t
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept, {len(red)} reduced"),
         ("vector_width", str(width)),
-        ("held", f"{slots} slots of operands {list(held)}" if held else "-"),
         ("config", repr(config.codegen_settings())),
     ))
     return RowPlan(kept, red, operands, tuple((v, dt) for v, dt, _ in scalars), tuple(body),
                    sections, stores, parts, keys.digest(parts), tuple(sources_at),
-                   tuple(p for _, _, p in scalars), width, held, slots)
+                   tuple(p for _, _, p in scalars), width)
 
 
 def fusible(reductions: list, final_shape: tuple) -> bool:
@@ -177,37 +164,6 @@ def row_vector_width(operands: tuple, krank: int, red: tuple, aligns: list) -> i
     return width
 
 
-HELD_VALUES = 32   # values a thread holds in registers across a row's sections, at most
-
-
-def held_operands(body: tuple, operands: tuple, passes: list, red: tuple,
-                  width: int) -> tuple[tuple, int]:
-    """(operands held in registers, slots a thread holds of each) for a row kernel on cuda
-    (module docstring): those read element by element (not ``B``, never gathered) by more than
-    one pass (``passes``: each section's value, then the stored value), where the row is one
-    collapsed axis and a block of ``BLOCK_THREADS`` holds it in ``HELD_VALUES`` values a thread;
-    ``((), 0)`` where nothing is."""
-    if len(red) != 1:
-        return (), 0
-    gathered = {i.arg[0] for i in body if i.kind == "gather"}
-    readers: dict[int, int] = {}
-    for value in passes:
-        want, loads = {value}, set()
-        for ins in reversed(body):
-            if ins.var in want:
-                want.update(ins.inputs)
-                if ins.kind == "load":
-                    loads.add(ins.arg)
-        for k in loads:
-            readers[k] = readers.get(k, 0) + 1
-    held = tuple(sorted(k for k, n in readers.items()
-                        if n > 1 and operands[k].layout != "B" and k not in gathered))
-    slots = -(-(red[0] // width) // BLOCK_THREADS)
-    if not held or not slots or slots * width * len(held) > HELD_VALUES:
-        return (), 0
-    return held, slots
-
-
 def unit_class(red_strides: tuple) -> str:
     """An operand's class in a reduction kernel: ``U`` where its innermost reduced stride is 1
     (the kernel indexes it without a multiplication there), else ``S``. Never ``C``: every
@@ -243,10 +199,9 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     params = kernel_param_names(plan)
     cuda = target == "cuda"
     width = plan.vector_width if cuda else 1
-    held = plan.held if cuda else ()
-    body, shared = (_hold(plan, width) if held else []), {}
+    body, shared = [], {}
     for number, section in enumerate(plan.sections):
-        body += _section(plan, number, section, target, width, shared, held)
+        body += _section(plan, number, section, target, width, shared)
     var, out = plan.stores[0]
     final = _Renderer(_Shim(plan, _needed(plan, var)))
     code = plan.operands[out].code
@@ -255,7 +210,7 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     else:
         values = ", ".join(final.convert(var, code, f"_{lane}") for lane in range(width))
         store = [f"stv{width}_{code}(p{out}, ov{out} + jv, {values})"]
-    body += _walk(plan, final, target, width, lambda lane: [], store, held)
+    body += _walk(plan, final, target, width, lambda lane: [], store)
     size = " * ".join(f"e{j}" for j in range(len(plan.red)))
     hoisted = _Renderer(_Shim(plan, list(plan.body)))._constant_loads(0, lambda k: f"b{k}")
     row = _row_bases(plan, width)
@@ -276,67 +231,28 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     return _function(plan.name, ["k0", "k1"] + params, lines + ["return chunks"])
 
 
-def _walk(plan: RowPlan, r: _Renderer, target: str, width: int, per_element, after,
-          held: tuple = ()) -> list:
+def _walk(plan: RowPlan, r: _Renderer, target: str, width: int, per_element, after) -> list:
     """A pass over the row's elements: the values constant along the row first (level 1, once
     per row), then per element (cuda: thread ``tx`` takes elements ``tx, tx + blockDim, …``;
     vectorised, vectors) each element's values and ``per_element(lane)``, then ``after``
-    (per element, or per vector where vectorised). With ``held`` operands, the slots a thread
-    holds first (reading those operands from the registers :func:`_hold` filled), then the
-    walk from where the slots end."""
+    (per element, or per vector where vectorised)."""
     lines = r.lines_at(1, "", lambda ins, lane: f"ld_{ins.code}(p{ins.arg}, o{ins.arg})")
-    at, limit = ("j", "kk") if width == 1 else ("jv", "kv")
-    start = "tx" if target == "cuda" else "0"
-    for slot in range(plan.slots if held else 0):
-        lines += [f"{at} = tx + {slot} * bdim", f"if {at} < {limit}:"] + _indent(
-            _element(plan, r, width, per_element, after, held, slot))
-        start = f"tx + {plan.slots} * bdim"
-    step = f"{at} += bdim" if target == "cuda" else f"{at} += 1"
-    return lines + [f"{at} = {start}", f"while {at} < {limit}:"] + _indent(
-        _element(plan, r, width, per_element, after) + [step])
-
-
-def _element(plan: RowPlan, r: _Renderer, width: int, per_element, after, held: tuple = (),
-             slot: int = 0) -> list:
-    """One element (one vector where vectorised) at ``j`` (``jv``): its loads (operands in
-    ``held`` from slot ``slot``'s registers), values, ``per_element`` lines and ``after``."""
     if width == 1:
-        def load(ins, lane):
-            if ins.arg in held:
-                return f"hv{ins.arg}_{slot}"
-            return f"ld_{ins.code}(p{ins.arg}, i{ins.arg})"
-        return _coordinates(plan) + r.lines_at(2, "", load) + per_element("") + after
-    read = sorted({ins.arg for ins in r.plan.body if ins.kind == "load"
-                   and plan.operands[ins.arg].layout != "B" and ins.arg not in held})
-    lines = [f"vw{k} = ldv{width}_{plan.operands[k].code}(p{k}, ov{k} + jv)" for k in read]
+        walk = ("j = tx", "j += bdim") if target == "cuda" else ("j = 0", "j += 1")
+        element = r.lines_at(2, "", _load) + per_element("")
+        return lines + [walk[0], "while j < kk:"] + _indent(
+            _coordinates(plan) + element + after + [walk[1]])
+    read = sorted({ins.arg for ins in r.plan.body
+                   if ins.kind == "load" and plan.operands[ins.arg].layout != "B"})
+    vector = [f"vw{k} = ldv{width}_{plan.operands[k].code}(p{k}, ov{k} + jv)" for k in read]
     for lane in range(width):
-        lines += r.lines_at(2, f"_{lane}", lambda ins, ln, lane=lane: (
-            f"hv{ins.arg}_{slot}[{lane}]" if ins.arg in held else f"vw{ins.arg}[{lane}]"))
-        lines += per_element(f"_{lane}")
-    return lines + after
+        vector += r.lines_at(2, f"_{lane}", lambda ins, ln, lane=lane: f"vw{ins.arg}[{lane}]")
+        vector += per_element(f"_{lane}")
+    return lines + ["jv = tx", "while jv < kv:"] + _indent(vector + after + ["jv += bdim"])
 
 
-def _hold(plan: RowPlan, width: int) -> list[str]:
-    """Each held operand's slots loaded at the row's start, every load issued before the first
-    section reads any (a slot past the row's end holds zeros, never read)."""
-    lines = []
-    for slot in range(plan.slots):
-        at = "j" if width == 1 else "jv"
-        loads, zeros = [], []
-        for k in plan.held:
-            code = plan.operands[k].code
-            zero = f"cv_{COMPUTE_CODE[code]}(0)"
-            if width == 1:
-                index = f"o{k} + j" if plan.operands[k].layout == "U" else f"o{k} + j * t{k}_0"
-                loads.append(f"hv{k}_{slot} = ld_{code}(p{k}, {index})")
-                zeros.append(f"hv{k}_{slot} = {zero}")
-            else:
-                loads.append(f"hv{k}_{slot} = ldv{width}_{code}(p{k}, ov{k} + jv)")
-                zeros.append(f"hv{k}_{slot} = ({', '.join([zero] * width)})")
-        limit = "kk" if width == 1 else "kv"
-        lines += [f"{at} = tx + {slot} * bdim", f"if {at} < {limit}:"] + _indent(loads)
-        lines += ["else:"] + _indent(zeros)
-    return lines
+def _load(ins, lane) -> str:
+    return f"ld_{ins.code}(p{ins.arg}, i{ins.arg})"
 
 
 def _coordinates(plan: RowPlan) -> list[str]:
@@ -368,7 +284,7 @@ def _row_bases(plan, width: int = 1) -> list[str]:
 
 
 def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int,
-             shared: dict, held: tuple = ()) -> list[str]:
+             shared: dict) -> list[str]:
     """One reduction of the row: its walk, (cuda) the block's tree, the row's result stored
     (cuda: by thread 0, then a barrier that makes it visible to the block)."""
     name, value, temp = section
@@ -385,7 +301,7 @@ def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int
             s.format(v=u).replace("acc", a) for s in REDUCTIONS[name].combine]
     out = plan.operands[temp].code
     result = a if COMPUTE_CODE[out] == acc else f"cv_{out}({a})"
-    lines = [f"{a} = cv_{acc}({text})"] + _walk(plan, element, target, width, fold, [], held)
+    lines = [f"{a} = cv_{acc}({text})"] + _walk(plan, element, target, width, fold, [])
     if target != "cuda":
         return lines + [f"st_{out}(p{temp}, o{temp}, {result})"]
     sh = shared.setdefault(acc, f"sacc_{acc}")

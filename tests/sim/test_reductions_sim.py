@@ -98,7 +98,5 @@ def test_gradient_clipping_inside_fa_fuse():
 
 
 def test_row_kernels_over_views_vectorised_or_element_by_element():
-    # the cuda kernel walks 16-byte vectors where the rows allow it, else element by element,
-    # holding one slot of a row or more (the sim's small block walks past them)
-    taken = rc.check_row_kernels(rc.seed_of("row kernels sim"), rows=2)
-    assert {(1, 1), (4, 1), (8, 1), (4, 2), (1, 3), (1, 5)} <= taken, taken
+    # the cuda kernel walks 16-byte vectors where the rows allow it, else element by element
+    assert rc.check_row_kernels(rc.seed_of("row kernels sim"), rows=2) == {1, 4, 8}
