@@ -48,6 +48,10 @@ def keys(rng, shape: tuple) -> dict:
         "mask and array": (lead, k[:1, 0]),
         "mask on the last axis": (Ellipsis, last),
         "empty": ([],),
+        # a 0-d mask is a new axis of one indexed by its nonzero(): 0, or nothing
+        "0-d masks apart": (np.array(True), slice(None), j),
+        "0-d mask beside an array": (slice(None), np.True_, j, Ellipsis),
+        "false 0-d mask": (Ellipsis, np.array(False)),
     }
 
 

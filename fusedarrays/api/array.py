@@ -236,16 +236,14 @@ class ndarray:
 
     def __getitem__(self, key) -> ndarray:
         if isinstance(key, (ndarray, np.ndarray, list, bool, np.bool_)) or (
-                type(key) is tuple and any(isinstance(k, (ndarray, np.ndarray, list))
-                                           for k in key)):
+                type(key) is tuple and any(isinstance(k, _ADVANCED) for k in key)):
             return self._take(key)   # a gather (api/indexing.py); a view otherwise
         return self._view(lambda v: layout.getitem(v, key))
 
     # -- writes -------------------------------------------------------------------------------
     def __setitem__(self, key, value) -> None:
         if isinstance(key, (ndarray, np.ndarray, list, bool, np.bool_)) or (
-                type(key) is tuple and any(isinstance(k, (ndarray, np.ndarray, list))
-                                           for k in key)):
+                type(key) is tuple and any(isinstance(k, _ADVANCED) for k in key)):
             self._index_write(key, value)   # masks and index arrays (api/indexing.py)
             return
         target = self._destination(key)
@@ -270,6 +268,10 @@ class ndarray:
     # Operators, __array_ufunc__ (np.<ufunc>(x)) and __array_function__ (np.where, np.reshape …)
     # are installed by elementwise.py and npfunctions.py, from the op table and IMPLEMENTED.
 
+
+# Key entries that make an index advanced (a gather or a scatter, api/indexing.py): arrays,
+# lists and scalar booleans (NumPy's 0-d masks).
+_ADVANCED = (ndarray, np.ndarray, list, bool, np.bool_)
 
 # Weak references to the pending arrays, in creation order: before a buffer is written, those
 # reading it are computed (compute_readers), so a write never changes a pending result. One

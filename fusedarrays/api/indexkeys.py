@@ -46,8 +46,7 @@ def _entry(k):
     if isinstance(k, slice):
         return "slice", k, 1
     if isinstance(k, (bool, np.bool_)):
-        raise IndexError("a scalar boolean index (x[True]) adds an axis in NumPy; fusedarrays "
-                         "does not support it: use x[None] or fa.expand_dims")
+        return "truth", bool(k), 0
     if isinstance(k, (int, np.integer)):
         return "int", int(k), 1
     if isinstance(k, list):
@@ -56,9 +55,8 @@ def _entry(k):
             k = k.astype(np.intp)     # [] indexes nothing, as in NumPy
     if isinstance(k, (ndarray, np.ndarray)):
         if k.dtype == np.bool_:
-            if k.ndim == 0:
-                raise IndexError("a 0-d boolean index adds an axis in NumPy; fusedarrays does "
-                                 "not support it: use x[None] or fa.expand_dims")
+            if k.ndim == 0:     # its value decides the result's shape: read on the host
+                return "truth", bool(host_mask(k)), 0
             return "mask", k, k.ndim
         if k.dtype.kind not in "iu":
             raise IndexError(f"arrays used as indices must be of integer (or boolean) type; "
@@ -89,6 +87,13 @@ def parse(shape: tuple, key) -> Key:
             continue
         if kind == "mask":
             _check_mask(value, shape[dim:dim + n], dim)
+        if kind == "truth":
+            # NumPy's 0-d mask: a new axis of one, indexed by its nonzero() (0, or nothing)
+            entries.append(("array", np.zeros(int(value), np.intp), axis))
+            places.append(place)
+            basic.append(None)
+            axis += 1
+            continue
         if kind in ("int", "array", "mask"):
             entries.append((kind, value, axis))
             places.append(place)
@@ -104,7 +109,7 @@ def parse(shape: tuple, key) -> Key:
 
 def _check_mask(mask, dims: tuple, first: int) -> None:
     for a, (want, have) in enumerate(zip(dims, mask.shape)):
-        if want != have:
+        if want != have and have != 0:     # NumPy lets an empty mask axis stand for any axis
             raise IndexError(f"boolean index did not match indexed array along axis "
                              f"{first + a}; size of axis is {want} but size of corresponding "
                              f"boolean axis is {have}")

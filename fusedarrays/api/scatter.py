@@ -129,6 +129,8 @@ def _reread(value, replaced: dict, sel: _Selection) -> graph.Node | None:
 def _masked_where(x: ndarray, parsed: indexkeys.Key, value) -> None:
     """``x[..., mask, ...] = value`` (a scalar) as ``target[...] = where(mask, value, target)``."""
     (_, mask, axis), = parsed.entries
+    if mask.size == 0:      # selects nothing (an empty mask axis may stand for any axis)
+        return
     target = x[parsed.basic]
     after = target.ndim - axis - mask.ndim
     shaped = mask.reshape((1,) * axis + tuple(mask.shape) + (1,) * after)

@@ -171,8 +171,8 @@ def test_index_errors_name_the_problem():
             x[key]
         with pytest.raises(IndexError, match=message):
             x[key] = 1.0
-    with pytest.raises(IndexError, match="scalar boolean index"):   # NumPy adds an axis
-        x[np.True_, [0]]
+    with pytest.raises(IndexError, match="shape mismatch"):   # a false 0-d mask selects nothing
+        x[np.False_, [0, 1]]
     with pytest.raises(ValueError, match="could not be broadcast to indexing result"):
         x[[0, 1]] = np.ones(3)
 
@@ -201,3 +201,21 @@ def test_inside_fuse_a_scalar_into_a_mask_only():
         indexed(x)
     with pytest.raises(fa.UnsupportedOperationError, match="inside fa.fuse"):
         selected(x, fa.asarray(m))
+
+
+def test_empty_mask_axes_stand_for_any_axis():
+    """NumPy lets a mask axis of length 0 index an axis of any length (it selects nothing):
+    reads give an empty result, writes change nothing."""
+    seed = 215
+    rng = np.random.default_rng(seed)
+    for shape, mask_shape in [((2, 1), (2, 0)), ((3,), (0,)), ((1, 2), (0, 2)), ((0, 1), (0, 0))]:
+        host = rng.standard_normal(shape)
+        mask = np.zeros(mask_shape, bool)
+        for key in (mask, fa.asarray(mask)):
+            x = fa.asarray(host)
+            assert x[key].shape == host[mask].shape == (0,), (seed, shape, mask_shape)
+            x[key] = 2.0
+            x[key] = np.ones(0)
+            np.testing.assert_array_equal(x.get(), host, err_msg=f"{seed=} {shape} {mask_shape}")
+    with pytest.raises(IndexError, match="boolean index did not match"):
+        fa.asarray(np.ones((2, 1)))[np.zeros((2, 3), bool)]
