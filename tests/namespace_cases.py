@@ -54,6 +54,10 @@ CASES = {
     "tile more axes": lambda xp, x: xp.tile(x[0, :9], (2, 1, 3)),
     "repeat axis": lambda xp, x: xp.repeat(x[:4], 3, axis=1),
     "repeat flat": lambda xp, x: xp.repeat(x[:3, :5], 2),
+    # counts per element: read on the host, a gather fused with its consumer
+    "repeat counts": lambda xp, x: xp.repeat(x[::-1, ::-3], xp.asarray(np.arange(100) % 3),
+                                             axis=1) * 2,
+    "repeat counts flat": lambda xp, x: xp.repeat(x[:3, :4], [1, 0, 2] * 4),
     "tril": lambda xp, x: xp.tril(x, k=3),
     "triu": lambda xp, x: xp.triu(x[::-1], k=-5) + 1,
     "tril batched": lambda xp, x: xp.tril(x.reshape(7, 10, 300)),

@@ -18,7 +18,7 @@ import operator
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedOperationError
+from ..errors import ShapeError
 from ..ir import dtypes, graph, layout
 from ..runtime import realize
 from ..runtime.records import profiling
@@ -228,21 +228,42 @@ def tile(x, repetitions, /) -> ndarray:
 
 
 def repeat(x, repeats, /, *, axis: int | None = None) -> ndarray:
-    """Each element of ``x`` repeated ``repeats`` times along ``axis`` (flattened where None):
-    one copy kernel of a broadcast view. ``repeats`` is one int (an array of counts per element
-    needs a gather: ``UnsupportedOperationError``)."""
+    """Each element of ``x`` repeated ``repeats`` times along ``axis`` (flattened where None).
+    One int: one copy kernel of a broadcast view. An array of counts (one per element along the
+    axis, or one for all): the counts are read on the host (a ``fa.ndarray`` of them is copied
+    there: a synchronisation, as the result's shape depends on them) and the result is a gather
+    of ``x`` (:func:`.indexing.take`), made inside the kernel that consumes it."""
     x = asarray(x)
-    if not isinstance(repeats, (int, np.integer)):
-        raise UnsupportedOperationError(
-            "repeat with an array of repeats (one count per element) is not supported; pass "
-            "one int, or repeat on the host: np.repeat(x.get(), repeats)")
-    repeats = int(repeats)
-    if repeats < 0:
-        raise ValueError(f"repeat: repeats must be ≥ 0, got {repeats}")
     if axis is None:
         x, axis = x.reshape(-1), 0
     axis = _axis(axis, x.ndim, "repeat")
+    if not isinstance(repeats, (int, np.integer)):
+        return _repeat_counts(x, repeats, axis)
+    repeats = int(repeats)
+    if repeats < 0:
+        raise ValueError(f"repeat: repeats must be ≥ 0, got {repeats}")
     spread = expand_dims(x, axis=axis + 1)
     shape = x.shape[:axis + 1] + (repeats,) + x.shape[axis + 1:]
     out_shape = x.shape[:axis] + (x.shape[axis] * repeats,) + x.shape[axis + 1:]
     return _copy_reshaped(broadcast_to(spread, shape), out_shape)
+
+
+def _repeat_counts(x: ndarray, repeats, axis: int) -> ndarray:
+    """:func:`repeat` with an array of counts: ``x`` gathered along ``axis`` at each index
+    ``i`` repeated ``repeats[i]`` times (NumPy's errors for counts of another length, negative
+    or not integers)."""
+    from .indexing import _no_tracing, take, upload_index
+
+    _no_tracing("fa.repeat with an array of counts")
+    counts = repeats.get() if isinstance(repeats, ndarray) else np.asarray(repeats)
+    if counts.dtype.kind not in "iub" or counts.ndim > 1:
+        raise TypeError(f"repeat: repeats must be an int or a 1-d array of integers; got "
+                        f"{counts.ndim}-d {counts.dtype}")
+    extent = x.shape[axis]
+    if counts.size not in (1, extent):
+        raise ValueError(f"repeat: {counts.size} counts for an axis of {extent} elements; give "
+                         f"one count, or one per element")
+    if (counts < 0).any():
+        raise ValueError("repeat: repeats may not contain negative values")
+    index = np.repeat(np.arange(extent, dtype=np.intp), np.broadcast_to(counts, (extent,)))
+    return take(x, upload_index(index), axis=axis)

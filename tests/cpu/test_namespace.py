@@ -21,7 +21,7 @@ def test_case_matches_numpy(name):
 
 
 @pytest.mark.parametrize("name", ["concat axis 1", "stack", "roll two axes", "tile", "flip 3-D",
-                                  "tril", "repeat axis"])
+                                  "tril", "repeat axis", "repeat counts"])
 def test_case_matches_numpy_on_integers(name):
     namespace_cases.check_case(name, np.int16)
 
