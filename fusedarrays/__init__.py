@@ -65,6 +65,15 @@ from .api.products import matmul, tensordot, vecdot
 from .api.profile import Profile, profile
 from .api.reductions import FUNCTIONS_REDUCING as _REDUCING
 from .api.scans import FUNCTIONS_SCANNING as _SCANNING
+from .api.sorting import (
+    argsort,
+    searchsorted,
+    sort,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
 from .api.standard import imag, real
 from .errors import (
     AmbiguousTruthValueError,
@@ -125,5 +134,8 @@ __all__ = [
     "isdtype", "linspace", "matmul", "meshgrid", "moveaxis", "nan", "newaxis", "permute_dims",
     "pi", "real", "repeat", "result_type", "roll", "special", "stack", "tensordot", "tile",
     "tril", "triu", "unstack", "vecdot", *sorted(_DTYPES),
+    # sorted by NumPy on the host (api/sorting.py)
+    "argsort", "searchsorted", "sort", "unique_all", "unique_counts", "unique_inverse",
+    "unique_values",
 ]
 __all__ = sorted(set(__all__))

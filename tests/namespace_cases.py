@@ -58,6 +58,9 @@ CASES = {
     "repeat counts": lambda xp, x: xp.repeat(x[::-1, ::-3], xp.asarray(np.arange(100) % 3),
                                              axis=1) * 2,
     "repeat counts flat": lambda xp, x: xp.repeat(x[:3, :4], [1, 0, 2] * 4),
+    # sorted on the host (api/sorting.py), then consumed by a kernel
+    "sort": lambda xp, x: xp.sort(x[::-1, ::2], axis=0) * 2,
+    "argsort stable": lambda xp, x: xp.argsort(xp.round(x[:, ::-3]), axis=1, stable=True),
     "tril": lambda xp, x: xp.tril(x, k=3),
     "triu": lambda xp, x: xp.triu(x[::-1], k=-5) + 1,
     "tril batched": lambda xp, x: xp.tril(x.reshape(7, 10, 300)),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import creation, manipulation, masks, products, standard
+from . import creation, manipulation, masks, products, sorting, standard
 from .array import asarray, ndarray
 from .creation import empty, full
 from .elementwise import FUNCTIONS
@@ -127,6 +127,20 @@ def _joined(name: str, join):
     return joined
 
 
+def _sorted(name: str, fn):
+    """``np.sort`` / ``np.argsort``: NumPy's default kind keeps NumPy's order of equal elements
+    (``stable=False`` sorts with it), ``"stable"`` the standard's stable order."""
+    def sorted_(a, axis=-1, kind=None, order=None, *, stable=None):
+        _only(name, order=(order, (None,)),
+              kind=(kind, (None, "quicksort", "stable", "mergesort")))
+        x = asarray(a)
+        if axis is None:
+            x, axis = x.reshape(-1), 0
+        stable = bool(stable) if stable is not None else kind in ("stable", "mergesort")
+        return fn(x, axis=axis, stable=stable)
+    return sorted_
+
+
 def _round(a, decimals=0, out=None):
     _only("round", out=(out, (None,)))
     return standard.round(a, decimals)
@@ -183,7 +197,14 @@ IMPLEMENTED: dict = {
     np.flatnonzero: lambda a: masks.flatnonzero(a),
     np.count_nonzero: lambda a, axis=None, *, keepdims=False: masks.count_nonzero(
         a, axis, keepdims=keepdims),
+    # sorted by NumPy on the host (api/sorting.py)
+    np.sort: _sorted("sort", sorting.sort),
+    np.argsort: _sorted("argsort", sorting.argsort),
+    np.searchsorted: lambda a, v, side="left", sorter=None: sorting.searchsorted(
+        a, v, side=side, sorter=sorter),
 }
+IMPLEMENTED.update({getattr(np, name): getattr(sorting, name) for name in (
+    "unique_all", "unique_counts", "unique_inverse", "unique_values") if hasattr(np, name)})
 IMPLEMENTED.update({getattr(np, name): FUNCTIONS_REDUCING[name] for name in (
     "sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "mean", "var", "std")})
 IMPLEMENTED.update({getattr(np, alias): FUNCTIONS_REDUCING[name]
