@@ -265,6 +265,11 @@ class _BlockCache:
             return   # dropping the last reference frees the block to the pool, stream-ordered
         free.append((ptr, block))
         self.bytes += size
+        # Releases in other threads may have passed the check above at the same time: the one
+        # whose count went over the cap gives a block of its class back, so the cap holds again
+        # once they are done (each counter update is atomic; a later one checks for itself).
+        if self.bytes > self.MAX_BYTES and _drop_one(free):
+            self.bytes -= size
 
     def _make_room(self, size: int) -> bool:
         """Free cached blocks larger than ``size``, largest first, until ``size`` fits under the

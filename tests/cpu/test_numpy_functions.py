@@ -76,7 +76,18 @@ CASES = {
     np.argwhere: lambda a, b: np.argwhere(b < 0),
     np.flatnonzero: lambda a, b: np.flatnonzero(a > 0.5),
     np.count_nonzero: lambda a, b: np.count_nonzero(a > 0, axis=1, keepdims=True),
+    # sorted on the host (api/sorting.py)
+    np.sort: lambda a, b: np.sort(b, axis=0),
+    np.argsort: lambda a, b: np.argsort(a, kind="stable"),
+    np.searchsorted: lambda a, b: np.searchsorted(np.sort(a[0]), b, side="right"),
 }
+if hasattr(np, "unique_all"):   # NumPy 2.0 and later
+    CASES.update({
+        np.unique_all: lambda a, b: np.unique_all(a > 0).inverse_indices,
+        np.unique_counts: lambda a, b: np.unique_counts(b < 0).counts,
+        np.unique_inverse: lambda a, b: np.unique_inverse(a).values,
+        np.unique_values: lambda a, b: np.unique_values(b[::-1]),
+    })
 # Reductions (tests/cpu/test_reductions.py has their own): values that every summation order
 # gives exactly
 CASES.update({
@@ -148,7 +159,7 @@ def test_clip_takes_numpys_other_forms():
     (lambda x: np.median(x), "np.median"),
     (lambda x: np.nancumsum(x), "np.nancumsum"),
     (lambda x: np.dot(x, x.T), "np.dot"),
-    (lambda x: np.sort(x), "np.sort"),
+    (lambda x: np.partition(x, 1), "np.partition"),
     (lambda x: np.unique(x), "np.unique"),
     (lambda x: np.nansum(x), "np.nansum"),
     (lambda x: np.allclose(x, x), "np.allclose"),
