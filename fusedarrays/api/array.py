@@ -235,14 +235,14 @@ class ndarray:
         return self.reshape(-1)
 
     def __getitem__(self, key) -> ndarray:
-        if isinstance(key, (ndarray, np.ndarray, list, bool, np.bool_)) or (
+        if isinstance(key, _ADVANCED) or (
                 type(key) is tuple and any(isinstance(k, _ADVANCED) for k in key)):
             return self._take(key)   # a gather (api/indexing.py); a view otherwise
         return self._view(lambda v: layout.getitem(v, key))
 
     # -- writes -------------------------------------------------------------------------------
     def __setitem__(self, key, value) -> None:
-        if isinstance(key, (ndarray, np.ndarray, list, bool, np.bool_)) or (
+        if isinstance(key, _ADVANCED) or (
                 type(key) is tuple and any(isinstance(k, _ADVANCED) for k in key)):
             self._index_write(key, value)   # masks and index arrays (api/indexing.py)
             return
