@@ -93,8 +93,13 @@ def take(x, indices, axis=None) -> ndarray:
     if not -x.ndim <= axis < x.ndim:
         raise IndexError(f"fa.take: axis {axis} is out of bounds for an array of dimension "
                          f"{x.ndim}")
-    axis %= x.ndim
-    index = checked_index(indices, x.shape[axis], axis)
+    return take_axis(x, indices, axis % x.ndim)
+
+
+def take_axis(x: ndarray, indices, axis: int, named: int | None = None) -> ndarray:
+    """:func:`take` along ``axis`` (in range), an index out of bounds named as axis ``named``
+    (``x[key]`` names the indexed array's axis, not its view's)."""
+    index = checked_index(indices, x.shape[axis], axis if named is None else named)
     if axis:
         x = x.transpose([axis] + [a for a in range(x.ndim) if a != axis])
     result = gather0(x, index)
@@ -201,15 +206,18 @@ def getitem_array(x: ndarray, key) -> ndarray:
     entries = indexkeys.index_arrays(parsed)
     if len(entries) == 1 and not isinstance(entries[0][1], (int, np.integer)):
         (axis, index), = entries          # one array: the gather of fa.take, along its axis
-        return take(view, index, axis=axis)
-    return gather_axes(view, [a for a, _ in entries], [i for _, i in entries],
-                       parsed.adjacent)
+        return take_axis(view, index, axis, parsed.x_axis(axis))
+    axes = [a for a, _ in entries]
+    return gather_axes(view, axes, [i for _, i in entries], parsed.adjacent,
+                       [parsed.x_axis(a) for a in axes])
 
 
-def gather_axes(view: ndarray, axes: list, indices: list, adjacent: bool) -> ndarray:
+def gather_axes(view: ndarray, axes: list, indices: list, adjacent: bool,
+                named: list) -> ndarray:
     """``view`` gathered at several index arrays (or integers) standing for its ``axes``: one
     gather over the span of those axes' elements, the broadcast index shape ``B`` in place of
-    the axes when ``adjacent``, else first (NumPy's rule)."""
+    the axes when ``adjacent``, else first (NumPy's rule). An index out of bounds is named as
+    axis ``named[k]`` of the indexed array."""
     from .creation import empty
 
     shapes = [np.shape(i) if not isinstance(i, ndarray) else i.shape for i in indices]
@@ -222,7 +230,7 @@ def gather_axes(view: ndarray, axes: list, indices: list, adjacent: bool) -> nda
     moved = view.transpose(list(axes) + others) if list(axes) != list(range(len(axes))) \
         else view
     extents = moved.shape[:len(axes)]
-    hosts = [checked_host(i, n, a) for i, n, a in zip(indices, extents, axes)]
+    hosts = [checked_host(i, n, a) for i, n, a in zip(indices, extents, named)]
     rest = moved.shape[len(axes):]
     if layout.size_of(bshape) == 0 or 0 in extents:
         result = empty(bshape + rest, view.dtype)

@@ -36,6 +36,11 @@ class Key:
     def masks_only(self) -> bool:
         return all(kind == "mask" for kind, _, _ in self.entries)
 
+    def x_axis(self, axis: int) -> int:
+        """The axis of ``x`` that axis ``axis`` of ``x[basic]`` stands for, as NumPy's errors
+        name it (each ``None`` before it, a 0-d mask's included, adds an axis ``x`` lacks)."""
+        return sum(b is not None for b in self.basic[:axis])
+
 
 def _entry(k):
     """``(kind, value, axes consumed)`` of one key entry."""

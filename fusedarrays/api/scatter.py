@@ -153,7 +153,7 @@ class _Selection:
         self.extents, self.rest = self.target.shape[:k], self.target.shape[k:]
         hosts = []
         for (a, index), n in zip(entries, self.extents):
-            h = checked_host(index, n, a).astype(np.int64)
+            h = checked_host(index, n, parsed.x_axis(a)).astype(np.int64)
             hosts.append(np.where(h < 0, h + n, h))
         try:
             hosts = np.broadcast_arrays(*hosts)

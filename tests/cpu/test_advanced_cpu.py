@@ -157,6 +157,9 @@ def test_index_errors_name_the_problem():
                                                   r"\(3,\)"),
         ((slice(None), [0, 1], [0, 5]), "index 5 is out of bounds for axis 2 with size 5"),
         ((0, [-5]), "index -5 is out of bounds for axis 1 with size 4"),
+        # the axis of x, as NumPy names it, not of the view with the new axes
+        ((None, [0, 3]), "index 3 is out of bounds for axis 0 with size 3"),
+        ((slice(None), np.True_, [0, 5]), "index 5 is out of bounds for axis 1 with size 4"),
         ((np.ones((3, 5), bool),), "boolean index did not match indexed array along axis 1; "
                                    "size of axis is 4 but size of corresponding boolean axis "
                                    "is 5"),
