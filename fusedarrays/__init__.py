@@ -74,7 +74,7 @@ from .api.sorting import (
     unique_inverse,
     unique_values,
 )
-from .api.standard import imag, real
+from .api.standard import angle, imag, real
 from .errors import (
     AmbiguousTruthValueError,
     CompileError,
@@ -129,7 +129,7 @@ __all__ = [
     *sorted(_elementwise.FUNCTIONS), *sorted(_REDUCING), *sorted(_SCANNING),
     # the Array API namespace (api/creation.py, manipulation.py, datatypes.py, standard.py …)
     "Device", "__array_api_version__", "__array_namespace_info__", "matrix_transpose",
-    "array", "astype", "broadcast_arrays", "can_cast", "concat",
+    "angle", "array", "astype", "broadcast_arrays", "can_cast", "concat",
     "concatenate", "e", "eye", "finfo", "flip", "from_dlpack", "iinfo", "imag", "inf",
     "isdtype", "linspace", "matmul", "meshgrid", "moveaxis", "nan", "newaxis", "permute_dims",
     "pi", "real", "repeat", "result_type", "roll", "special", "stack", "tensordot", "tile",

@@ -12,6 +12,7 @@ computed, as in NumPy.
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -197,8 +198,13 @@ class ndarray:
 
     # -- conversions and views ----------------------------------------------------------------
     def astype(self, dtype) -> ndarray:
-        """A new array of ``dtype`` (NumPy's unsafe cast: floats truncate toward zero)."""
-        return _wrap(graph.cast(self._resolved(), dtypes.as_dtype(dtype)))
+        """A new array of ``dtype`` (NumPy's unsafe cast: floats truncate toward zero; a complex
+        value cast to a real dtype keeps its real part, with NumPy's ``ComplexWarning``)."""
+        dt = dtypes.as_dtype(dtype)
+        if self.dtype.kind == "c" and dt.kind not in "cb":
+            warnings.warn("Casting complex values to real discards the imaginary part",
+                          np.exceptions.ComplexWarning, stacklevel=2)
+        return _wrap(graph.cast(self._resolved(), dt))
 
     def copy(self) -> ndarray:
         node = self._resolved()
@@ -345,7 +351,7 @@ def _as_node(value, weak_to=None) -> graph.Node:
     """A graph node for an operand: arrays as they are, NumPy data uploaded, scalars as params."""
     if isinstance(value, ndarray):
         return value._resolved()
-    if isinstance(value, (bool, int, float, np.generic, ScalarParam)):
+    if isinstance(value, (bool, int, float, complex, np.generic, ScalarParam)):
         dt = dtypes.scalar_type(value.example if isinstance(value, ScalarParam) else value)
         if isinstance(dt, dtypes.Weak):
             dt = np.dtype(weak_to) if weak_to is not None else dtypes.promote([dt])

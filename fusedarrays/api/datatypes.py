@@ -74,7 +74,7 @@ def result_type(*arrays_and_dtypes):
         raise ValueError("result_type needs at least one array or dtype")
     types = []
     for x in arrays_and_dtypes:
-        if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
             types.append(dtypes.scalar_type(x))
         else:
             types.append(_dtype_of(x))

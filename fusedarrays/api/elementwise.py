@@ -40,7 +40,7 @@ def _operand_types(args) -> list:
     for a in args:
         if isinstance(a, ndarray):
             types.append(a.dtype)
-        elif isinstance(a, (bool, int, float, np.generic)):
+        elif isinstance(a, (bool, int, float, complex, np.generic)):
             types.append(dtypes.scalar_type(a))
         elif isinstance(a, ScalarParam):
             types.append(dtypes.scalar_type(a.example))
@@ -70,12 +70,19 @@ def loop_dtypes(row: ops.Op, types: list) -> tuple[np.dtype, ...]:
     elif row.rule == "clip":
         common = dtypes.promote(types)
         loop = (common,) * 4
+    elif row.rule == "part":   # np.real, np.imag: a complex operand's real dtype
+        dt = dtypes.promote(types[:1])
+        loop = (dt, dtypes.BY_CODE[dtypes.COMPLEX_PART.get(dtypes.CODES[dt], dtypes.CODES[dt])])
     else:  # "same": the operand's own dtype
         loop = (types[0],) * 2
     if row.template(ops.template_kind(row, loop)) is None:
         shown = ", ".join(str(t) for t in types)
+        hint = (f"; fusedarrays computes {row.name} on real dtypes only: compute on the real "
+                f"and imaginary parts (fa.real, fa.imag), or on the host with NumPy"
+                if any(d.kind == "c" for d in loop) else "")
         raise UnsupportedOperationError(
-            f"{row.name} is not supported for ({shown}); see fusedarrays.ir.ops.OPS['{row.name}']")
+            f"{row.name} is not supported for ({shown}){hint}; see "
+            f"fusedarrays.ir.ops.OPS['{row.name}']")
     return loop
 
 
@@ -86,7 +93,7 @@ def build(row: ops.Op, args) -> graph.Node:
     node = _build_cached(row, args)
     if node is not None:
         return node
-    arrays = [a if isinstance(a, (ndarray, bool, int, float, np.generic, ScalarParam))
+    arrays = [a if isinstance(a, (ndarray, bool, int, float, complex, np.generic, ScalarParam))
               else asarray(a) for a in args]
     types = _operand_types(arrays)
     # NumPy's resolution costs microseconds and depends only on the op and operand types.
@@ -98,7 +105,7 @@ def build(row: ops.Op, args) -> graph.Node:
     inputs = []
     for a, want in zip(arrays, loop):
         value = a.example if isinstance(a, ScalarParam) else a   # a traced scalar types as this
-        if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
             if not isinstance(value, bool):
                 dtypes.check_scalar_fits(value, want, row.name)
             inputs.append(graph.scalar(a, want))

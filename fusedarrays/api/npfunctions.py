@@ -187,6 +187,7 @@ IMPLEMENTED: dict = {
     np.around: _round,
     np.real: lambda val: standard.real(val),
     np.imag: lambda val: standard.imag(val),
+    np.angle: lambda z, deg=False: standard.angle(z, deg),
     np.tensordot: lambda a, b, axes=2: products.tensordot(a, b, axes=axes),
     np.shape: lambda a: asarray(a).shape,
     np.ndim: lambda a: asarray(a).ndim,

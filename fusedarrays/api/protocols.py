@@ -1,6 +1,7 @@
 """The ordinary object protocols of ``fa.ndarray``: ``__array_namespace__``, ``device`` and
 ``to_device``, ``mT``, ``__format__``, ``tolist``, ``__iter__``, ``__copy__``/``__deepcopy__``,
-pickling, ``__hash__ = None``, ``__complex__`` and ``@``.
+pickling, ``__hash__ = None``, ``__complex__``, ``@``, and NumPy's ``real``/``imag`` attributes and
+``conj()``/``conjugate()`` methods (lazy op-table rows).
 
 Where it sits: beside :mod:`.elementwise`, installing methods on the array type as that module
 installs its operators. Pickling stores the values (a pending array computes first) and loads
@@ -13,6 +14,7 @@ import sys
 
 from .array import asarray, ndarray
 from .devices import check_device, default_device, device_of_backend
+from .elementwise import FUNCTIONS
 from .manipulation import matrix_transpose
 from .products import matmul
 
@@ -77,6 +79,10 @@ def _install() -> None:
     ndarray.__hash__ = None     # mutable and compared elementwise, as NumPy's arrays
     ndarray.__matmul__ = lambda self, other: matmul(self, other)
     ndarray.__rmatmul__ = lambda self, other: matmul(other, self)
+    ndarray.real = property(FUNCTIONS["real"], doc="The real part (lazy; NumPy's ``.real``).")
+    ndarray.imag = property(FUNCTIONS["imag"], doc="The imaginary part (lazy; zeros for real "
+                                                   "dtypes, as NumPy's ``.imag``).")
+    ndarray.conj = ndarray.conjugate = lambda self: FUNCTIONS["conjugate"](self)
 
 
 _install()

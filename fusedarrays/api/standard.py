@@ -1,6 +1,6 @@
 """Array API elementwise functions that are not one op-table row: ``clip`` with optional bounds,
-``round`` (integers stay integers), ``real``, ``imag``, and ``where`` with the standard's
-signature.
+``round`` (integers stay integers), ``real``, ``imag`` (any dtype; their rows compute a complex
+one's parts), NumPy's ``angle``, and ``where`` with the standard's signature.
 
 Where it sits: beside :mod:`.elementwise` (which turns every op-table row into ``fa.<name>``,
 standard names included through the rows' ``aliases``), re-exported by the namespace. Each
@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from .array import asarray, ndarray
-from .creation import zeros_like
 from .elementwise import FUNCTIONS
 
 
@@ -49,13 +48,27 @@ def round(x, /, decimals: int = 0) -> ndarray:  # noqa: A001 - the standard's na
 
 
 def real(x, /) -> ndarray:
-    """The real part: ``x`` itself for the real dtypes fusedarrays supports."""
-    return asarray(x)
+    """The real part (lazy, the ``real`` row): of a complex array its real dtype, of a real
+    one its own values and dtype."""
+    return FUNCTIONS["real"](asarray(x))
 
 
 def imag(x, /) -> ndarray:
-    """The imaginary part: zeros of ``x``'s dtype for the real dtypes fusedarrays supports."""
-    return zeros_like(asarray(x))
+    """The imaginary part (lazy, the ``imag`` row): of a complex array its real dtype, of a
+    real one zeros of its dtype."""
+    return FUNCTIONS["imag"](asarray(x))
+
+
+def angle(z, deg: bool = False) -> ndarray:
+    """The argument of ``z`` as ``np.angle`` computes it: ``arctan2(imag(z), real(z))`` for a
+    complex array, ``arctan2(0, z)`` for a real one (so integers give float64, float32 float32),
+    in degrees where ``deg``. Lazy."""
+    z = asarray(z)
+    if z.dtype.kind == "c":
+        a = FUNCTIONS["arctan2"](FUNCTIONS["imag"](z), FUNCTIONS["real"](z))
+    else:
+        a = FUNCTIONS["arctan2"](0, z)
+    return a * (180 / np.pi) if deg else a
 
 
 def where(condition, x1, x2, /) -> ndarray:

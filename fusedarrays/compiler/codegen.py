@@ -16,7 +16,7 @@ Generated code calls names each backend supplies: ``ld_<t>``,
 from __future__ import annotations
 
 from ..ir import ops
-from ..ir.dtypes import BY_CODE, COMPUTE_CODE
+from ..ir.dtypes import BY_CODE, COMPLEX_PART, COMPUTE_CODE
 from ..ir.layout import TILE, TILE_THREADS
 from . import streams
 from .plan import Instr, KernelPlan, kernel_param_names, operand_params
@@ -83,14 +83,14 @@ class _Renderer:
         # float16 values are held as float32 already: only a conversion *to* float16 rounds
         if have == want or (want != "f16" and COMPUTE_CODE[have] == want):
             return self.name(var, lane)
-        return f"cv_{want}({self.name(var, lane)})"
+        return cast(have, want, self.name(var, lane))
 
     def compute(self, ins: Instr, lane: str) -> str:
         """The right-hand side of a scalar, cast or op instruction."""
         if ins.kind == "scalar":
             return f"cv_b1(a{ins.arg})" if ins.code == "b1" else f"a{ins.arg}"
         if ins.kind == "cast":
-            return f"cv_{ins.code}({self.name(ins.inputs[0], lane)})"
+            return cast(self.codes[ins.inputs[0]], ins.code, self.name(ins.inputs[0], lane))
         if ins.kind == "random":
             names = [self.name(v, lane) for v in ins.inputs]
             if self.vshared and streams.shares_blocks(ins.arg, self.plan.vector_width):
@@ -377,6 +377,15 @@ class _Renderer:
         lines += ["for k in range(k0, min(k1, chunks)):", "    lo = k * grain",
                   "    hi = min(lo + grain, total)"] + _indent(loop) + ["return chunks"]
         return _function(plan.name, ["k0", "k1"] + params, lines)
+
+
+def cast(have: str, want: str, value: str) -> str:
+    """``value`` of dtype code ``have`` as ``want``, as NumPy casts: a complex value keeps its
+    real part for a real dtype (no backend casts complex to real), and is true where either part
+    is non-zero."""
+    if have in COMPLEX_PART and want not in COMPLEX_PART:
+        return f"({value} != 0)" if want == "b1" else f"cv_{want}({value}.real)"
+    return f"cv_{want}({value})"
 
 
 def _function(name: str, params: list[str], lines: list[str]) -> str:

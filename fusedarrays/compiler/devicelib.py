@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from .complexlib import COMPLEX_SOURCE
 from .philox import RANDOM_SOURCE
 
 # Signed helpers return through cv_i64, unsigned through cv_u64: numba unifies int64 with uint64
@@ -394,7 +395,8 @@ def fa_sign_u(a):
 def helper_source() -> str:
     """All helper functions as one source text (for display and for backends that exec it)."""
     floats = "".join(_FLOAT_SOURCE.replace("{t}", t) for t in ("f32", "f64"))
-    return _INTEGER_SOURCE + _ERFINV_SOURCE + floats + _SIGN_INT_SOURCE + RANDOM_SOURCE
+    return (_INTEGER_SOURCE + _ERFINV_SOURCE + floats + COMPLEX_SOURCE + _SIGN_INT_SOURCE
+            + RANDOM_SOURCE)
 
 
 @cache

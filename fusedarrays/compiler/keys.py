@@ -41,6 +41,7 @@ KERNEL_CODE = (
     "ir/layout.py",           # tile sizes the generated code hard-codes
     "compiler/devicelib.py",  # helper functions compiled into kernels
     "compiler/philox.py",     # fa.random's helpers, part of devicelib's source
+    "compiler/complexlib.py",  # the complex helpers, part of devicelib's source
     "compiler/streams.py",    # fa.random draws in the kernel source
     "cuda/intrinsics.py",     # loads, stores, casts and parameter types of the cuda target
     "cuda/compile.py",        # compile options, numba's pass pipeline as trimmed, typing memos

@@ -21,6 +21,7 @@ is dropped and the kernel compiled again (a miss, never an error).
 """
 from __future__ import annotations
 
+import cmath
 import contextlib
 import hashlib
 import math
@@ -42,7 +43,7 @@ from . import half
 
 _INT_CASTS = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
               "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
-              "f32": np.float32, "f64": np.float64}
+              "f32": np.float32, "f64": np.float64, "c64": np.complex64, "c128": np.complex128}
 _MATH = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
          "cbrt": np.cbrt, "fmod": np.fmod}
 
@@ -191,7 +192,7 @@ class CpuBackend(HostMemory):
     def namespace(self, helpers: dict) -> dict:
         if self._namespace is not None:
             return self._namespace
-        ns: dict = {"np": np, "math": math}
+        ns: dict = {"np": np, "math": math, "cmath": cmath}
         ns["half_to_f32"] = self._numba.njit(half.half_bits_to_float32)
         ns["f32_to_half"] = self._numba.njit(half.float32_to_half_bits)
         ns["f64_to_half"] = self._numba.njit(half.float64_to_half_bits)

@@ -20,6 +20,7 @@ Importing this module imports numba; only :mod:`.compile` imports it, and only w
 
 from __future__ import annotations
 
+import cmath
 import math
 import types as pytypes
 from collections.abc import Callable
@@ -62,6 +63,12 @@ SCALARS: dict[str, Scalar] = {
         Scalar("f16", types.float32, types.float32, ir.HalfType(), 2),
         Scalar("f32", types.float32, types.float32, ir.FloatType(), 4),
         Scalar("f64", types.float64, types.float64, ir.DoubleType(), 8),
+        # complex: numba's {real, imag} struct, in memory as in registers (one 8- or 16-byte
+        # access per element); as a kernel parameter numba passes its two parts
+        Scalar("c64", types.complex64, types.complex64,
+               ir.LiteralStructType([ir.FloatType()] * 2), 8),
+        Scalar("c128", types.complex128, types.complex128,
+               ir.LiteralStructType([ir.DoubleType()] * 2), 16),
     )
 }
 
@@ -79,7 +86,9 @@ def _is_int(t) -> bool:
 
 
 def _is_value(t) -> bool:
-    return isinstance(t, (types.Number, types.Boolean)) and not isinstance(t, types.Complex)
+    # complex included: codegen casts a complex value only to a complex dtype (or takes its
+    # real part first), and numba's casts between complex types and from real ones exist
+    return isinstance(t, (types.Number, types.Boolean))
 
 
 def _element_ptr(context, builder, sig, args, elem: ir.Type):
@@ -364,7 +373,7 @@ def _cached_intrinsic(typer: Callable):
 
 
 def _build_base() -> dict[str, object]:
-    ns: dict[str, object] = {"cuda": cuda, "math": math}
+    ns: dict[str, object] = {"cuda": cuda, "math": math, "cmath": cmath}
     ns.update((name, _cached_intrinsic(typer)) for name, typer in TYPERS.items())
     # libdevice stubs are typed device functions already: binding them under our names costs
     # nothing at run time (floorf/floor, …, fmodf/fmod).

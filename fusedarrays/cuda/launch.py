@@ -54,6 +54,9 @@ _NUMPY_TYPES = {
     "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
     "f16": np.float32, "f32": np.float32, "f64": np.float64,
 }
+# numba passes a complex kernel parameter as its two parts, each a parameter of the part's type
+# (a complex64 is two .param .f32 in the PTX): a complex argument is split into them at launch.
+_COMPLEX_PARTS = {"c64": np.float32, "c128": np.float64}
 
 
 def grid_size(n: int, sm_count: int) -> int:
@@ -68,21 +71,25 @@ class Launcher:
     ``launcher(n, args)`` passes ``n`` and then ``args``, the remaining parameters in order.
     """
 
-    __slots__ = ("kernel", "param_types", "_nargs", "_n_type", "_typed", "_sm_count", "_configs",
-                 "_stream")
+    __slots__ = ("kernel", "param_types", "_nargs", "_n_type", "_typed", "_parts", "_sm_count",
+                 "_configs", "_stream")
 
     def __init__(self, kernel: Kernel, param_types: tuple[str, ...], sm_count: int):
-        unknown = [t for t in param_types if t not in _AS_IS and t not in _NUMPY_TYPES]
+        known = _AS_IS | set(_NUMPY_TYPES) | set(_COMPLEX_PARTS)
+        unknown = [t for t in param_types if t not in known]
         if unknown or not param_types:
             raise ValueError(f"cannot launch with {param_types=}: the first is n, and each is one "
-                             f"of {sorted(_AS_IS | set(_NUMPY_TYPES))}")
+                             f"of {sorted(known)}")
         self.kernel = kernel
         self.param_types = tuple(param_types)
         self._nargs = len(param_types) - 1
         self._n_type = _NUMPY_TYPES.get(param_types[0])  # None: n goes as a Python int
         # (position in args, NumPy type) of each argument that is not passed as it comes
         self._typed = tuple((k, _NUMPY_TYPES[t]) for k, t in enumerate(param_types[1:])
-                            if t not in _AS_IS)
+                            if t in _NUMPY_TYPES)
+        # (position in args, part type) of each complex argument, split in two at launch
+        self._parts = tuple((k, _COMPLEX_PARTS[t]) for k, t in enumerate(param_types[1:])
+                            if t in _COMPLEX_PARTS)
         self._sm_count = sm_count
         self._configs: dict[int, LaunchConfig] = {}
         self._stream = LEGACY_DEFAULT_STREAM
@@ -121,6 +128,13 @@ class Launcher:
             args[k] = numpy_type(args[k])
         return args
 
+    def _split(self, args) -> list:
+        args = list(args)
+        for k, part in reversed(self._parts):   # from the end: earlier positions stay put
+            value = complex(args[k])
+            args[k:k + 1] = [part(value.real), part(value.imag)]
+        return args
+
     def __call__(self, n: int, args, geometry: tuple = ()) -> None:
         """Launch over ``n`` elements (nothing for ``n <= 0``) with the parameters after ``n``;
         ``geometry`` (``KernelPlan.geometry``) picks a 1-D, row or tile grid."""
@@ -135,6 +149,8 @@ class Launcher:
             if type(args[k]) is not numpy_type:
                 args = self._converted(args)
                 break
+        if self._parts:
+            args = self._split(args)
         launch(self._stream, config, self.kernel, n if self._n_type is None else self._n_type(n),
                *args)
 

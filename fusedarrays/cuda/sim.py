@@ -30,8 +30,12 @@ _MATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "log": np.log,
                "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
                "atan": np.arctan, "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh,
                "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
-               "hypot": np.hypot, "isinf": np.isinf, "copysign": np.copysign,
+               "hypot": np.hypot, "isinf": np.isinf, "isnan": np.isnan,
+               "isfinite": np.isfinite, "copysign": np.copysign,
                "inf": np.inf, "nan": np.nan}
+# cmath's names that complex templates call, as NumPy's ufuncs (a complex64 stays complex64)
+_CMATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "isinf": np.isinf,
+                "isfinite": np.isfinite, "isnan": np.isnan}
 # NumPy has no erf, erfc or lgamma: Python's, per value, keeping a float32 argument's type.
 _PER_VALUE = {"erf": math.erf, "erfc": math.erfc, "lgamma": math.lgamma}
 _BACKEND_MATH = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
@@ -114,7 +118,7 @@ def _build_namespace(helpers: dict) -> dict:
 
     per_value = {name: _per_value(fn) for name, fn in _PER_VALUE.items()}
     ns: dict = {"cuda": cuda, "math": types.SimpleNamespace(**_MATH_NAMES, **per_value),
-                "np": np}
+                "cmath": types.SimpleNamespace(**_CMATH_NAMES), "np": np}
     for code, dtype in BY_CODE.items():
         ns[f"cv_{code}"] = _caster(dtype)
         ns[f"ld_{code}"] = _ld

@@ -27,6 +27,8 @@ CODES: dict[np.dtype, str] = {
     np.dtype(np.float16): "f16",
     np.dtype(np.float32): "f32",
     np.dtype(np.float64): "f64",
+    np.dtype(np.complex64): "c64",
+    np.dtype(np.complex128): "c128",
 }
 BY_CODE: dict[str, np.dtype] = {code: dt for dt, code in CODES.items()}
 SUPPORTED = tuple(CODES)
@@ -34,10 +36,13 @@ SUPPORTED_NAMES = ", ".join(dt.name for dt in SUPPORTED)
 
 # float16 is computed in float32 (with a rounding after each op); everything else as itself.
 COMPUTE_CODE: dict[str, str] = {code: ("f32" if code == "f16" else code) for code in BY_CODE}
+# A complex dtype's parts: the real dtype of its real, imag, abs and angle.
+COMPLEX_PART: dict[str, str] = {"c64": "f32", "c128": "f64"}
 
 
 class Weak:
-    """A Python scalar's type before promotion: ``Weak(int)``, ``Weak(float)`` or ``Weak(bool)``."""
+    """A Python scalar's type before promotion: ``Weak(int)``, ``Weak(float)`` or
+    ``Weak(complex)``."""
 
     __slots__ = ("pytype",)
 
@@ -77,8 +82,10 @@ def scalar_type(value) -> Weak | np.dtype:
         return Weak(int)
     if isinstance(value, float):
         return Weak(float)
+    if isinstance(value, complex):
+        return Weak(complex)
     raise DTypeError(f"scalar {value!r} of type {type(value).__name__} is not supported; "
-                     "use a bool, int, float or a NumPy scalar of a supported dtype")
+                     "use a bool, int, float, complex or a NumPy scalar of a supported dtype")
 
 
 def _resolve_args(types) -> tuple:
@@ -105,7 +112,8 @@ def resolve(ufunc: np.ufunc, op_name: str, types) -> tuple[np.dtype, ...]:
 
 
 def promote(types) -> np.dtype:
-    """The common dtype of several operand types (``where``/``clip`` branches), NEP 50 style."""
+    """The common dtype of several operand types (``where``/``clip`` branches), NEP 50 style:
+    ``float32`` and a Python complex give ``complex64``."""
     strong = [t for t in types if not isinstance(t, Weak)]
     weak = [t.pytype for t in types if isinstance(t, Weak)]
     if not strong:
@@ -117,7 +125,7 @@ def promote(types) -> np.dtype:
 
 def _weak_example(pytype: type):
     # np.result_type treats Python scalar *values* as weak; their value is irrelevant here.
-    return {int: 0, float: 0.0, bool: False}[pytype]
+    return {int: 0, float: 0.0, complex: 0j, bool: False}[pytype]
 
 
 def check_scalar_fits(value, dtype: np.dtype, op_name: str) -> None:

@@ -8,7 +8,9 @@ Templates are Python expressions over the operands ``{0} {1} {2}`` (already conv
 dtype's compute type). ``{t}`` is the loop's compute-type code (``f32``/``f64``: float16 computes in
 float32), ``{bits}`` its bit width. A row's ``templates`` maps the loop dtype's kind — ``b`` bool,
 ``i`` signed, ``u`` unsigned, ``f`` float, ``iu``/``ui`` for mixed signed/unsigned loops — to the
-template, ``*`` serving every kind not named. Helper names (``fa_*``) are in :mod:`devicelib`;
+template, ``*`` serving every kind not named but ``c`` (complex): a row computes complex values
+only where it names a ``c`` template, so a template written for real values never meets a complex
+one. Helper names (``fa_*``) are in :mod:`devicelib`;
 ``math``,
 ``cv_*`` and ``fa_floor_{t}``-style names are each backend's.
 """
@@ -28,7 +30,8 @@ class Op:
     ref: object                 # the NumPy function whose results and dtypes we reproduce
     templates: dict[str, str]
     doc: str
-    rule: str = "ufunc"         # "ufunc": ref.resolve_dtypes; "where"; "clip"; "loops"
+    rule: str = "ufunc"         # "ufunc": ref.resolve_dtypes; "where"; "clip"; "loops";
+    #                             "part": the operand's dtype in, its real part's out
     dunder: str | None = None   # the operator method this row backs, e.g. "__add__"
     reflected: bool = True      # whether the dunder has a reflected form (__radd__)
     aliases: tuple[str, ...] = field(default=())
@@ -36,6 +39,8 @@ class Op:
     loops: tuple[str, ...] = ()  # rule "loops": the float loops in the reference's search order
 
     def template(self, kind: str) -> str | None:
+        if kind == "c":
+            return self.templates.get("c")
         return self.templates.get(kind, self.templates.get("*"))
 
 
@@ -43,8 +48,10 @@ def _t(**kinds: str) -> dict[str, str]:
     return {("*" if k == "any" else k): v for k, v in kinds.items()}
 
 
-def _math1(fn: str) -> dict[str, str]:
-    return _t(f=f"math.{fn}({{0}})")
+def _math1(fn: str, complex_template: str | None = None) -> dict[str, str]:
+    if complex_template is None:
+        return _t(f=f"math.{fn}({{0}})")
+    return _t(f=f"math.{fn}({{0}})", c=complex_template)
 
 
 def _backend1(fn: str) -> dict[str, str]:
@@ -84,19 +91,34 @@ _CMP_MIXED = {
 }
 
 
+# NumPy orders complex values lexicographically: by real part, then imaginary part; a NaN in
+# either imaginary part makes the real parts' strict order false (its CLT, CLE macros).
+_CMP_COMPLEX = {
+    "equal": "({0} == {1})", "not_equal": "({0} != {1})",
+    "less": "fa_clt({0}, {1})", "less_equal": "fa_cle({0}, {1})",
+    "greater": "fa_clt({1}, {0})", "greater_equal": "fa_cle({1}, {0})",
+}
+
+
 def _cmp(name: str, symbol: str) -> dict[str, str]:
     iu, ui = _CMP_MIXED[name]
-    return _t(any=f"({{0}} {symbol} {{1}})", iu=iu, ui=ui)
+    return _t(any=f"({{0}} {symbol} {{1}})", iu=iu, ui=ui, c=_CMP_COMPLEX[name])
+
+
+def _logic(template: str) -> dict[str, str]:
+    return _t(any=template, c=template)   # ``!= 0`` and ``== 0`` read both parts
 
 
 _ROWS = [
     # arithmetic
-    Op("add", 2, np.add, _t(any="({0} + {1})", b="({0} | {1})"), "a + b", dunder="__add__"),
-    Op("subtract", 2, np.subtract, _t(any="({0} - {1})"), "a - b", dunder="__sub__"),
-    Op("multiply", 2, np.multiply, _t(any="({0} * {1})", b="({0} & {1})"), "a * b",
-       dunder="__mul__"),
-    Op("true_divide", 2, np.true_divide, _t(f="({0} / {1})"), "a / b, always a float",
-       dunder="__truediv__", aliases=("divide",)),
+    Op("add", 2, np.add, _t(any="({0} + {1})", b="({0} | {1})", c="({0} + {1})"), "a + b",
+       dunder="__add__"),
+    Op("subtract", 2, np.subtract, _t(any="({0} - {1})", c="({0} - {1})"), "a - b",
+       dunder="__sub__"),
+    Op("multiply", 2, np.multiply, _t(any="({0} * {1})", b="({0} & {1})", c="({0} * {1})"),
+       "a * b", dunder="__mul__"),
+    Op("true_divide", 2, np.true_divide, _t(f="({0} / {1})", c="({0} / {1})"),
+       "a / b, always a float (or complex)", dunder="__truediv__", aliases=("divide",)),
     Op("floor_divide", 2, np.floor_divide,
        _t(i="fa_fdiv_i({0}, {1})", u="fa_fdiv_u({0}, {1})", f="fa_fdiv_{t}({0}, {1})"),
        "a // b; integer division by zero gives 0", dunder="__floordiv__"),
@@ -105,42 +127,45 @@ _ROWS = [
        "a % b with the sign of b; integer remainder by zero gives 0", dunder="__mod__",
        aliases=("mod",)),
     Op("power", 2, np.power,
-       _t(i="fa_pow_i({0}, {1})", u="fa_pow_u({0}, {1})", f="({0} ** {1})"),
+       _t(i="fa_pow_i({0}, {1})", u="fa_pow_u({0}, {1})", f="({0} ** {1})",
+          c="({0} ** {1})"),
        "a ** b; a negative integer exponent gives the truncated value (NumPy raises)",
        dunder="__pow__", aliases=("pow",)),
-    Op("negative", 1, np.negative, _t(any="(-{0})", u="fa_neg_u({0})"), "-a",
+    Op("negative", 1, np.negative, _t(any="(-{0})", u="fa_neg_u({0})", c="(-{0})"), "-a",
        dunder="__neg__", reflected=False),
-    Op("positive", 1, np.positive, _t(any="{0}"), "+a", dunder="__pos__", reflected=False),
-    Op("absolute", 1, np.absolute, _t(any="abs({0})", u="{0}", b="{0}"), "|a|",
+    Op("positive", 1, np.positive, _t(any="{0}", c="{0}"), "+a", dunder="__pos__", reflected=False),
+    Op("absolute", 1, np.absolute, _t(any="abs({0})", u="{0}", b="{0}", c="abs({0})"),
+       "|a|; of a complex value its real modulus",
        dunder="__abs__", reflected=False, aliases=("abs",)),
     Op("sign", 1, np.sign,
-       _t(f="fa_sign_{t}({0})", i="fa_sign_i({0})", u="fa_sign_u({0})"), "-1, 0 or 1; NaN stays"),
+       _t(f="fa_sign_{t}({0})", i="fa_sign_i({0})", u="fa_sign_u({0})", c="fa_csign_{t}({0})"),
+       "-1, 0 or 1; NaN stays; a complex a / |a|"),
     Op("reciprocal", 1, np.reciprocal,
-       _t(f="(1.0 / {0})", i="fa_recip_i({0})", u="fa_recip_u({0})"),
+       _t(f="(1.0 / {0})", i="fa_recip_i({0})", u="fa_recip_u({0})", c="(1.0 / {0})"),
        "1 / a; integers give 1/a truncated (0 for 0)"),
-    Op("square", 1, np.square, _t(any="({0} * {0})", b="({0} & {0})"), "a * a"),
-    Op("sqrt", 1, np.sqrt, _math1("sqrt"), "square root"),
+    Op("square", 1, np.square, _t(any="({0} * {0})", b="({0} & {0})", c="({0} * {0})"), "a * a"),
+    Op("sqrt", 1, np.sqrt, _math1("sqrt", "cmath.sqrt({0})"), "square root"),
     Op("cbrt", 1, np.cbrt, _backend1("cbrt"), "cube root"),
     # exponentials and logarithms
-    Op("exp", 1, np.exp, _math1("exp"), "e ** a"),
+    Op("exp", 1, np.exp, _math1("exp", "cmath.exp({0})"), "e ** a"),
     Op("exp2", 1, np.exp2, _backend1("exp2"), "2 ** a"),
     Op("expm1", 1, np.expm1, _math1("expm1"), "e ** a - 1, exact near 0"),
-    Op("log", 1, np.log, _math1("log"), "natural logarithm"),
+    Op("log", 1, np.log, _math1("log", "cmath.log({0})"), "natural logarithm"),
     Op("log2", 1, np.log2, _math1("log2"), "base-2 logarithm"),
     Op("log10", 1, np.log10, _math1("log10"), "base-10 logarithm"),
     Op("log1p", 1, np.log1p, _math1("log1p"), "log(1 + a), exact near 0"),
     # trigonometric and hyperbolic
-    Op("sin", 1, np.sin, _math1("sin"), "sine"),
-    Op("cos", 1, np.cos, _math1("cos"), "cosine"),
-    Op("tan", 1, np.tan, _math1("tan"), "tangent"),
+    Op("sin", 1, np.sin, _math1("sin", "fa_csin_{t}({0})"), "sine"),
+    Op("cos", 1, np.cos, _math1("cos", "fa_ccos_{t}({0})"), "cosine"),
+    Op("tan", 1, np.tan, _math1("tan", "fa_ctan_{t}({0})"), "tangent"),
     Op("arcsin", 1, np.arcsin, _math1("asin"), "inverse sine", aliases=("asin",)),
     Op("arccos", 1, np.arccos, _math1("acos"), "inverse cosine", aliases=("acos",)),
     Op("arctan", 1, np.arctan, _math1("atan"), "inverse tangent", aliases=("atan",)),
     Op("arctan2", 2, np.arctan2, _t(f="math.atan2({0}, {1})"), "angle of (b, a)",
        aliases=("atan2",)),
-    Op("sinh", 1, np.sinh, _math1("sinh"), "hyperbolic sine"),
-    Op("cosh", 1, np.cosh, _math1("cosh"), "hyperbolic cosine"),
-    Op("tanh", 1, np.tanh, _math1("tanh"), "hyperbolic tangent"),
+    Op("sinh", 1, np.sinh, _math1("sinh", "fa_csinh_{t}({0})"), "hyperbolic sine"),
+    Op("cosh", 1, np.cosh, _math1("cosh", "fa_ccosh_{t}({0})"), "hyperbolic cosine"),
+    Op("tanh", 1, np.tanh, _math1("tanh", "fa_ctanh_{t}({0})"), "hyperbolic tangent"),
     Op("arcsinh", 1, np.arcsinh, _math1("asinh"), "inverse hyperbolic sine",
        aliases=("asinh",)),
     Op("arccosh", 1, np.arccosh, _math1("acosh"), "inverse hyperbolic cosine",
@@ -160,22 +185,26 @@ _ROWS = [
     Op("fmin", 2, np.fmin, _t(any="fa_fmin({0}, {1})"), "smaller; NaN ignored"),
     Op("clip", 3, np.clip, _t(any="fa_minimum(fa_maximum({0}, {1}), {2})"),
        "minimum(maximum(a, lo), hi)", rule="clip"),
-    Op("copy", 1, np.copy, _t(any="{0}"), "a copy in new memory", rule="same"),
-    Op("where", 3, np.where, _t(any="({1} if {0} else {2})"), "b where cond else c",
+    Op("copy", 1, np.copy, _t(any="{0}", c="{0}"), "a copy in new memory", rule="same"),
+    Op("where", 3, np.where, _t(any="({1} if {0} else {2})", c="({1} if {0} else {2})"),
+       "b where cond else c",
        rule="where"),
     Op("copysign", 2, np.copysign, _t(f="math.copysign({0}, {1})"), "|a| with the sign of b"),
     # predicates
-    Op("isnan", 1, np.isnan, _t(f="({0} != {0})", any="False"), "a is NaN"),
-    Op("isinf", 1, np.isinf, _t(f="math.isinf({0})", any="False"), "a is +-inf"),
-    Op("isfinite", 1, np.isfinite, _t(f="(({0} - {0}) == ({0} - {0}))", any="True"),
+    Op("isnan", 1, np.isnan, _t(f="({0} != {0})", any="False", c="({0} != {0})"),
+       "a is NaN (complex: either part)"),
+    Op("isinf", 1, np.isinf, _t(f="math.isinf({0})", any="False", c="cmath.isinf({0})"),
+       "a is +-inf (complex: either part, as NumPy)"),
+    Op("isfinite", 1, np.isfinite,
+       _t(f="(({0} - {0}) == ({0} - {0}))", any="True", c="cmath.isfinite({0})"),
        "a is neither NaN nor +-inf"),
     Op("signbit", 1, np.signbit,
        _t(f="(math.copysign(1.0, {0}) < 0.0)", i="({0} < 0)", any="False"), "sign bit set"),
     # logic
-    Op("logical_and", 2, np.logical_and, _t(any="(({0} != 0) & ({1} != 0))"), "a and b"),
-    Op("logical_or", 2, np.logical_or, _t(any="(({0} != 0) | ({1} != 0))"), "a or b"),
-    Op("logical_xor", 2, np.logical_xor, _t(any="(({0} != 0) ^ ({1} != 0))"), "a xor b"),
-    Op("logical_not", 1, np.logical_not, _t(any="({0} == 0)"), "not a"),
+    Op("logical_and", 2, np.logical_and, _logic("(({0} != 0) & ({1} != 0))"), "a and b"),
+    Op("logical_or", 2, np.logical_or, _logic("(({0} != 0) | ({1} != 0))"), "a or b"),
+    Op("logical_xor", 2, np.logical_xor, _logic("(({0} != 0) ^ ({1} != 0))"), "a xor b"),
+    Op("logical_not", 1, np.logical_not, _logic("({0} == 0)"), "not a"),
     # comparisons
     Op("equal", 2, np.equal, _cmp("equal", "=="), "a == b", dunder="__eq__", reflected=False),
     Op("not_equal", 2, np.not_equal, _cmp("not_equal", "!="), "a != b", dunder="__ne__",
@@ -202,8 +231,14 @@ _ROWS = [
        "a >> b; shifts past the width give 0 or -1", dunder="__rshift__",
        aliases=("bitwise_right_shift",)),
     # added with the namespace: NumPy ufuncs the op table lacked
-    Op("conjugate", 1, np.conjugate, _t(any="{0}"), "complex conjugate: a itself for real dtypes",
-       aliases=("conj",)),
+    Op("conjugate", 1, np.conjugate, _t(any="{0}", c="{0}.conjugate()"),
+       "complex conjugate: a itself for real dtypes", aliases=("conj",)),
+    # NumPy's np.real and np.imag are functions, not ufuncs: rule "part" gives a complex
+    # operand's real dtype and keeps a real one's
+    Op("real", 1, np.real, _t(any="{0}", c="{0}.real"),
+       "the real part: a itself for real dtypes", rule="part"),
+    Op("imag", 1, np.imag, _t(any="cv_{t}(0)", c="{0}.imag"),
+       "the imaginary part: zeros of a's dtype for real dtypes", rule="part"),
     Op("fabs", 1, np.fabs, _t(f="abs({0})"), "|a| as a float"),
     Op("logaddexp", 2, np.logaddexp, _t(f="fa_logaddexp_{t}({0}, {1})"),
        "log(exp(a) + exp(b)) without overflow"),
@@ -261,6 +296,8 @@ def _kind(dtype: np.dtype) -> str:
 
 def template_kind(row: Op, loop: tuple[np.dtype, ...]) -> str:
     """Which of a row's templates serves this loop (see the module docstring)."""
+    if row.rule == "part":
+        return _kind(loop[0])
     if row.rule != "ufunc":
         return _kind(loop[-1])
     kinds = {_kind(d) for d in loop[:row.nin]}

@@ -1,0 +1,105 @@
+"""The complex helpers of the op table's ``c`` templates, as source text that :mod:`.devicelib`
+joins to its own helpers (each backend compiles them with its namespace as globals: ``cv_c64``,
+``math`` …): sin, cos, tan and their hyperbolic forms, NumPy 2's complex ``sign``, and NumPy's
+lexicographic complex order.
+
+Where it sits: under :mod:`.devicelib` (pure text, imports nothing).
+"""
+
+# Complex helpers, ``{t}`` the complex code and ``{r}`` its parts' (c64: f32). The functions
+# numba-cuda's cmath lowers through a call it compiles for the current device (sin, cos, tanh …:
+# no PTX without a GPU) are written here from real math, as C99's Annex G and NumPy's npy_math
+# compute them, so every backend runs the same formulas. A part that is exactly 0 stays 0 where
+# the product with an infinite factor would make it NaN.
+_PER_TYPE = '''
+def fa_csinh_{t}(z):
+    x = z.real
+    y = z.imag
+    if y == cv_{r}(0.0):
+        return cv_{t}(complex(math.sinh(x), y))
+    return cv_{t}(complex(math.sinh(x) * math.cos(y), math.cosh(x) * math.sin(y)))
+
+def fa_ccosh_{t}(z):
+    x = z.real
+    y = z.imag
+    if y == cv_{r}(0.0):
+        return cv_{t}(complex(math.cosh(x), math.copysign(cv_{r}(0.0), x) * y))
+    return cv_{t}(complex(math.cosh(x) * math.cos(y), math.sinh(x) * math.sin(y)))
+
+def fa_csin_{t}(z):
+    # sin(x + iy) = -i sinh(-y + ix)
+    w = fa_csinh_{t}(cv_{t}(complex(cv_{r}(0.0) - z.imag, z.real)))
+    return cv_{t}(complex(w.imag, cv_{r}(0.0) - w.real))
+
+def fa_ccos_{t}(z):
+    # cos(x + iy) = cosh(-y + ix)
+    return fa_ccosh_{t}(cv_{t}(complex(cv_{r}(0.0) - z.imag, z.real)))
+
+def fa_ctanh_{t}(z):
+    # FreeBSD's ctanh (NumPy's npy_ctanh): Kahan's formula, and past |x| = {big} the
+    # asymptote, whose imaginary part is formed without overflow.
+    x = z.real
+    y = z.imag
+    one = cv_{r}(1.0)
+    zero = cv_{r}(0.0)
+    if x != x:
+        return cv_{t}(complex(x, y if y == zero else x * y))
+    if math.isinf(x):
+        small = y if math.isinf(y) else math.sin(y) * math.cos(y)
+        return cv_{t}(complex(math.copysign(one, x), math.copysign(zero, small)))
+    if y != y or math.isinf(y):
+        return cv_{t}(complex(y - y, y - y))
+    if abs(x) >= cv_{r}({big}):
+        e = math.exp(zero - abs(x))
+        return cv_{t}(complex(math.copysign(one, x),
+                              cv_{r}(4.0) * math.sin(y) * math.cos(y) * e * e))
+    t = math.tan(y)
+    beta = one + t * t
+    s = math.sinh(x)
+    rho = math.sqrt(one + s * s)
+    denom = one + beta * s * s
+    return cv_{t}(complex(beta * rho * s / denom, t / denom))
+
+def fa_ctan_{t}(z):
+    # tan(x + iy) = -i tanh(-y + ix)
+    w = fa_ctanh_{t}(cv_{t}(complex(cv_{r}(0.0) - z.imag, z.real)))
+    return cv_{t}(complex(w.imag, cv_{r}(0.0) - w.real))
+
+def fa_csign_{t}(z):
+    # NumPy 2's complex sign: z / |z|, a unit along an infinite part, NaN where undefined
+    x = z.real
+    y = z.imag
+    zero = cv_{r}(0.0)
+    one = cv_{r}(1.0)
+    if x != x or y != y:
+        return cv_{t}(complex(math.nan, math.nan))
+    if math.isinf(x):
+        if math.isinf(y):
+            return cv_{t}(complex(math.nan, math.nan))
+        return cv_{t}(complex(one if x > zero else zero - one, zero))
+    if math.isinf(y):
+        return cv_{t}(complex(zero, one if y > zero else zero - one))
+    m = abs(z)
+    if m == zero:
+        return cv_{t}(complex(zero, zero))
+    return cv_{t}(complex(x / m, y / m))
+'''
+
+# NumPy's complex order (its CLT and CLE): lexicographic, and a NaN imaginary part on either side
+# makes the real parts' strict order false.
+_ORDER = '''
+def fa_clt(a, b):
+    if a.real < b.real:
+        return a.imag == a.imag and b.imag == b.imag
+    return a.real == b.real and a.imag < b.imag
+
+def fa_cle(a, b):
+    if a.real < b.real:
+        return a.imag == a.imag and b.imag == b.imag
+    return a.real == b.real and a.imag <= b.imag
+'''
+
+
+COMPLEX_SOURCE = "".join(_PER_TYPE.replace("{t}", t).replace("{r}", r).replace("{big}", big)
+                         for t, r, big in (("c64", "f32", "9.0"), ("c128", "f64", "22.0"))
+                         ) + _ORDER
