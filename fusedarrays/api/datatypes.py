@@ -51,11 +51,13 @@ class FInfo(NamedTuple):
 
 def finfo(type, /) -> FInfo:
     """Machine limits of a floating dtype (or of an array's dtype): ``bits eps max min
-    smallest_normal dtype``, NumPy's ``finfo`` values as Python floats."""
+    smallest_normal dtype``, NumPy's ``finfo`` values as Python floats. A complex dtype gives
+    its parts' limits and real dtype (``finfo(complex64).dtype`` is float32), as NumPy's."""
     dt = _dtype_of(type)
-    if dt.kind != "f":
+    if dt.kind not in "fc":
         raise DTypeError(f"finfo takes a floating dtype, got {dt}; use fa.iinfo for integers")
     info = np.finfo(dt)
+    dt = info.dtype
     return FInfo(info.bits, float(info.eps), float(info.max), float(info.min),
                  float(info.smallest_normal), dt)
 

@@ -13,7 +13,7 @@ from .devices import check_device, default_device
 
 _KINDS = {
     "bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
-    "real floating": "f", "complex floating": "c", "numeric": "iuf",
+    "real floating": "f", "complex floating": "c", "numeric": "iufc",
 }
 
 
@@ -32,7 +32,8 @@ class Info:
 
     def default_dtypes(self, *, device=None) -> dict:
         check_device(device, "default_dtypes")
-        return {"real floating": np.dtype(np.float64), "complex floating": None,
+        return {"real floating": np.dtype(np.float64),
+                "complex floating": np.dtype(np.complex128),
                 "integral": np.dtype(np.int64), "indexing": np.dtype(np.int64)}
 
     def dtypes(self, *, device=None, kind=None) -> dict:

@@ -21,7 +21,7 @@ import operator
 
 import numpy as np
 
-from ..errors import DTypeError
+from ..errors import DTypeError, UnsupportedOperationError
 from ..ir import dtypes, graph, layout
 from ..ir.reductions import BY_UFUNC, REDUCTIONS, reduction_node, result_dtype
 from .array import _wrap, asarray, ndarray
@@ -65,6 +65,11 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarr
     """Reduction ``name`` (a row of ``ir/reductions.py``) of ``x``, NumPy's semantics."""
     row = REDUCTIONS[name]
     x = asarray(x)
+    if x.dtype.kind == "c" and row.rule in ("same", "index"):
+        raise UnsupportedOperationError(
+            f"fa.{name} of {x.dtype} is not supported: NumPy orders complex values "
+            f"lexicographically, which fusedarrays' reductions do not; reduce the real and "
+            f"imaginary parts (fa.real, fa.imag) or take np.{row.numpy} of x.get()")
     node = x._resolved()
     placed = _PLACED.get(node.sid)
     if placed is None:
@@ -145,6 +150,11 @@ def _stat_dtypes(x: ndarray, dtype) -> tuple[np.dtype, np.dtype]:
     return x.dtype, x.dtype
 
 
+def _var_dtype(compute: np.dtype, want: np.dtype) -> np.dtype:
+    """var/std of a complex array is real: NumPy's result is the parts' dtype."""
+    return dtypes.BY_CODE[dtypes.COMPLEX_PART[dtypes.CODES[want]]] if want.kind == "c" else want
+
+
 def mean(x, /, axis=None, dtype=None, out=None, keepdims=False, *, where=_NO):
     """Arithmetic mean over the given axes (``np.mean``: integers give float64, float16 is
     summed in float32; an empty mean is NaN)."""
@@ -168,8 +178,13 @@ def var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     n = _count(x, axis)
     xc = x.astype(compute)
     centred = xc - FUNCTIONS["true_divide"](reduce("sum", xc, axis, True), float(n))
-    squares = reduce("sum", centred * centred, axis, keepdims)
-    return FUNCTIONS["true_divide"](squares, float(max(n - ddof, 0))).astype(want)
+    if centred.dtype.kind == "c":   # |c|**2 as NumPy forms it: (c * conj(c)).real
+        re, im = FUNCTIONS["real"](centred), FUNCTIONS["imag"](centred)
+        squares = reduce("sum", re * re + im * im, axis, keepdims)
+    else:
+        squares = reduce("sum", centred * centred, axis, keepdims)
+    return FUNCTIONS["true_divide"](squares, float(max(n - ddof, 0))).astype(
+        _var_dtype(compute, want))
 
 
 def std(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NO,

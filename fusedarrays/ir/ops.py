@@ -316,24 +316,29 @@ def template_kind(row: Op, loop: tuple[np.dtype, ...]) -> str:
 _ALL = "b1 i8 i16 i32 i64 u8 u16 u32 u64 f32 f64"
 _FLOATS, _WIDE = "f32 f64", "i64 u64 f32 f64"
 _CMP = "b1 i8 i16 i32 i64 u8 u16 u32 u64 f16 f32 f64"
+_CX = " c64 c128"   # complex templates and helpers keep their type (1.0 / complex64 does not)
 TYPED: dict[str, frozenset[str]] = {name: frozenset(codes.split()) for name, codes in {
-    "add": "b1 " + _WIDE, "subtract": _WIDE, "multiply": "b1 " + _WIDE, "true_divide": _FLOATS,
-    "floor_divide": _WIDE, "remainder": _WIDE, "power": _WIDE, "negative": _WIDE,
-    "positive": _ALL.removeprefix("b1 "), "absolute": _ALL, "sign": _WIDE,
-    "reciprocal": "i64 u64 f64", "square": _WIDE,
+    "add": "b1 " + _WIDE + _CX, "subtract": _WIDE + _CX, "multiply": "b1 " + _WIDE + _CX,
+    "true_divide": _FLOATS + _CX, "floor_divide": _WIDE, "remainder": _WIDE,
+    "power": _WIDE + _CX, "negative": _WIDE + _CX, "positive": _ALL.removeprefix("b1 ") + _CX,
+    "absolute": _ALL + _CX, "sign": _WIDE + _CX, "reciprocal": "i64 u64 f64 c128",
+    "square": _WIDE + _CX,
+    **{name: _FLOATS + _CX for name in (
+        "sqrt", "exp", "log", "sin", "cos", "tan", "sinh", "cosh", "tanh")},
     **{name: _FLOATS for name in (
-        "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos",
-        "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh",
-        "arccosh", "arctanh", "hypot", "rint", "copysign")},
+        "cbrt", "exp2", "expm1", "log2", "log10", "log1p", "arcsin", "arccos", "arctan",
+        "arctan2", "arcsinh", "arccosh", "arctanh", "hypot", "rint", "copysign")},
     **{name: _ALL for name in ("floor", "ceil", "trunc", "maximum", "minimum", "fmax", "fmin",
-                               "clip", "copy", "where")},
-    **{name: "f16 f32 f64" for name in ("isnan", "isinf", "isfinite", "signbit")},
-    **{name: _CMP for name in ("logical_and", "logical_or", "logical_xor", "logical_not",
-                               "equal", "not_equal", "less", "less_equal", "greater",
-                               "greater_equal")},
+                               "clip")},
+    **{name: _ALL + _CX for name in ("copy", "where", "real", "imag")},
+    **{name: "f16 f32 f64" + _CX for name in ("isnan", "isinf", "isfinite")},
+    "signbit": "f16 f32 f64",
+    **{name: _CMP + _CX for name in ("logical_and", "logical_or", "logical_xor", "logical_not",
+                                     "equal", "not_equal", "less", "less_equal", "greater",
+                                     "greater_equal")},
     **{name: "b1 i64 u64" for name in ("bitwise_and", "bitwise_or", "bitwise_xor")},
     **{name: "i64 u64" for name in ("invert", "left_shift", "right_shift", "gcd", "lcm")},
-    "conjugate": _ALL.removeprefix("b1 "), "float_power": "f64", "fmod": _WIDE,
+    "conjugate": _ALL.removeprefix("b1 ") + _CX, "float_power": "f64", "fmod": _WIDE,
     **{name: _FLOATS for name in ("deg2rad", "rad2deg", "radians", "degrees", "fabs",
                                   "heaviside", "logaddexp", "logaddexp2", "erf", "erfc",
                                   "erfinv", "expit", "logit", "gammaln")},

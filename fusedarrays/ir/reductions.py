@@ -113,14 +113,14 @@ def identity(name: str, dtype: np.dtype):
 
 def accumulator_code(name: str, value_code: str, target: str) -> str:
     """The accumulator's type code: float16 accumulates in float32 (as NumPy's pairwise sum
-    does); on the cpu target float32 sums accumulate in float64, as accurate as NumPy's pairwise
-    sum without its blocking (the result is rounded to float32 once)."""
+    does); on the cpu target float32 (complex64) sums accumulate in float64 (complex128), as
+    accurate as NumPy's pairwise sum without its blocking (the result is rounded once)."""
     if name in ("any", "all"):     # 0 or 1 in a byte: a shared-memory slot holds it as is
         return "u8"
     if value_code == "f16":
         value_code = "f32"
-    if target == "cpu" and name == "sum" and value_code == "f32":
-        return "f64"
+    if target == "cpu" and name == "sum" and value_code in ("f32", "c64"):
+        return {"f32": "f64", "c64": "c128"}[value_code]
     return value_code
 
 
