@@ -1,7 +1,7 @@
 """The complex helpers of the op table's ``c`` templates, as source text that :mod:`.devicelib`
 joins to its own helpers (each backend compiles them with its namespace as globals: ``cv_c64``,
-``math`` …): sin, cos, tan and their hyperbolic forms, NumPy 2's complex ``sign``, and NumPy's
-lexicographic complex order.
+``math`` …): NumPy's complex division and reciprocal, sin, cos, tan and their hyperbolic forms,
+NumPy 2's complex ``sign``, and NumPy's lexicographic complex order.
 
 Where it sits: under :mod:`.devicelib` (pure text, imports nothing).
 """
@@ -65,21 +65,53 @@ def fa_ctan_{t}(z):
     w = fa_ctanh_{t}(cv_{t}(complex(cv_{r}(0.0) - z.imag, z.real)))
     return cv_{t}(complex(w.imag, cv_{r}(0.0) - w.real))
 
+def fa_cdiv_{t}(a, b):
+    # NumPy's complex division (Smith's method; a zero divisor gives inf or NaN parts): numba's
+    # own raises ZeroDivisionError on cpu, and its formula rounds otherwise
+    ar = a.real
+    ai = a.imag
+    br = b.real
+    bi = b.imag
+    one = cv_{r}(1.0)
+    if abs(br) >= abs(bi):
+        if br == cv_{r}(0.0) and bi == cv_{r}(0.0):
+            return cv_{t}(complex(ar / abs(br), ai / abs(br)))
+        rat = bi / br
+        scl = one / (br + bi * rat)
+        return cv_{t}(complex((ar + ai * rat) * scl, (ai - ar * rat) * scl))
+    rat = br / bi
+    scl = one / (bi + br * rat)
+    return cv_{t}(complex((ar * rat + ai) * scl, (ai * rat - ar) * scl))
+
+def fa_crecip_{t}(z):
+    # NumPy's complex reciprocal (Smith's method)
+    x = z.real
+    y = z.imag
+    one = cv_{r}(1.0)
+    if abs(y) <= abs(x):
+        r = y / x
+        d = x + y * r
+        return cv_{t}(complex(one / d, (cv_{r}(0.0) - r) / d))
+    r = x / y
+    d = x * r + y
+    return cv_{t}(complex(r / d, (cv_{r}(0.0) - one) / d))
+
 def fa_csign_{t}(z):
-    # NumPy 2's complex sign: z / |z|, a unit along an infinite part, NaN where undefined
+    # NumPy 2's complex sign: z / |z|; where |z| (a hypot: infinite if either part is) is
+    # infinite, the unit along the infinite part, NaN if both are; NaN where |z| is NaN
     x = z.real
     y = z.imag
     zero = cv_{r}(0.0)
     one = cv_{r}(1.0)
-    if x != x or y != y:
-        return cv_{t}(complex(math.nan, math.nan))
-    if math.isinf(x):
-        if math.isinf(y):
-            return cv_{t}(complex(math.nan, math.nan))
-        return cv_{t}(complex(one if x > zero else zero - one, zero))
-    if math.isinf(y):
-        return cv_{t}(complex(zero, one if y > zero else zero - one))
     m = abs(z)
+    if m != m:
+        return cv_{t}(complex(math.nan, math.nan))
+    if math.isinf(m):
+        if math.isinf(x):
+            if math.isinf(y):
+                return cv_{t}(complex(math.nan, math.nan))
+            return cv_{t}(complex(one if x > zero else zero - one, zero))
+        return cv_{t}(complex(zero, one if y > zero else zero - one))
     if m == zero:
         return cv_{t}(complex(zero, zero))
     return cv_{t}(complex(x / m, y / m))

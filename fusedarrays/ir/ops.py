@@ -117,7 +117,7 @@ _ROWS = [
        dunder="__sub__"),
     Op("multiply", 2, np.multiply, _t(any="({0} * {1})", b="({0} & {1})", c="({0} * {1})"),
        "a * b", dunder="__mul__"),
-    Op("true_divide", 2, np.true_divide, _t(f="({0} / {1})", c="({0} / {1})"),
+    Op("true_divide", 2, np.true_divide, _t(f="({0} / {1})", c="fa_cdiv_{t}({0}, {1})"),
        "a / b, always a float (or complex)", dunder="__truediv__", aliases=("divide",)),
     Op("floor_divide", 2, np.floor_divide,
        _t(i="fa_fdiv_i({0}, {1})", u="fa_fdiv_u({0}, {1})", f="fa_fdiv_{t}({0}, {1})"),
@@ -141,7 +141,7 @@ _ROWS = [
        _t(f="fa_sign_{t}({0})", i="fa_sign_i({0})", u="fa_sign_u({0})", c="fa_csign_{t}({0})"),
        "-1, 0 or 1; NaN stays; a complex a / |a|"),
     Op("reciprocal", 1, np.reciprocal,
-       _t(f="(1.0 / {0})", i="fa_recip_i({0})", u="fa_recip_u({0})", c="(1.0 / {0})"),
+       _t(f="(1.0 / {0})", i="fa_recip_i({0})", u="fa_recip_u({0})", c="fa_crecip_{t}({0})"),
        "1 / a; integers give 1/a truncated (0 for 0)"),
     Op("square", 1, np.square, _t(any="({0} * {0})", b="({0} & {0})", c="({0} * {0})"), "a * a"),
     Op("sqrt", 1, np.sqrt, _math1("sqrt", "cmath.sqrt({0})"), "square root"),
@@ -316,12 +316,12 @@ def template_kind(row: Op, loop: tuple[np.dtype, ...]) -> str:
 _ALL = "b1 i8 i16 i32 i64 u8 u16 u32 u64 f32 f64"
 _FLOATS, _WIDE = "f32 f64", "i64 u64 f32 f64"
 _CMP = "b1 i8 i16 i32 i64 u8 u16 u32 u64 f16 f32 f64"
-_CX = " c64 c128"   # complex templates and helpers keep their type (1.0 / complex64 does not)
+_CX = " c64 c128"   # complex templates and helpers keep their type
 TYPED: dict[str, frozenset[str]] = {name: frozenset(codes.split()) for name, codes in {
     "add": "b1 " + _WIDE + _CX, "subtract": _WIDE + _CX, "multiply": "b1 " + _WIDE + _CX,
     "true_divide": _FLOATS + _CX, "floor_divide": _WIDE, "remainder": _WIDE,
     "power": _WIDE + _CX, "negative": _WIDE + _CX, "positive": _ALL.removeprefix("b1 ") + _CX,
-    "absolute": _ALL + _CX, "sign": _WIDE + _CX, "reciprocal": "i64 u64 f64 c128",
+    "absolute": _ALL + _CX, "sign": _WIDE + _CX, "reciprocal": "i64 u64 f64" + _CX,
     "square": _WIDE + _CX,
     **{name: _FLOATS + _CX for name in (
         "sqrt", "exp", "log", "sin", "cos", "tan", "sinh", "cosh", "tanh")},

@@ -1,0 +1,251 @@
+"""complex64 and complex128 against NumPy, shared by the cpu, sim and gpu tiers.
+
+Each check draws fresh random complex operands (fixed seeds, named in every failure message),
+builds every complex op of the table on views of them (contiguous, transposed, negative steps,
+broadcast, 0-d, rank 3), computes all of one shape in ONE evaluation, and compares with NumPy:
+dtype always; exactly where NumPy's result is one exact operation per part (``+ -``, negation,
+conjugate, the parts, predicates, comparisons, selections); otherwise within a relative
+tolerance of the result's modulus (NumPy's complex ``*`` and ``/``, ``abs`` by hypot and the
+transcendental functions are other algorithms than numba's and libdevice's). An op the table has
+no complex template for must be refused with an error naming the op and the dtype.
+"""
+
+from __future__ import annotations
+
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+from fusedarrays.errors import UnsupportedOperationError
+from fusedarrays.ir import ops
+
+COMPLEX = [np.dtype(np.complex64), np.dtype(np.complex128)]
+UNARY = ["negative", "positive", "absolute", "sign", "reciprocal", "square", "sqrt", "exp", "log",
+         "sin", "cos", "tan", "sinh", "cosh", "tanh", "conjugate", "real", "imag", "isnan",
+         "isinf", "isfinite", "logical_not", "copy"]
+BINARY = ["add", "subtract", "multiply", "true_divide", "power", "equal", "not_equal", "less",
+          "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor"]
+EXACT = {"add", "subtract", "negative", "positive", "conjugate", "real", "imag", "isnan", "isinf",
+         "isfinite", "logical_not", "copy", "equal", "not_equal", "less", "less_equal", "greater",
+         "greater_equal", "logical_and", "logical_or", "logical_xor", "where"}
+# relative to the modulus of NumPy's result: a few ulp of the parts' dtype, more for power
+# (exp(b log a) amplifies log's error by |b log a|) and the functions built from several calls
+RTOL = {np.dtype(np.complex64): 2e-5, np.dtype(np.complex128): 1e-12}
+LOOSE = {"power": 50, "tan": 4, "tanh": 4, "sin": 4, "cos": 4, "sinh": 4, "cosh": 4, "sign": 4}
+
+# Operand k of a case, as a view of a fresh base (the same view of NumPy's copy and of the device
+# copy). "big" shapes reach the flat walk and rows/tiles; the small ones nd.
+LAYOUTS = {
+    "contiguous": lambda b, k: b,
+    "transposed": lambda b, k: b.T if k % 2 == 0 else b,
+    "negative steps": lambda b, k: b[::-1, ::-2] if k % 2 == 0 else b[:, : b.shape[1] // 2],
+    "broadcast": lambda b, k: b[:1] if k % 2 == 0 else b,
+    "flat reversed": lambda b, k: b.reshape(-1)[::-1],
+    "zero_d": lambda b, k: b[1, 2],
+}
+
+
+def random_complex(rng, shape, dtype) -> np.ndarray:
+    """Random complex values of moderate modulus (every op defined and finite), never zeros."""
+    re = rng.standard_normal(shape) * 2
+    im = rng.standard_normal(shape) * 2
+    return (re + 1j * im).astype(dtype)
+
+
+def _base_shape(layout: str, shape: tuple, k: int) -> tuple:
+    if layout == "negative steps":
+        return (shape[0], 2 * shape[1])
+    return shape[::-1] if layout == "transposed" and k % 2 == 0 else shape
+
+
+def _numpy(name: str, args):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return np.asarray(ops.OPS[name].ref(*args))
+
+
+def assert_close(name: str, got, want, label: str, dtype: np.dtype) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, f"{label}: dtype {got.dtype} != NumPy's {want.dtype}"
+    assert got.shape == want.shape, f"{label}: shape {got.shape} != NumPy's {want.shape}"
+    if name in EXACT or want.dtype.kind == "b":
+        same = (got == want) | (_isnan(got) & _isnan(want))
+        assert same.all(), f"{label}: got {got[~same][:4]} where NumPy has {want[~same][:4]}"
+        return
+    rtol = RTOL[dtype] * LOOSE.get(name, 1)
+    err = np.abs(got.astype(np.complex128) - want) / np.maximum(np.abs(want), 1e-30)
+    bad = ~(err <= rtol)
+    assert not bad.any(), (f"{label}: relative error {err[bad].max():.3g} > {rtol:.3g}: got "
+                           f"{got[bad][:4]} where NumPy has {want[bad][:4]}")
+
+
+def _isnan(x):
+    return np.isnan(x) if x.dtype.kind in "fc" else np.zeros(x.shape, bool)
+
+
+def check_ops(dtype, layout: str, shape: tuple, to_device=fa.asarray) -> tuple[int, set]:
+    """Every complex op on ``dtype`` operands in ``layout`` over ``shape``, one evaluation per
+    result shape; returns (ops checked, the (schedule, vector width) pairs reached)."""
+    dtype = np.dtype(dtype)
+    seed = zlib.crc32(f"complex {dtype} {layout} {shape}".encode())
+    rng = np.random.default_rng(seed)
+    label = f"{dtype} {layout} {shape} (seed {seed})"
+    view = LAYOUTS[layout]
+    host, device = [], []
+    for k in range(3):
+        base = random_complex(rng, _base_shape(layout, shape, k), dtype)
+        host.append(view(base, k))
+        device.append(view(to_device(base), k))
+    cond = rng.random(np.broadcast_shapes(host[0].shape, host[1].shape)) < 0.5
+    cases = [(name, [0]) for name in UNARY] + [(name, [0, 1]) for name in BINARY]
+    lazy, want = [], []
+    for name, which in cases:
+        lazy.append(getattr(fa, name)(*(device[k] for k in which)))
+        want.append((name, _numpy(name, [host[k] for k in which])))
+    lazy.append(fa.where(fa.asarray(cond), device[0], device[1]))
+    want.append(("where", np.where(cond, host[0], host[1])))
+    reached = set()
+    for expr in (lazy[0], lazy[len(UNARY)]):    # a unary op, and one over operands 0 and 1
+        plan = fa.explain(expr).plan
+        reached.add((plan.schedule, plan.vector_width))
+    fa.compute(*lazy)
+    for result, (name, expected) in zip(lazy, want):
+        assert_close(name, result.get(), expected, f"{name} on {label}", dtype)
+    return len(want), reached
+
+
+def check_mixed_promotion(to_device=fa.asarray) -> None:
+    """Real arrays, complex arrays and Python complex scalars together: NumPy's (NEP 50) result
+    dtypes and values."""
+    seed = 20241114
+    rng = np.random.default_rng(seed)
+    reals = {dt: (rng.standard_normal(50) * 3).astype(dt)
+             for dt in ("float16", "float32", "float64")}
+    reals.update({dt: rng.integers(-9, 9, 50).astype(dt) for dt in ("int8", "int32", "int64")})
+    reals["bool"] = rng.random(50) < 0.5
+    cx = {dt: random_complex(rng, 50, dt) for dt in COMPLEX}
+    cases = []
+    for rname, r in reals.items():
+        for c in cx.values():
+            cases.append((f"{rname} + {c.dtype}", lambda a, b: a + b, (r, c)))
+            cases.append((f"{c.dtype} * {rname}", lambda a, b: a * b, (c, r)))
+        if rname != "bool":
+            cases.append((f"{rname} + 1.5-2j", lambda a: a + (1.5 - 2j), (r,)))
+            cases.append((f"2j * {rname}", lambda a: 2j * a, (r,)))
+    for c in cx.values():
+        cases.append((f"{c.dtype} - 0.25j", lambda a: a - 0.25j, (c,)))
+        cases.append((f"{c.dtype} / 3", lambda a: a / 3, (c,)))
+        cases.append((f"{c.dtype} == 1j", lambda a: a == 1j, (c,)))
+        cases.append((f"1j ** {c.dtype}", lambda a: fa.power(1j, a) if isinstance(a, fa.ndarray)
+                      else np.power(1j, a), (c,)))
+    lazy = [f(*(to_device(a) for a in args)) for _, f, args in cases]
+    fa.compute(*lazy)
+    for (label, f, args), result in zip(cases, lazy):
+        with np.errstate(all="ignore"):
+            want = np.asarray(f(*args))
+        dt = want.dtype if want.dtype.kind == "c" else np.dtype(np.complex128)
+        assert_close("power" if "**" in label else "multiply", result.get(), want,
+                     f"{label} (seed {seed})", np.dtype(np.complex64) if dt.itemsize <= 8 else dt)
+
+
+# Special values in the real and imaginary parts, for the ops whose NumPy result on them each
+# backend reproduces part by part (C99's Annex G for exp, log and sqrt,
+# NumPy's Smith division and reciprocal, IEEE rules for the rest). Not power: numba's and
+# libdevice's complex pow give NaN where NumPy's gives 0 or inf for infinite exponents; not the
+# trigonometric and hyperbolic functions: complexlib follows Annex G only where a part is 0 or
+# the argument of tanh is infinite, elsewhere an infinite or NaN part gives NaN parts.
+SPECIAL_PARTS = [0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan]
+SPECIAL_OPS = ["add", "subtract", "multiply", "true_divide", "negative", "conjugate", "real",
+               "imag", "absolute", "sign", "reciprocal", "square", "exp", "log", "sqrt", "isnan",
+               "isinf", "isfinite", "equal", "not_equal", "less", "greater_equal", "logical_not"]
+
+
+def special_values(dtype) -> np.ndarray:
+    """Every pair of :data:`SPECIAL_PARTS` as (real, imaginary) parts."""
+    re, im = np.meshgrid(SPECIAL_PARTS, SPECIAL_PARTS)
+    out = np.empty(re.size, dtype)
+    out.real, out.imag = re.ravel(), im.ravel()   # no arithmetic: inf * 1j has a NaN real part
+    return out
+
+
+def _parts(x: np.ndarray) -> list:
+    return [x.real, x.imag] if x.dtype.kind == "c" else [x]
+
+
+def check_special_values(dtype, to_device=fa.asarray) -> None:
+    """Each part of each result equal to NumPy's, NaN where NumPy's is NaN, or (finite) within
+    the tolerance of the result's modulus."""
+    dtype = np.dtype(dtype)
+    a = special_values(dtype)
+    b = a[::-1].copy()
+    lazy, want = [], []
+    for name in SPECIAL_OPS:
+        args = (a, b) if ops.OPS[name].nin == 2 else (a,)
+        lazy.append(getattr(fa, name)(*(to_device(x) for x in args)))
+        want.append((name, _numpy(name, args)))
+    fa.compute(*lazy)
+    for result, (name, expected) in zip(lazy, want):
+        got = result.get()
+        label = f"{name} on special values of {dtype}"
+        assert got.dtype == expected.dtype, f"{label}: dtype {got.dtype} != {expected.dtype}"
+        tol = 0 if name in EXACT else RTOL[dtype] * LOOSE.get(name, 1)
+        scale = np.abs(expected)
+        for g, w in zip(_parts(got), _parts(expected)):
+            ok = (g == w) | (_isnan(g) & _isnan(w))
+            if tol:
+                with np.errstate(invalid="ignore"):
+                    ok |= np.isfinite(w) & (np.abs(g - w) <= tol * scale)
+            assert ok.all(), (f"{label}: got {got[~ok][:4]} for {a[~ok][:4]} where NumPy has "
+                              f"{expected[~ok][:4]}")
+
+
+def check_refusals(dtype, to_device=fa.asarray) -> int:
+    """Every row NumPy defines on ``dtype`` that fusedarrays has no complex template for is
+    refused, naming the op and the dtype; returns how many."""
+    dtype = np.dtype(dtype)
+    x = random_complex(np.random.default_rng(5), 8, dtype)
+    supported = set(UNARY) | set(BINARY) | {"where"}
+    refused = 0
+    for row in ops.OPS.values():
+        if row.module or row.name in supported or row.rule in ("where", "part"):
+            continue
+        args = [x] * row.nin
+        try:
+            _numpy(row.name, args)
+        except TypeError:
+            continue     # NumPy has no complex loop either
+        with pytest.raises(UnsupportedOperationError) as info:
+            getattr(fa, row.name)(*(to_device(a) for a in args))
+        assert row.name in str(info.value) and str(dtype) in str(info.value), info.value
+        refused += 1
+    return refused
+
+
+def check_reductions(dtype, shape: tuple, to_device=fa.asarray) -> None:
+    """sum, prod, mean, var and std of complex values over every axis, transposed too."""
+    dtype = np.dtype(dtype)
+    seed = zlib.crc32(f"complex reductions {dtype} {shape}".encode())
+    rng = np.random.default_rng(seed)
+    base = random_complex(rng, shape, dtype)
+    x = to_device(base)
+    for name in ("sum", "mean", "var", "std", "prod"):
+        for axis in (None, 0, 1):
+            for h, d, how in ((base, x, ""), (base.T, x.T, " transposed")):
+                if name == "prod":   # a product of many values leaves the range: 4 × 6
+                    h, d = h[:4, :6], d[:4, :6]
+                want = getattr(np, name)(h, axis=axis)
+                got = getattr(fa, name)(d, axis=axis).get()
+                # a sum's rounding is relative to the sum of the moduli, not to its result
+                scale = (np.sum(np.abs(h), axis=axis) if name in ("sum", "mean") else
+                         np.abs(want))
+                if name == "mean":
+                    scale = scale / (h.size if axis is None else h.shape[axis])
+                label = f"{name}(axis={axis}){how} of {dtype} {shape} (seed {seed})"
+                assert got.dtype == want.dtype, f"{label}: dtype {got.dtype} != {want.dtype}"
+                err = np.abs(got - want) / scale
+                assert np.all(err <= RTOL[dtype] * 4), f"{label}: relative error {err.max()}"
+    with pytest.raises(UnsupportedOperationError, match=f"max of {dtype}"):
+        fa.max(x)

@@ -1,0 +1,47 @@
+"""complex64 and complex128 on the cuda backend against NumPy (tests/complexcases.py): every
+complex op × layout at sizes that reach the flat, rows, tiled and nd walks, promotion with real
+arrays and Python complex scalars (complex kernel parameters, passed as their two parts),
+special values, refusals and reductions."""
+
+import complexcases
+import numpy as np
+import pytest
+
+from fusedarrays import config
+
+SHAPES = [(300, 400), (4, 5)]
+
+
+@pytest.fixture(autouse=True)
+def cuda_backend():
+    with config.override(BACKEND="cuda"):
+        yield
+
+
+@pytest.mark.parametrize("layout", list(complexcases.LAYOUTS))
+@pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
+def test_every_complex_op_matches_numpy(dtype, layout):
+    reached = set()
+    for shape in SHAPES:
+        reached |= complexcases.check_ops(dtype, layout, shape)[1]
+    if layout == "transposed":
+        assert ("tiled" if dtype == np.complex64 else "rows") in {s for s, _ in reached}
+
+
+def test_mixed_promotion_matches_numpy():
+    complexcases.check_mixed_promotion()
+
+
+@pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
+def test_special_values_match_numpy(dtype):
+    complexcases.check_special_values(dtype)
+
+
+@pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
+def test_ops_without_complex_templates_are_refused(dtype):
+    assert complexcases.check_refusals(dtype) >= 10
+
+
+@pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
+def test_reductions_match_numpy(dtype):
+    complexcases.check_reductions(dtype, (300, 400))
