@@ -122,7 +122,7 @@ def test_asarray_copy_semantics():
 
 def test_data_type_functions_match_numpy():
     names = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-             "float16", "float32", "float64"]
+             "float16", "float32", "float64", "complex64", "complex128"]
     kinds = ["bool", "signed integer", "unsigned integer", "integral", "real floating",
              "complex floating", "numeric"]
     for a in names:
