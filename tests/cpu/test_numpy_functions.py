@@ -67,6 +67,7 @@ CASES = {
     np.around: lambda a, b: np.around(b),
     np.real: lambda a, b: np.real(a),
     np.imag: lambda a, b: np.imag(b),
+    np.angle: lambda a, b: np.angle(a, deg=True),
     np.tensordot: lambda a, b: np.tensordot(a, b.T, axes=1),
     np.shape: lambda a, b: np.shape(a),
     np.ndim: lambda a, b: np.ndim(b),

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:Run
 CPU_NAMESPACE = {name: intrinsic(typer) for name, typer in TYPERS.items()}
 NP = {"b1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
       "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
-      "f16": np.float16, "f32": np.float32, "f64": np.float64}
+      "f16": np.float16, "f32": np.float32, "f64": np.float64, "c64": np.complex64,
+      "c128": np.complex128}
 
 
 def cpu_kernel(body: str):

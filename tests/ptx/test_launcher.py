@@ -78,5 +78,5 @@ def test_a_wrong_argument_count_fails_before_launching(launches):
 
 
 def test_unknown_parameter_types_are_refused():
-    with pytest.raises(ValueError, match="c64"):
-        Launcher("kernel", ("i64", "c64"), H100_SMS)
+    with pytest.raises(ValueError, match="c32"):
+        Launcher("kernel", ("i64", "c32"), H100_SMS)

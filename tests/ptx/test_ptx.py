@@ -177,7 +177,7 @@ def test_a_missing_kernel_is_a_compile_error():
 
 def test_unknown_parameter_type_is_a_compile_error():
     with pytest.raises(CompileError, match="unknown kernel parameter type"):
-        compile_ptx("def k(n):\n    pass\n", "k", ("c64",), ARCH, {})
+        compile_ptx("def k(n):\n    pass\n", "k", ("c32",), ARCH, {})
 
 
 def test_arch_strings():
