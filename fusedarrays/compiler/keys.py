@@ -43,6 +43,7 @@ KERNEL_CODE = (
     "compiler/philox.py",     # fa.random's helpers, part of devicelib's source
     "compiler/streams.py",    # fa.random draws in the kernel source
     "cuda/intrinsics.py",     # loads, stores, casts and parameter types of the cuda target
+    "cuda/division.py",       # the cuda target's float division
     "cuda/compile.py",        # compile options, numba's pass pipeline as trimmed, typing memos
     "cpu/backend.py",         # the cpu target's loads, stores, casts and math, compile options
     "cpu/half.py",            # float16 emulated on the cpu target

@@ -327,8 +327,7 @@ def _build_typers() -> dict[str, Callable]:
     made += [make(SCALARS[code]) for code in VECTOR4_CODES
              for make in (_make_load_vector, _make_store_vector)]
     made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer),
-             _named("fa_philox", _philox_typer), _named("fa_div", division.div_typer),
-             _named("fa_div_by_f32", division.div_by_typer)]
+             _named("fa_philox", _philox_typer), _named("fa_div", division.div_typer)]
     return {typer.__name__: typer for typer in made}
 
 
@@ -387,7 +386,7 @@ def _build_base() -> dict[str, object]:
     # nothing at run time (floorf/floor, …, fmodf/fmod).
     ns["fa_fma_f64"] = libdevice.fma    # fma.rn.f64: the exact multiply-adds fa.random needs
     ns["fa_fma_f32"] = libdevice.fmaf   # fma.rn.f32
-    ns["fa_div_f32"] = ns["fa_div_f64"] = ns["fa_div_by_f64"] = ns["fa_div"]
+    ns["fa_div_f32"] = ns["fa_div_f64"] = ns["fa_div"]
     for name in MATH_FUNCTIONS:
         ns[f"fa_{name}_f32"] = getattr(libdevice, name + "f")
         ns[f"fa_{name}_f64"] = getattr(libdevice, name)

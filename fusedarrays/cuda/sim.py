@@ -35,7 +35,7 @@ _MATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "log": np.log,
 # NumPy has no erf, erfc or lgamma: Python's, per value, keeping a float32 argument's type.
 _PER_VALUE = {"erf": math.erf, "erfc": math.erfc, "lgamma": math.lgamma}
 _BACKEND_MATH = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
-                 "cbrt": np.cbrt, "exp2": np.exp2, "fmod": np.fmod}
+                 "cbrt": np.cbrt, "exp2": np.exp2, "fmod": np.fmod, "div": np.true_divide}
 
 
 def _per_value(fn):
