@@ -319,6 +319,22 @@ def _philox_typer(typingctx, c0, c1, c2, c3, k0, k1):
     return None
 
 
+# floor(log2 k) of 0 < k <= 2**32 (fa.random's Box-Muller): 63 minus the leading zeros of the
+# 64-bit k, one FLO where compiler/philox.py's portable helper takes five compare-and-shift steps.
+def _floor_log2_codegen(context, builder, sig, args):
+    k = context.cast(builder, args[0], sig.args[0], types.int64)
+    i64 = ir.IntType(64)
+    ctlz = builder.module.declare_intrinsic("llvm.ctlz", [i64],
+                                            ir.FunctionType(i64, [i64, ir.IntType(1)]))
+    return builder.sub(ir.Constant(i64, 63), builder.call(ctlz, [k, ir.Constant(ir.IntType(1), 1)]))
+
+
+def _floor_log2_typer(typingctx, k):
+    if _is_int(k):
+        return signature(types.int64, k), _floor_log2_codegen
+    return None
+
+
 # --- the namespace ------------------------------------------------------------------------------
 
 
@@ -327,7 +343,8 @@ def _build_typers() -> dict[str, Callable]:
     made += [make(SCALARS[code]) for code in VECTOR4_CODES
              for make in (_make_load_vector, _make_store_vector)]
     made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer),
-             _named("fa_philox", _philox_typer), _named("fa_div", division.div_typer)]
+             _named("fa_philox", _philox_typer), _named("fa_div", division.div_typer),
+             _named("fa_floor_log2", _floor_log2_typer)]
     return {typer.__name__: typer for typer in made}
 
 
