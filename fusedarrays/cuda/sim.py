@@ -21,6 +21,7 @@ import numpy as np
 from .. import config
 from ..errors import CompileError
 from ..ir.dtypes import BY_CODE
+from ..compiler.product import PRODUCT_THREADS
 from ..ir.layout import TILE_THREADS
 from ..ir.reductions import BLOCK_THREADS
 from ..runtime.backend import HostMemory
@@ -177,6 +178,8 @@ class SimBackend(HostMemory):
                 grid, block = max(1, min(n, 2)), 1 << (min(block, BLOCK_THREADS).bit_length() - 1)
             else:
                 grid = max(1, min(-(-n // block), 2))
+        elif kind == "product":     # the kernel's thread layout is fixed: 16 x 16
+            grid, block = max(1, min(geometry[1], 2)), PRODUCT_THREADS
         elif kind == "tiled":
             grid, block = (geometry[2], min(geometry[1], 2)), TILE_THREADS
         elif kind == "rows":
