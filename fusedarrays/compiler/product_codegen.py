@@ -86,12 +86,12 @@ class _ProductRenderer:
             if k == 0:      # a: (M, K); "row": threads along M
                 split = ([f"r = e & {TILE_M - 1}", f"kk = e >> {mbits}"] if row_first else
                          [f"r = e >> {kbits}", f"kk = e & {TILE_K - 1}"])
-                index = f"o0 + (i0 + r) * u0 + (k0 + kk) * v0"
+                index = "o0 + (i0 + r) * u0 + (k0 + kk) * v0"
                 inside = "i0 + r < dm and k0 + kk < dk"
             else:           # b: (K, N); "row": threads along K
                 split = ([f"r = e >> {kbits}", f"kk = e & {TILE_K - 1}"] if row_first else
                          [f"r = e & {TILE_N - 1}", f"kk = e >> {mbits}"])
-                index = f"o1 + (k0 + kk) * u1 + (j0 + r) * v1"
+                index = "o1 + (k0 + kk) * u1 + (j0 + r) * v1"
                 inside = f"j0 + r < {edge} and k0 + kk < dk"
             for q in range(loads):
                 lines += [f"e = t + {q * PRODUCT_THREADS}", *split, f"w = {self.zero}",

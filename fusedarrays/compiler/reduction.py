@@ -2,14 +2,14 @@
 
 Pure. The planner cuts a graph at its reduction nodes, at its scans (``compiler/scan.py``: a
 kernel each, cut and fed like a reduction's) and at its products (``compiler/product.py``: a
-kernel each over operands already computed, never fused with anything). Each reduction becomes one kernel
-(:class:`ReducePlan`) whose input expression — every elementwise producer under it, down to the
-leaves and to earlier reductions' results — is computed inside it, per element, as it is read:
-``((x - y)**2).sum()`` is one kernel and no temporary. A reduction's result that something else
-reads is a temporary buffer; what consumes it (``x - x.max(axis=-1, keepdims=True)``, a norm's
-square root) is one elementwise kernel after the reductions, reading the temporaries as leaves
-broadcast back over the reduced axes. A reduction that is the whole evaluation writes its
-output directly.
+kernel each over operands already computed, never fused with anything). Each reduction becomes
+one kernel (:class:`ReducePlan`) whose input expression — every elementwise producer under it,
+down to the leaves and to earlier reductions' results — is computed inside it, per element, as
+it is read: ``((x - y)**2).sum()`` is one kernel and no temporary. A reduction's result that
+something else reads is a temporary buffer; what consumes it (``x - x.max(axis=-1,
+keepdims=True)``, a norm's square root) is one elementwise kernel after the reductions, reading
+the temporaries as leaves broadcast back over the reduced axes. A reduction that is the whole
+evaluation writes its output directly.
 
 A reduction kernel walks its *kept* axes (one output each) and its *reduced* axes (each
 collapsed as :func:`layout.collapse` collapses a walk, the kept and the reduced apart, so an

@@ -19,9 +19,9 @@ from fractions import Fraction
 import numpy as np
 
 from .. import config
+from ..compiler.product import PRODUCT_THREADS
 from ..errors import CompileError
 from ..ir.dtypes import BY_CODE
-from ..compiler.product import PRODUCT_THREADS
 from ..ir.layout import TILE_THREADS
 from ..ir.reductions import BLOCK_THREADS
 from ..runtime.backend import HostMemory
