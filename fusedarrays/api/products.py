@@ -51,15 +51,17 @@ def _result_dtype(ufunc, a: ndarray, b: ndarray) -> np.dtype:
 
 
 def _remapped(shape: tuple, core: int) -> str:
-    loop = ",".join(map(str, shape[:len(shape) - core]))
-    return f"({','.join(map(str, shape))})->({loop})"
+    """NumPy's ``original->remapped`` of an operand: its loop dims, each core dim a newaxis."""
+    loop = [str(e) for e in shape[:len(shape) - core]] + ["newaxis"] * core
+    return f"({','.join(map(str, shape))})->({','.join(loop)})"
 
 
-def _broadcast_error(a_shape: tuple, a_core: int, b_shape: tuple, b_core: int) -> ValueError:
+def _broadcast_error(a_shape: tuple, b_shape: tuple, core: int, requested: tuple) -> ValueError:
     """NumPy's words for loop dimensions of a gufunc's operands that don't broadcast."""
     return ValueError("operands could not be broadcast together with remapped shapes "
-                      f"[original->remapped]: {_remapped(a_shape, a_core)} "
-                      f"{_remapped(b_shape, b_core)}")
+                      f"[original->remapped]: {_remapped(a_shape, core)} "
+                      f"{_remapped(b_shape, core)}  and requested shape "
+                      f"({','.join(map(str, requested))})")
 
 
 def _core_error(name: str, signature: str, operand: int, got: int, want: int) -> ValueError:
@@ -96,7 +98,7 @@ def matmul(x1, x2, /) -> ndarray:
     try:
         batch = layout.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
-        raise _broadcast_error(a.shape, min(a.ndim, 2), b.shape, min(b.ndim, 2)) from None
+        raise _broadcast_error(a.shape, b.shape, 2, (a.shape[-2], b.shape[-1])) from None
     leaves = []
     for x, matrix in ((a, lambda s: (1,) + s if len(s) == 1 else s),
                       (b, lambda s: s + (1,) if len(s) == 1 else s)):
@@ -136,7 +138,7 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> ndarray:
     try:
         layout.broadcast_shapes(a.shape[:-1], b.shape[:-1])
     except ValueError:
-        raise _broadcast_error(a.shape, 1, b.shape, 1) from None
+        raise _broadcast_error(a.shape, b.shape, 1, ()) from None
     if dtype.kind == "b":
         return _last_axis("any", a.astype(np.bool_) & b.astype(np.bool_))
     # float16: NumPy sums the exact float32 products in float32 and rounds once
