@@ -36,6 +36,9 @@ KERNEL_CODE = (
     "compiler/rowfusion.py",  # the one-kernel row program's parameters and source text
     "compiler/scan.py",       # a scan kernel's parameters, order and schedule
     "compiler/scan_codegen.py",  # the scan kernel's source text
+    "compiler/product.py",    # a product kernel's parameters, order and tiles
+    "compiler/product_codegen.py",  # the product kernel's source text
+    "ir/products.py",         # a product's accumulator types
     "ir/scans.py",            # each scan's combining expression and starting values
     "ir/reductions.py",       # each reduction's identity and folding statements
     "ir/layout.py",           # tile sizes the generated code hard-codes
