@@ -348,7 +348,7 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     return apply(row, *inputs, out=out)
 
 
-# NumPy's product ufuncs: fa.matmul / fa.vecdot (computed on the host, not fused)
+# NumPy's product ufuncs: fa.matmul (a product kernel, not fused), fa.vecdot (a reduction)
 _PRODUCTS = {np.matmul: products.matmul, np.vecdot: products.vecdot}
 
 

@@ -15,6 +15,7 @@ import html
 
 from ..compiler import codegen
 from ..compiler.plan import KernelPlan, plan_kernel
+from ..compiler.product import PRODUCT_THREADS, TILE_K, TILE_M, TILE_N, ProductPlan
 from ..compiler.reduction import ReducePlan, has_reduction, plan_program
 from ..compiler.reduction_codegen import render_plan
 from ..compiler.rowfusion import RowPlan
@@ -59,6 +60,12 @@ _SCAN_WALK = {
             "carried from tile to tile",
     "cols": "cols: a thread per row, its elements in order",
     "cpu": "each row scanned in order by one thread; rows in chunks spread over the cores"}
+_PRODUCT_WALK = {
+    "cuda": f"tiled: a block of {PRODUCT_THREADS} threads per {TILE_M}x{TILE_N} output tile, "
+            f"K in slabs of {TILE_K} staged in shared memory, 4x4 outputs per thread summed in "
+            "registers",
+    "cpu": "each output row summed over K in order by one thread; rows in chunks spread over "
+           "the cores"}
 _ROW_WALK = {
     "cuda": "a block per row: each reduction a shared-memory tree whose result the block keeps, "
             "then the row's elements",
@@ -211,6 +218,9 @@ class ProgramExplanation:
 
     def _title(self) -> str:
         n = self.launches
+        if any(isinstance(plan, ProductPlan) for plan, _ in self.kernels):
+            return (f"{n} kernel{'s' if n > 1 else ''}; matmul is not fused: a product kernel "
+                    "of its own, over operands computed before it")
         return (f"{n} kernels, cut at the reductions and scans" if n > 1 else
                 "1 kernel, the reductions or scan fused with the work around them")
 
@@ -227,6 +237,12 @@ class ProgramExplanation:
             what = (f"{plan.scan} of {plan.size} row(s) × {plan.length} element(s), kept dims "
                     f"{plan.kept}")
             walk = _SCAN_WALK["cpu" if self.target == "cpu" else plan.schedule]
+        elif isinstance(plan, ProductPlan):
+            a, b = (str(o.dtype) for o in plan.operands[:2])
+            what = (f"matmul (not fused) of {layout.size_of(plan.batch)} matrix product(s) "
+                    f"({plan.m}, {plan.k}) @ ({plan.k}, {plan.n}), {a} @ {b} → "
+                    f"{plan.operands[2].dtype}, summed in {plan.acc}; a tiled kernel, no BLAS")
+            walk = _PRODUCT_WALK["cpu" if self.target == "cpu" else "cuda"]
         elif isinstance(plan, RowPlan):
             what = (" then ".join(name for name, _, _ in plan.sections) + " of each row, then "
                     f"the row's elements of the result; {plan.size} row(s) of "

@@ -25,6 +25,7 @@ _COLOURS = {"leaf": ("#dbeafe", "#2563eb"), "scalar": ("#f1f5f9", "#64748b"),
             "op": ("#ffedd5", "#ea580c"), "cast": ("#ede9fe", "#7c3aed"),
             "reduce": ("#dcfce7", "#16a34a"), "random": ("#fce7f3", "#db2777"),
             "gather": ("#ccfbf1", "#0d9488"), "scan": ("#fef9c3", "#ca8a04"),
+            "matmul": ("#fee2e2", "#dc2626"),
             "collapsed": ("#fafafa", "#737373")}
 _DTYPE_SHORT = {"float16": "f16", "float32": "f32", "float64": "f64", "bool": "bool"}
 

@@ -36,6 +36,9 @@ KERNEL_CODE = (
     "compiler/rowfusion.py",  # the one-kernel row program's parameters and source text
     "compiler/scan.py",       # a scan kernel's parameters, order and schedule
     "compiler/scan_codegen.py",  # the scan kernel's source text
+    "compiler/product.py",    # a product kernel's parameters, order and tiles
+    "compiler/product_codegen.py",  # the product kernel's source text
+    "ir/products.py",         # a product's accumulator types
     "ir/scans.py",            # each scan's combining expression and starting values
     "ir/reductions.py",       # each reduction's identity and folding statements
     "ir/layout.py",           # tile sizes the generated code hard-codes
@@ -44,6 +47,7 @@ KERNEL_CODE = (
     "compiler/complexlib.py",  # the complex helpers, part of devicelib's source
     "compiler/streams.py",    # fa.random draws in the kernel source
     "cuda/intrinsics.py",     # loads, stores, casts and parameter types of the cuda target
+    "cuda/division.py",       # the cuda target's float division
     "cuda/compile.py",        # compile options, numba's pass pipeline as trimmed, typing memos
     "cpu/backend.py",         # the cpu target's loads, stores, casts and math, compile options
     "cpu/half.py",            # float16 emulated on the cpu target

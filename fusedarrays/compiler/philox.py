@@ -187,8 +187,10 @@ def fa_bm_f32(a, b):
     lnu = fa_fma_f32(f, cv_f32(0.693359375),
                      fa_fma_f32(s + s, q, f * cv_f32(-0.00021219444005469057)))
     r = cv_f32(math.sqrt(cv_f32(-2.0) * lnu))
-    w = (cv_i64(b) + 536870912) & 4294967295
-    theta = cv_f32((w & 1073741823) - 536870912) * cv_f32(1.4629180792671596e-09)
+    # the same integers in 32 bits: a float from an i32, not an i64 (a quarter-rate conversion)
+    w = cv_u32(cv_u32(b) + cv_u32(536870912))
+    theta = cv_f32(cv_i32(cv_i32(w & cv_u32(1073741823)) - cv_i32(536870912)))
+    theta = theta * cv_f32(1.4629180792671596e-09)
     z = theta * theta
     # sin and cos on [-pi/4, pi/4] to float32 accuracy (Cephes' sinf and cosf coefficients)
     ps = fa_fma_f32(z, cv_f32(-0.00019515295891), cv_f32(0.0083321608736))
@@ -197,7 +199,7 @@ def fa_bm_f32(a, b):
     pc = fa_fma_f32(z, cv_f32(2.443315711809948e-05), cv_f32(-0.001388731625493765))
     pc = fa_fma_f32(z, pc, cv_f32(0.04166664568298827))
     cs = fa_fma_f32(z * z, pc, fa_fma_f32(z, cv_f32(-0.5), cv_f32(1.0)))
-    return fa_bm_turn_f32(r, cs, sn, w >> 30)
+    return fa_bm_turn_f32(r, cs, sn, cv_i64(w >> cv_u32(30)))
 
 def fa_rand_uniform_f32(seed, key, g):
     return fa_u01_f32(fa_word(fa_philox_at(seed, key, g >> 2), g & 3))

@@ -1,14 +1,15 @@
 """Graphs with reductions or scans → a :class:`Program`: the kernels that compute them, in order.
 
-Pure. The planner cuts a graph at its reduction nodes, and at its scans (``compiler/scan.py``:
-a kernel each, cut and fed like a reduction's). Each reduction becomes one kernel
-(:class:`ReducePlan`) whose input expression — every elementwise producer under it, down to the
-leaves and to earlier reductions' results — is computed inside it, per element, as it is read:
-``((x - y)**2).sum()`` is one kernel and no temporary. A reduction's result that something else
-reads is a temporary buffer; what consumes it (``x - x.max(axis=-1, keepdims=True)``, a norm's
-square root) is one elementwise kernel after the reductions, reading the temporaries as leaves
-broadcast back over the reduced axes. A reduction that is the whole evaluation writes its
-output directly.
+Pure. The planner cuts a graph at its reduction nodes, at its scans (``compiler/scan.py``: a
+kernel each, cut and fed like a reduction's) and at its products (``compiler/product.py``: a
+kernel each over operands already computed, never fused with anything). Each reduction becomes
+one kernel (:class:`ReducePlan`) whose input expression — every elementwise producer under it,
+down to the leaves and to earlier reductions' results — is computed inside it, per element, as
+it is read: ``((x - y)**2).sum()`` is one kernel and no temporary. A reduction's result that
+something else reads is a temporary buffer; what consumes it (``x - x.max(axis=-1,
+keepdims=True)``, a norm's square root) is one elementwise kernel after the reductions, reading
+the temporaries as leaves broadcast back over the reduced axes. A reduction that is the whole
+evaluation writes its output directly.
 
 A reduction kernel walks its *kept* axes (one output each) and its *reduced* axes (each
 collapsed as :func:`layout.collapse` collapses a walk, the kept and the reduced apart, so an
@@ -43,6 +44,7 @@ from .plan import (
     operand_param_types,
     plan_kernel,
 )
+from .product import TILE_M, TILE_N, ProductPlan, plan_product
 from .rowfusion import fusible, plan_rows, unit_class
 from .scan import plan_scan
 
@@ -219,7 +221,7 @@ class Program:
     why: tuple[str, ...]    # how the graph was cut, in words (fa.explain)
 
 
-CUT_AT = ("reduce", "scan")    # node kinds whose result the planner puts in a buffer
+CUT_AT = ("reduce", "scan", "matmul")   # node kinds whose result the planner puts in a buffer
 
 
 def has_reduction(roots) -> bool:
@@ -248,8 +250,8 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
         nodes = graph.walk(roots)
         reductions = [n for n in nodes if n.kind == "reduce"]
         # draws and gathers index by the kernel's element order: only the elementwise planner
-        # places them (plan._placed); a scan is a kernel of its own
-        placed = any(n.kind in ("random", "gather", "scan") for n in nodes)
+        # places them (plan._placed); a scan or a product is a kernel of its own
+        placed = any(n.kind in ("random", "gather", "scan", "matmul") for n in nodes)
         if not placed and fusible(reductions, roots[0].shape):   # the shapes allow one kernel
             cut = _cut(outputs, params, temp_align, None, split=False)
             if all(step.plan.schedule == "rows" and (step.plan.elements <= ROW_FUSE_MAX
@@ -264,7 +266,11 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
         used = roots_params([n for n, _ in rebuilt])[0]
         plan = plan_kernel(rebuilt, {p: cut.positions[p] for p in used})
         cut.steps.append(Step(plan, -1))
-        if any(isinstance(step.plan, ReducePlan) for step in cut.steps):
+        if any(isinstance(step.plan, ProductPlan) for step in cut.steps):
+            cut.why.append(f"kernel {len(cut.steps)}: the elementwise work after the "
+                           "products, reading their results (a product is not fused: each "
+                           "output sums a whole row and column)")
+        elif any(isinstance(step.plan, ReducePlan) for step in cut.steps):
             cut.why.append(f"kernel {len(cut.steps)}: the elementwise work after the "
                            "reductions, reading their results broadcast back over the reduced "
                            "axes (a reduction's result is complete only once every element is "
@@ -285,7 +291,7 @@ def _cut(outputs: list, params: dict, temp_align: int, new_temp, split: bool) ->
     for node in graph.walk(roots):
         if node.kind not in CUT_AT:
             continue
-        step = cut.reduction if node.kind == "reduce" else cut.scan
+        step = {"reduce": cut.reduction, "scan": cut.scan, "matmul": cut.product}[node.kind]
         source = rebuild(node.inputs[0], cut.subst)
         if direct and node is roots[0]:
             step(node, source, outputs[0][1], False, "into the result")
@@ -375,6 +381,20 @@ class _Cut:
         return self.temp(target) if temporary else None
 
 
+    def product(self, node, source, target: tuple, temporary: bool, where: str):
+        """The step computing product ``node`` (its inputs leaves: ``source`` is the first)
+        into ``target`` (the evaluation's output, or a ``temporary`` bound here, whose leaf is
+        returned)."""
+        plan = plan_product(node, target, self.positions)
+        self.steps.append(Step(plan, len(self.temps) if temporary else -1))
+        a, b = node.inputs
+        self.why.append(f"kernel {len(self.steps)}: matmul {a.shape} @ {b.shape}, not fused "
+                        "(its operands were computed before it; a tiled product kernel, "
+                        f"{TILE_M}x{TILE_N} output tiles through shared memory on a GPU), "
+                        + where)
+        return self.temp(target) if temporary else None
+
+
 def _kept_view(node: graph.Node, target: tuple) -> tuple:
     """``target`` (a reduction's result) seen without its reduced axes of extent 1 (keepdims)."""
     buffer, dtype, shape, strides, offset = target
@@ -386,8 +406,8 @@ def _kept_view(node: graph.Node, target: tuple) -> tuple:
 
 
 def rebuild(node: graph.Node, subst: dict) -> graph.Node:
-    """``node``'s graph with each reduction and scan replaced by ``subst[its serial]`` (a
-    leaf)."""
+    """``node``'s graph with each reduction, scan and product replaced by ``subst[its
+    serial]`` (a leaf)."""
     memo: dict[int, graph.Node] = {}
 
     def visit(n: graph.Node) -> graph.Node:

@@ -22,6 +22,8 @@ from ..ir.dtypes import BY_CODE, COMPUTE_CODE
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
 from .codegen import CPU_CHUNK, _function, _indent, _Renderer, render_kernel
 from .plan import kernel_param_names
+from .product import ProductPlan
+from .product_codegen import render_product_kernel
 from .reduction import ReducePlan
 from .rowfusion import RowPlan, block_tree, render_rows_kernel, step
 from .scan import ScanPlan
@@ -43,8 +45,10 @@ def render_reduce_kernel(plan: ReducePlan, target: str) -> str:
 
 
 def render_plan(plan, target: str) -> str:
-    """The source of any plan evaluation launches: a reduction's, a scan's, a row program's or
-    an elementwise one's."""
+    """The source of any plan evaluation launches: a reduction's, a scan's, a product's, a row
+    program's or an elementwise one's."""
+    if isinstance(plan, ProductPlan):
+        return render_product_kernel(plan, target)
     if isinstance(plan, ReducePlan):
         return render_reduce_kernel(plan, target)
     if isinstance(plan, ScanPlan):

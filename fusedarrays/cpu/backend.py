@@ -45,7 +45,7 @@ _INT_CASTS = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
               "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
               "f32": np.float32, "f64": np.float64, "c64": np.complex64, "c128": np.complex128}
 _MATH = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
-         "cbrt": np.cbrt, "fmod": np.fmod}
+         "cbrt": np.cbrt, "fmod": np.fmod, "div": np.true_divide}
 
 
 # numba lowers np.exp2 to an ``llvm.exp2`` it declares without a type, once per module: a kernel

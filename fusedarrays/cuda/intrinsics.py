@@ -32,6 +32,8 @@ from numba.core.typing import signature
 from numba.cuda import libdevice
 from numba.cuda.extending import intrinsic
 
+from . import division
+
 
 @dataclass(frozen=True)
 class Scalar:
@@ -292,13 +294,27 @@ def _mulhi32(builder, a, m: int):
     return builder.trunc(builder.lshr(wide, ir.Constant(_I64, 32)), _I32)
 
 
+def _mulwide32(builder, a, m: int):
+    """``(high, low)`` words of ``a * m``: one ``mul.wide.u32`` on NVPTX (ptxas makes it one
+    IMAD.WIDE.U32 where mul.hi and mul.lo are two instructions), else ``mul.hi`` and ``mul``."""
+    if "nvptx" in (builder.module.triple or ""):
+        # both words out of the asm: a 64-bit result would let LLVM fold a later shift of the
+        # high word into a 64-bit one (and a u64 -> float conversion, I2F.U64)
+        pair = ir.LiteralStructType([_I32, _I32])
+        asm = ir.InlineAsm(ir.FunctionType(pair, [_I32]),
+                           "{ .reg .u64 w; mul.wide.u32 w, $2, %d; mov.b64 {$1, $0}, w; }" % m,
+                           "=r,=r,r")
+        words = builder.call(asm, [a])
+        return builder.extract_value(words, 0), builder.extract_value(words, 1)
+    return _mulhi32(builder, a, m), builder.mul(a, ir.Constant(_I32, m))
+
+
 def _philox_codegen(context, builder, sig, args):
     c0, c1, c2, c3, k0, k1 = (context.cast(builder, v, t, types.uint32)
                               for v, t in zip(args, sig.args))
     for _ in range(10):
-        hi0, hi1 = _mulhi32(builder, c0, _PHILOX_M[0]), _mulhi32(builder, c2, _PHILOX_M[1])
-        lo0 = builder.mul(c0, ir.Constant(_I32, _PHILOX_M[0]))
-        lo1 = builder.mul(c2, ir.Constant(_I32, _PHILOX_M[1]))
+        hi0, lo0 = _mulwide32(builder, c0, _PHILOX_M[0])
+        hi1, lo1 = _mulwide32(builder, c2, _PHILOX_M[1])
         c0, c1, c2, c3 = (builder.xor(builder.xor(hi1, c1), k0), lo1,
                           builder.xor(builder.xor(hi0, c3), k1), lo0)
         k0 = builder.add(k0, ir.Constant(_I32, _PHILOX_W[0]))
@@ -312,6 +328,22 @@ def _philox_typer(typingctx, c0, c1, c2, c3, k0, k1):
     return None
 
 
+# floor(log2 k) of 0 < k <= 2**32 (fa.random's Box-Muller): 63 minus the leading zeros of the
+# 64-bit k, one FLO where compiler/philox.py's portable helper takes five compare-and-shift steps.
+def _floor_log2_codegen(context, builder, sig, args):
+    k = context.cast(builder, args[0], sig.args[0], types.int64)
+    i64 = ir.IntType(64)
+    ctlz = builder.module.declare_intrinsic("llvm.ctlz", [i64],
+                                            ir.FunctionType(i64, [i64, ir.IntType(1)]))
+    return builder.sub(ir.Constant(i64, 63), builder.call(ctlz, [k, ir.Constant(ir.IntType(1), 1)]))
+
+
+def _floor_log2_typer(typingctx, k):
+    if _is_int(k):
+        return signature(types.int64, k), _floor_log2_codegen
+    return None
+
+
 # --- the namespace ------------------------------------------------------------------------------
 
 
@@ -320,7 +352,8 @@ def _build_typers() -> dict[str, Callable]:
     made += [make(SCALARS[code]) for code in VECTOR4_CODES
              for make in (_make_load_vector, _make_store_vector)]
     made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer),
-             _named("fa_philox", _philox_typer)]
+             _named("fa_philox", _philox_typer), _named("fa_div", division.div_typer),
+             _named("fa_floor_log2", _floor_log2_typer)]
     return {typer.__name__: typer for typer in made}
 
 
@@ -379,6 +412,7 @@ def _build_base() -> dict[str, object]:
     # nothing at run time (floorf/floor, …, fmodf/fmod).
     ns["fa_fma_f64"] = libdevice.fma    # fma.rn.f64: the exact multiply-adds fa.random needs
     ns["fa_fma_f32"] = libdevice.fmaf   # fma.rn.f32
+    ns["fa_div_f32"] = ns["fa_div_f64"] = ns["fa_div"]
     for name in MATH_FUNCTIONS:
         ns[f"fa_{name}_f32"] = getattr(libdevice, name + "f")
         ns[f"fa_{name}_f64"] = getattr(libdevice, name)

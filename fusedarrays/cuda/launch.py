@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from cuda.core import LEGACY_DEFAULT_STREAM, Kernel, LaunchConfig, launch
 
+from ..compiler.product import PRODUCT_THREADS
 from ..ir.layout import TILE_THREADS
 from ..ir.reductions import BLOCK_THREADS
 
@@ -111,6 +112,9 @@ class Launcher:
                                       block=BLOCK_THREADS)
             else:                    # a thread per output
                 config = LaunchConfig(grid=grid_size(outputs, self._sm_count), block=BLOCK)
+        elif kind == "product":  # (output tiles,): a block per tile, grid-stride over them
+            config = LaunchConfig(grid=min(geometry[1], self._sm_count * BLOCKS_PER_SM),
+                                  block=PRODUCT_THREADS)
         elif kind == "tiled":  # (tile rows, tile columns): one TILE x TILE tile per block
             _, tile_rows, tile_cols = geometry
             cap = max(1, self._sm_count * BLOCKS_PER_SM_TILES // tile_cols)

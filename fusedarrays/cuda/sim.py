@@ -19,6 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from .. import config
+from ..compiler.product import PRODUCT_THREADS
 from ..errors import CompileError
 from ..ir.dtypes import BY_CODE
 from ..ir.layout import TILE_THREADS
@@ -39,7 +40,7 @@ _CMATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "isinf": np.isinf
 # NumPy has no erf, erfc or lgamma: Python's, per value, keeping a float32 argument's type.
 _PER_VALUE = {"erf": math.erf, "erfc": math.erfc, "lgamma": math.lgamma}
 _BACKEND_MATH = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
-                 "cbrt": np.cbrt, "exp2": np.exp2, "fmod": np.fmod}
+                 "cbrt": np.cbrt, "exp2": np.exp2, "fmod": np.fmod, "div": np.true_divide}
 
 
 def _per_value(fn):
@@ -181,6 +182,8 @@ class SimBackend(HostMemory):
                 grid, block = max(1, min(n, 2)), 1 << (min(block, BLOCK_THREADS).bit_length() - 1)
             else:
                 grid = max(1, min(-(-n // block), 2))
+        elif kind == "product":     # the kernel's thread layout is fixed: 16 x 16
+            grid, block = max(1, min(geometry[1], 2)), PRODUCT_THREADS
         elif kind == "tiled":
             grid, block = (geometry[2], min(geometry[1], 2)), TILE_THREADS
         elif kind == "rows":

@@ -2,7 +2,8 @@
 
 A node is a leaf (a view of a buffer), a scalar parameter, a cast, an op from the op table, or a
 random draw (``fa.random``: a view of a counter-based stream, its seed and key scalar inputs),
-a gather, a reduction or a scan (built by ``ir/reductions.py`` and ``ir/scans.py``),
+a gather, a reduction, a scan or a product (built by ``ir/reductions.py``, ``ir/scans.py``
+and ``ir/products.py``),
 with its result dtype and shape (NumPy broadcasting, right-aligned). Building a node does its
 per-node work once, so that evaluating a graph seen before is a dictionary look-up:
 
@@ -141,6 +142,8 @@ class Node:
         if self.kind == "scan":
             name, axis, initial = self.attrs
             return f"{name}(axis={axis}{', include_initial' if initial else ''})"
+        if self.kind == "matmul":
+            return "matmul"
         return f"buffer{self.attrs[0].uid}"
 
 
@@ -171,7 +174,7 @@ def _text_attrs(node: Node) -> tuple:
         return (node.attrs[0],)
     if node.kind == "op":
         return (node.attrs[0], tuple(d.str for d in node.attrs[1]))
-    if node.kind in ("random", "gather", "reduce", "scan"):
+    if node.kind in ("random", "gather", "reduce", "scan", "matmul"):
         return node.attrs
     return ()
 
@@ -456,7 +459,7 @@ def transform(node: Node, fn) -> Node:
             dist, (dshape, dstrides, doffset) = n.attrs
             bstrides = layout.broadcast_strides(dshape, dstrides, shape)
             result = random(dist, n.dtype, fn((shape, bstrides, doffset)), n.inputs)
-        elif n.kind in ("reduce", "scan"):   # its leaves have the input's shape, not the view's
+        elif n.kind in ("reduce", "scan", "matmul"):   # its leaves' shapes are not the view's
             raise layout.NotAView(f"a view of a pending {n.label()} (computed first)")
         elif n.kind == "leaf":
             buffer, lshape, lstrides, offset = leaf_view(n)

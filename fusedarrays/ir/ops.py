@@ -117,7 +117,7 @@ _ROWS = [
        dunder="__sub__"),
     Op("multiply", 2, np.multiply, _t(any="({0} * {1})", b="({0} & {1})", c="({0} * {1})"),
        "a * b", dunder="__mul__"),
-    Op("true_divide", 2, np.true_divide, _t(f="({0} / {1})", c="fa_cdiv_{t}({0}, {1})"),
+    Op("true_divide", 2, np.true_divide, _t(f="fa_div_{t}({0}, {1})", c="fa_cdiv_{t}({0}, {1})"),
        "a / b, always a float (or complex)", dunder="__truediv__", aliases=("divide",)),
     Op("floor_divide", 2, np.floor_divide,
        _t(i="fa_fdiv_i({0}, {1})", u="fa_fdiv_u({0}, {1})", f="fa_fdiv_{t}({0}, {1})"),

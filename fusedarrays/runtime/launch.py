@@ -39,9 +39,10 @@ def plan_traffic(plan) -> int:
     """Bytes a launch of ``plan`` moves: each operand's distinct elements (a broadcast axis
     counts once) times its item size."""
     total = 0
-    for o in plan.operands:
+    walk = getattr(plan, "walk_strides", None)   # a product's operands walk 2 of its 3 axes
+    for k, o in enumerate(plan.operands):
         elements = 1
-        for d, s in zip(plan.dims, o.strides):
+        for d, s in zip(plan.dims, o.strides if walk is None else walk(k)):
             elements *= d if s else 1
         total += elements * o.dtype.itemsize
     return total
@@ -51,6 +52,8 @@ def plan_elements(plan) -> int:
     """Elements a launch of ``plan`` walks: its size, or for a reduction or row kernel (whose
     size counts outputs or rows) each output's or row's reduced elements too."""
     red = getattr(plan, "red", None)
+    if getattr(plan, "walk_strides", None) is not None:     # a product: K per output
+        return plan.size * plan.k
     if red is None:
         return plan.size
     return plan.size // getattr(plan, "split", 1) * layout.size_of(red)

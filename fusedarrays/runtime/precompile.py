@@ -35,6 +35,7 @@ from ..compiler.reduction_codegen import render_plan
 from ..errors import DeviceUnavailableError
 from ..ir import graph, layout
 from ..ir.params import roots_params
+from ..ir.products import matmul_node
 from ..ir.reductions import reduction_node
 from ..ir.scans import scan_node
 from . import realize, records
@@ -263,6 +264,8 @@ def _with_stand_in_buffers(nodes: list[graph.Node]) -> list[graph.Node]:
                                             n.dtype) if n.kind == "reduce" else
                                scan_node(n.attrs[0], inputs[0], n.attrs[1], n.attrs[2],
                                          n.dtype) if n.kind == "scan" else
+                               matmul_node(inputs[0], inputs[1], n.dtype, n.attrs[1],
+                                           n.attrs[2]) if n.kind == "matmul" else
                                graph.cast(inputs[0], n.dtype) if n.kind == "cast"
                                else graph.op(n.attrs[0], inputs, n.attrs[1]))
     return [built[n.serial] for n in nodes]

@@ -137,7 +137,9 @@ def test_an_implemented_function_gives_a_fa_array_equal_to_numpys(func):
     assert isinstance(got, fa.ndarray), type(got)
     assert (got.shape, got.dtype) == (want.shape, want.dtype)
     values = _host_view(got) if func in _VIEWS else got.get()
-    if func is not np.empty_like:
+    if func is np.tensordot:    # a product kernel sums in another order than NumPy's BLAS
+        np.testing.assert_allclose(values, want, rtol=1e-12, atol=1e-12, err_msg=f"seed {SEED}")
+    elif func is not np.empty_like:
         np.testing.assert_array_equal(values, want, err_msg=f"seed {SEED}")
 
 

@@ -1,5 +1,5 @@
 """fa.random draws and gathers compile to PTX for sm_90 (no GPU needed): Philox's products as
-32-bit mul.hi/mul.lo, a float32 Box-Muller's multiply-adds as explicit fma.rn.f32, no memory
+one mul.wide.u32 each, a float32 Box-Muller's multiply-adds as explicit fma.rn.f32, no memory
 traffic for the noise; a gather's table read element by element beside 128-bit accesses."""
 
 import re
@@ -66,7 +66,7 @@ def test_philox_intrinsic_known_answers_on_the_cpu_target():
     for args, expected in KAT:
         words = run(*[np.uint32(a) for a in args])
         assert tuple(int(w) for w in words) == expected, [hex(int(w)) for w in words]
-    assert "mul.hi.u32" in fa.explain(fa.random.default_rng(3).random(64, dtype=np.float32),
+    assert "mul.wide.u32" in fa.explain(fa.random.default_rng(3).random(64, dtype=np.float32),
                                       arch="sm_90").ptx
 
 
@@ -82,3 +82,17 @@ def test_gather_ptx_loads_through_the_index():
     assert len(re.findall(r"ld\.global\.v4\.(f32|u32|b32)", ptx)) == 2 * len(
         re.findall(r"st\.global\.v4\.f32", ptx))
     assert re.search(r"ld\.global\.f32", ptx)
+
+
+def test_dropout_divides_without_div_rn_seeing_a_zero_dividend():
+    """``x * mask / (1 - p)``: every masked element is a zero dividend, which div.rn.f32 sends to
+    its slow-path subroutine; fa_div gives such a lane the dividend 1 (its quotient is a * b)
+    before the division. Philox's products are one mul.wide.u32 each."""
+    x = fa.asarray(np.random.default_rng(123).standard_normal(4096).astype(np.float16))
+    rng = fa.random.default_rng(4)
+    ptx = fa.explain(x * (rng.random(x.shape, dtype=np.float32) > 0.1) / (1 - 0.1),
+                     arch="sm_90").ptx
+    divisions = len(re.findall(r"div\.rn\.f32", ptx))
+    assert divisions >= 8
+    assert len(re.findall(r"selp\.f32\s+%f\d+, 0f3F800000, %f\d+", ptx)) >= divisions
+    assert ptx.count("mul.wide.u32") >= 20 and "mul.hi.u32" not in ptx

@@ -65,7 +65,9 @@ def test_row_kernels_move_16_byte_vectors_and_compute_row_constants_once():
         explanation, (ptx,) = _ptx_of(array)
         assert explanation.kernels[0][0].vector_width == 4
         assert len(re.findall(r"ld\.global\.v4\.f32", ptx)) >= 3      # x in every section
-        assert len(re.findall(r"st\.global\.v4\.f32", ptx)) == 1
+        # one store, or two where LLVM unswitches the loop on the divisor's half of fa_div's
+        # zero-dividend test (cuda/division.py), the row's divisor being loop-invariant
+        assert len(re.findall(r"st\.global\.v4\.f32", ptx)) in (1, 2)
     # the row's sqrt(var + eps) once per row, not per element; (x - mu) ** 2 a multiply
     assert len(re.findall(r"sqrt\.rn\.f32", ptx)) == 1
     assert "pow" not in ptx

@@ -19,9 +19,9 @@ KAT = [((0, 0, 0, 0, 0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
 def _helpers() -> dict:
     """The helpers over plain NumPy scalars (casts wrap as C casts do; fma exact)."""
     ns = {"math": math}
-    for code in ("i64", "u32", "u64", "f32", "f64"):
-        dtype = np.dtype({"i64": "int64", "u32": "uint32", "u64": "uint64", "f32": "float32",
-                          "f64": "float64"}[code])
+    for code in ("i32", "i64", "u32", "u64", "f32", "f64"):
+        dtype = np.dtype({"i32": "int32", "i64": "int64", "u32": "uint32", "u64": "uint64",
+                          "f32": "float32", "f64": "float64"}[code])
         ns[f"cv_{code}"] = lambda x, dtype=dtype: np.asarray(x).astype(dtype)[()]
     ns["fa_fma_f64"] = lambda a, b, c: np.float64(float(Fraction(float(a)) * Fraction(float(b))
                                                         + Fraction(float(c))))

@@ -1,0 +1,150 @@
+"""A ``matmul`` node (``ir/products.py``) → a :class:`ProductPlan`: one tiled kernel computing a
+batched matrix product. Not fused: its operands are leaves (computed before), its result goes
+to a buffer (a temporary later kernels read, or the evaluation's result).
+
+Pure. The plan walks ``batch × M × N`` outputs, each the sum over ``K`` of products; the batch
+axes (broadcast already: an operand repeated along one has stride 0 there) are collapsed as
+:func:`layout.collapse` collapses a walk, the three matrix axes are never collapsed: every
+operand is read through its own two matrix strides and its offset, so transposed and
+negative-step views are read in place (no copy). The structure key holds the dtypes, the
+collapsed batch rank and, per operand, which matrix axis its threads walk together (its
+unit-stride axis, so that a tile's loads coalesce for either layout); sizes and strides are
+parameters.
+
+Schedules (the code is ``compiler/product_codegen.py``): cuda — a block of
+``PRODUCT_THREADS`` threads per ``TILE_M × TILE_N`` output tile (grid-stride over the batch's
+tiles), stepping through ``K`` in slabs of ``TILE_K``: the block stages the slab of each operand
+in shared memory (zero past the edges), each thread accumulates a ``4 × 4`` block of outputs from
+it, in registers. cpu — chunks of output rows on threads, each row's outputs accumulated over
+``K`` in order. Every output's sum runs in ``K`` order on every backend: the same bits every run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import config
+from ..ir import graph, layout
+from ..ir.dtypes import CODES
+from ..ir.products import accumulator_code
+from . import keys
+from .plan import Operand, operand_param_types
+
+TILE_M = TILE_N = 64    # an output tile: 4 x 4 outputs per thread of a 16 x 16 block
+TILE_K = 16             # K per shared-memory slab: 2 x 64 x 17 accumulator values
+PRODUCT_THREADS = 256
+
+
+@dataclass(frozen=True)
+class ProductPlan:
+    batch: tuple            # collapsed batch extents (() where there is one matrix)
+    m: int
+    n: int
+    k: int
+    operands: tuple[Operand, ...]   # a, b, then the output; strides: batch, then 2 matrix axes
+    along: tuple[str, str]  # per input, the matrix axis a tile's threads load together
+    key_parts: tuple[tuple[str, str], ...]
+    key: str
+    sources: tuple[int, ...] = ()   # per input: its param's position
+    scalars: tuple = ()
+    scalar_sources: tuple = ()
+    schedule: str = "tiled"
+    body: tuple = ()        # no expression: the products' kernels are one family (records)
+
+    @property
+    def size(self) -> int:
+        """Outputs (the kernel's ``n``); 0 where the result is empty."""
+        return layout.size_of(self.batch) * self.m * self.n
+
+    @property
+    def tiles(self) -> int:
+        """Output tiles of the cuda schedule, over the whole batch."""
+        return (layout.size_of(self.batch) * -(-self.m // TILE_M) * -(-self.n // TILE_N))
+
+    @property
+    def dims(self) -> tuple:
+        """The walk ``batch + (M, N, K)``; :meth:`walk_strides` maps each operand onto it (what
+        ``fa.profile()`` counts as bytes moved: each operand's distinct elements)."""
+        return self.batch + (self.m, self.n, self.k)
+
+    def walk_strides(self, k: int) -> tuple:
+        o = self.operands[k]
+        nb = len(self.batch)
+        bstrides, (s, t) = o.strides[:nb], o.strides[nb:]
+        return bstrides + ((s, 0, t), (0, t, s), (s, t, 0))[k]
+
+    @property
+    def name(self) -> str:
+        return "fm_" + self.key[:16]
+
+    @property
+    def acc(self) -> str:
+        return accumulator_code(self.operands[-1].dtype)
+
+    def int_params(self) -> list[str]:
+        """``dm dn dk``, the batch extents ``d_j``, then per operand its offset ``b_k``, batch
+        strides ``s_k_j`` and its two matrix strides ``u_k`` (rows) and ``v_k`` (columns)."""
+        names = ["dm", "dn", "dk"] + [f"d{j}" for j in range(len(self.batch))]
+        for k in range(len(self.operands)):
+            names += [f"b{k}"] + [f"s{k}_{j}" for j in range(len(self.batch))] + [f"u{k}", f"v{k}"]
+        return names
+
+    def int_args(self) -> list[int]:
+        ints = [self.m, self.n, self.k, *self.batch]
+        for o in self.operands:
+            ints += [o.offset, *o.strides]
+        return ints
+
+    param_types = operand_param_types
+
+    def geometry(self) -> tuple:
+        return ("product", self.tiles)
+
+
+def plan_product(node: graph.Node, target: tuple, positions: dict) -> ProductPlan:
+    """Plan product ``node`` (its inputs leaves) into ``target`` = ``(buffer, dtype, shape,
+    strides, offset)`` of the node's shape; ``positions`` gives each leaf its place in the
+    evaluation's params."""
+    _, drop_rows, drop_cols = node.attrs
+    a, b = node.inputs
+    buffer, dtype, _, ostrides, ooffset = target
+    *batch_shape, m, k = a.shape
+    n = b.shape[-1]
+    nb = len(batch_shape)
+    ostrides = tuple(ostrides)
+    # the output's strides over batch + (M, N): a dropped axis has extent 1, any stride
+    out_batch = ostrides[:nb]
+    rest = list(ostrides[nb:])
+    out_u = 0 if drop_rows else rest.pop(0)
+    out_v = 0 if drop_cols else rest.pop(0)
+    views = [graph.leaf_view(leaf) for leaf in (a, b)]
+    batch_sets = [layout.broadcast_strides(shape, strides, shape)[:nb]
+                  for _, shape, strides, _ in views] + [out_batch]
+    if layout.size_of(tuple(batch_shape)) == 1:
+        batch, batch_sets = (), [(), (), ()]
+    else:
+        batch, batch_sets = layout.collapse(tuple(batch_shape), batch_sets)
+    operands, along = [], []
+    for j, (buf, shape, strides, offset) in enumerate(views):
+        full = layout.broadcast_strides(shape, strides, shape)
+        s, t = full[-2], full[-1]
+        operands.append(Operand(buf, np.dtype(node.inputs[j].dtype), batch_sets[j] + (s, t),
+                                offset, "S", False))
+        # a: (M, K), b: (K, N); threads load along the unit-stride axis, else the inner one
+        inner = "row" if abs(s) == 1 and abs(t) != 1 else "col"
+        along.append(inner)
+    operands.append(Operand(buffer, np.dtype(dtype), batch_sets[2] + (out_u, out_v), ooffset,
+                            "S", True))
+    acc = accumulator_code(dtype)
+    parts = keys.structure_parts((
+        ("product", f"matmul {' '.join(o.code for o in operands[:2])} into "
+                    f"{CODES[np.dtype(dtype)]}, summed in {acc}"),
+        ("loads", f"a along {along[0]}s, b along {along[1]}s"),
+        ("rank", f"{len(batch)} batch"),
+        ("schedule", f"tiled {TILE_M}x{TILE_N}x{TILE_K}"),
+        ("config", repr(config.codegen_settings())),
+    ))
+    return ProductPlan(tuple(batch), m, n, k, tuple(operands), (along[0], along[1]), parts,
+                       keys.digest(parts), (positions[a], positions[b]))
