@@ -28,6 +28,8 @@ def sample(rng, dtype, shape) -> np.ndarray:
         return rng.random(shape) < 0.5
     if dtype.kind == "f":
         return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
     high = {1: 100, 2: 300, 4: 1 << 20, 8: 1 << 40}[dtype.itemsize]
     low = 1 if dtype.kind == "u" else -high
     return rng.integers(low, high, shape).astype(dtype)
@@ -38,16 +40,20 @@ def check(got: np.ndarray, a: np.ndarray, b: np.ndarray, what: str, want=None) -
     want = np.matmul(a, b) if want is None else want
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, NumPy {want.dtype}"
     assert got.shape == want.shape, f"{what}: shape {got.shape}, NumPy {want.shape}"
-    if want.dtype.kind != "f":
+    if want.dtype.kind not in "fc":
         np.testing.assert_array_equal(got, want, err_msg=what)
         return
-    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    wide = np.complex128 if want.dtype.kind == "c" else np.float64
+    a64, b64 = np.asarray(a, wide), np.asarray(b, wide)
     exact = np.matmul(a64, b64) if want is None or want.shape == got.shape else want
     k = a.shape[-1] if a.ndim else 1
-    sum_eps = np.finfo(np.float64 if want.dtype == np.float64 else np.float32).eps
-    bound = (2 * k * sum_eps * np.matmul(np.abs(a64), np.abs(b64))
+    sum_eps = np.finfo(np.float64 if want.dtype in (np.float64, np.complex128)
+                       else np.float32).eps
+    # a complex product rounds its two real products and their sum: twice the real bound
+    factor = 4 if want.dtype.kind == "c" else 2
+    bound = (factor * k * sum_eps * np.matmul(np.abs(a64), np.abs(b64))
              + np.finfo(want.dtype).eps * np.abs(exact) + np.finfo(want.dtype).tiny)
-    err = np.abs(got.astype(np.float64) - exact)
+    err = np.abs(got.astype(wide) - exact)
     assert np.all(err <= bound), (f"{what}: max error {err.max()} over the bound "
                                   f"{bound.flat[np.argmax(err - bound)]}")
 

@@ -29,7 +29,8 @@ from .product import PRODUCT_THREADS, TILE_K, TILE_M, TILE_N, ProductPlan
 _SIDE = 16                      # threads along each side of the block
 _PER = TILE_M // _SIDE          # outputs per thread along each side
 _PAD = TILE_M + 1               # shared slots per kk of a slab (one padding slot)
-_NUMPY = {"f32": "np.float32", "f64": "np.float64", "i64": "np.int64", "u64": "np.uint64"}
+_NUMPY = {"f32": "np.float32", "f64": "np.float64", "i64": "np.int64", "u64": "np.uint64",
+          "c64": "np.complex64", "c128": "np.complex128"}
 
 
 def render_product_kernel(plan: ProductPlan, target: str) -> str:

@@ -19,12 +19,14 @@ def test_layouts_batches_and_shapes_past_the_tile_match_numpy():
 
 
 def test_each_dtype_matches_numpy():
+    pc.check_matmul_cases(9, 13, 7, ["complex64", "complex128"], "cpu")
     pc.check_matmul_cases(9, 13, 7, ["float16", "int8", "int16", "int32", "int64", "uint32",
                                      "uint64", "bool"], "cpu")
     seed = pc.seed_of("cpu mixed")
     rng = np.random.default_rng(seed)
     for left, right in (("int32", "float32"), ("bool", "int8"), ("uint64", "int64"),
-                        ("int8", "uint8"), ("float16", "float32")):
+                        ("int8", "uint8"), ("float16", "float32"),
+                        ("float32", "complex64")):
         a, b = pc.sample(rng, left, (5, 6)), pc.sample(rng, right, (6, 4))
         pc.check((fa.asarray(a) @ fa.asarray(b)).get(), a, b, f"{left} @ {right} (seed {seed})")
 

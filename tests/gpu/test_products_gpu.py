@@ -24,6 +24,7 @@ def test_tiles_past_the_edges_layouts_and_batches_match_numpy():
 
 
 def test_each_dtype_kind_matches_numpy():
+    pc.check_matmul_cases(100, 70, 90, ["complex64", "complex128"], "gpu")
     pc.check_matmul_cases(100, 70, 90, ["float16", "int8", "int32", "int64", "uint64", "bool"],
                           "gpu")
     seed = pc.seed_of("gpu mixed")

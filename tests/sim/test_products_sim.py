@@ -25,6 +25,7 @@ def test_tiles_past_the_edges_layouts_and_batches_match_numpy():
 def test_each_dtype_kind_matches_numpy():
     # float16 sums in float32, integers wrap in their own type, bool is the or of the ands;
     # mixed operands read in place and sum in NumPy's result type
+    pc.check_matmul_cases(9, 13, 7, ["complex64", "complex128"], "sim")
     pc.check_matmul_cases(9, 13, 7, ["float16", "float64", "int32", "int64", "bool", "uint8"],
                           "sim")
     seed = pc.seed_of("sim mixed")
