@@ -13,6 +13,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.core.typing import signature
 
+
 # a / b for floats as NumPy divides (IEEE, correctly rounded), without the hardware division's
 # slow path for a zero dividend: div.rn's fast path checks its operands' range (FCHK) and calls a
 # subroutine for a zero, subnormal or huge one; a dropout's masked zeros then take it in nearly
@@ -29,7 +30,7 @@ def _div_codegen(context, builder, sig, args):
     # where the 1 is taken and divide a itself
     bits = "f" if fty == ir.FloatType() else "d"
     move = ir.InlineAsm(ir.FunctionType(fty, [fty]),
-                        "mov.%s $0, $1;" % ("f32" if bits == "f" else "f64"), f"={bits},{bits}")
+                        f"mov.{'f32' if bits == 'f' else 'f64'} $0, $1;", f"={bits},{bits}")
     quotient = builder.fdiv(builder.call(move, [builder.select(easy, one, a)]), b)
     return builder.select(easy, builder.fmul(a, b), quotient)
 

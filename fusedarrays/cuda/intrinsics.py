@@ -302,7 +302,7 @@ def _mulwide32(builder, a, m: int):
         # high word into a 64-bit one (and a u64 -> float conversion, I2F.U64)
         pair = ir.LiteralStructType([_I32, _I32])
         asm = ir.InlineAsm(ir.FunctionType(pair, [_I32]),
-                           "{ .reg .u64 w; mul.wide.u32 w, $2, %d; mov.b64 {$1, $0}, w; }" % m,
+                           f"{{ .reg .u64 w; mul.wide.u32 w, $2, {m}; mov.b64 {{$1, $0}}, w; }}",
                            "=r,=r,r")
         words = builder.call(asm, [a])
         return builder.extract_value(words, 0), builder.extract_value(words, 1)

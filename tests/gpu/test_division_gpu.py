@@ -28,7 +28,8 @@ def _mismatches(a: np.ndarray, b: np.ndarray, got: np.ndarray) -> str:
         return ""
     i = tuple(np.argwhere(bad)[0])
     bi = tuple(min(k, n - 1) for k, n in zip(i, b.shape))
-    return f"{int(bad.sum())} differ; first: {a[i]!r} / {b[bi]!r} gave {got[i]!r}, NumPy {want[i]!r}"
+    return (f"{int(bad.sum())} differ; first: {a[i]!r} / {b[bi]!r} gave {got[i]!r}, "
+            f"NumPy {want[i]!r}")
 
 
 HALVES = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
