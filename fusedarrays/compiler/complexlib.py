@@ -13,21 +13,79 @@ Where it sits: under :mod:`.devicelib` (pure text, imports nothing).
 # the product with an infinite factor would make it NaN.
 _PER_TYPE = '''
 def fa_csinh_{t}(z):
+    # C99 Annex G (FreeBSD's csinh, which NumPy's npy_csinh follows) where a part is not finite
     x = z.real
     y = z.imag
     if y == cv_{r}(0.0):
         return cv_{t}(complex(math.sinh(x), y))
-    return cv_{t}(complex(math.sinh(x) * math.cos(y), math.cosh(x) * math.sin(y)))
+    if math.isfinite(x) and math.isfinite(y):
+        if abs(x) > cv_{r}({huge}):
+            # sinh x and cosh x overflow where their products with cos y, sin y need not:
+            # e^|x| / 2 as two halves around the factor
+            e = math.exp(abs(x) * cv_{r}(0.5))
+            sign = math.copysign(cv_{r}(1.0), x)
+            return cv_{t}(complex(sign * (e * (cv_{r}(0.5) * math.cos(y)) * e),
+                                  e * (cv_{r}(0.5) * math.sin(y)) * e))
+        return cv_{t}(complex(math.sinh(x) * math.cos(y), math.cosh(x) * math.sin(y)))
+    if x == cv_{r}(0.0):
+        return cv_{t}(complex(x, y - y))
+    if math.isinf(x):
+        if math.isfinite(y):
+            return cv_{t}(complex(x * math.cos(y), abs(x) * math.sin(y)))
+        return cv_{t}(complex(x * x, x * (y - y)))
+    return cv_{t}(complex((x * x) * (y - y), (x + x) * (y - y)))
 
 def fa_ccosh_{t}(z):
+    # C99 Annex G (FreeBSD's ccosh) where a part is not finite
     x = z.real
     y = z.imag
     if y == cv_{r}(0.0):
         return cv_{t}(complex(math.cosh(x), math.copysign(cv_{r}(0.0), x) * y))
-    return cv_{t}(complex(math.cosh(x) * math.cos(y), math.sinh(x) * math.sin(y)))
+    if math.isfinite(x) and math.isfinite(y):
+        if abs(x) > cv_{r}({huge}):
+            e = math.exp(abs(x) * cv_{r}(0.5))
+            sign = math.copysign(cv_{r}(1.0), x)
+            return cv_{t}(complex(e * (cv_{r}(0.5) * math.cos(y)) * e,
+                                  sign * (e * (cv_{r}(0.5) * math.sin(y)) * e)))
+        return cv_{t}(complex(math.cosh(x) * math.cos(y), math.sinh(x) * math.sin(y)))
+    if x == cv_{r}(0.0):
+        return cv_{t}(complex(y - y, x * math.copysign(cv_{r}(0.0), y)))
+    if math.isinf(x):
+        if math.isfinite(y):
+            return cv_{t}(complex(abs(x) * math.cos(y), x * math.sin(y)))
+        return cv_{t}(complex(x * x, x * (y - y)))
+    return cv_{t}(complex((x * x) * (y - y), (x + x) * (y - y)))
+
+def fa_cexp_{t}(z):
+    # exp(x + 0i) = exp(x) + 0i: cmath's cos(0) * inf is inf, but sin(0) * inf NaN; past the
+    # overflow of e^x, e^(x/2) twice around cos y and sin y (a finite product stays finite)
+    x = z.real
+    y = z.imag
+    if y == cv_{r}(0.0):
+        return cv_{t}(complex(math.exp(x), y))
+    if x > cv_{r}({huge}) and math.isfinite(x) and math.isfinite(y):
+        e = math.exp(x * cv_{r}(0.5))
+        return cv_{t}(complex(e * math.cos(y) * e, e * math.sin(y) * e))
+    return cv_{t}(cmath.exp(z))
+
+def fa_csqrt_{t}(z):
+    # in complex128: numba's complex64 sqrt and log overflow in float32 on the way
+    return cv_{t}(cmath.sqrt(cv_c128(z)))
+
+def fa_clog_{t}(z):
+    return cv_{t}(cmath.log(cv_c128(z)))
+
+def fa_csquare_{t}(z):
+    # NumPy's complex square, its real part x * x - y * y with one rounding of x * x (an fma):
+    # where y * y overflows, x * x - inf is -inf, not inf - inf
+    x = z.real
+    y = z.imag
+    return cv_{t}(complex(fa_fma_{r}(x, x, cv_{r}(0.0) - y * y), x * y + y * x))
 
 def fa_csin_{t}(z):
-    # sin(x + iy) = -i sinh(-y + ix)
+    # sin(x + iy) = -i sinh(-y + ix); for an infinite y and a non-finite x, NaN + i inf as NumPy
+    if math.isinf(z.imag) and not math.isfinite(z.real):
+        return cv_{t}(complex(z.real - z.real, abs(z.imag)))
     w = fa_csinh_{t}(cv_{t}(complex(cv_{r}(0.0) - z.imag, z.real)))
     return cv_{t}(complex(w.imag, cv_{r}(0.0) - w.real))
 
@@ -48,7 +106,7 @@ def fa_ctanh_{t}(z):
         small = y if math.isinf(y) else math.sin(y) * math.cos(y)
         return cv_{t}(complex(math.copysign(one, x), math.copysign(zero, small)))
     if y != y or math.isinf(y):
-        return cv_{t}(complex(y - y, y - y))
+        return cv_{t}(complex(x if x == zero else y - y, y - y))
     if abs(x) >= cv_{r}({big}):
         e = math.exp(zero - abs(x))
         return cv_{t}(complex(math.copysign(one, x),
@@ -132,6 +190,9 @@ def fa_cle(a, b):
 '''
 
 
+# {big}: where tanh's asymptote is exact; {huge}: past it, e^|x| overflows (float32, float64)
 COMPLEX_SOURCE = "".join(_PER_TYPE.replace("{t}", t).replace("{r}", r).replace("{big}", big)
-                         for t, r, big in (("c64", "f32", "9.0"), ("c128", "f64", "22.0"))
+                         .replace("{huge}", huge)
+                         for t, r, big, huge in (("c64", "f32", "9.0", "88.0"),
+                                                 ("c128", "f64", "22.0", "709.0"))
                          ) + _ORDER
