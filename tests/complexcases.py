@@ -24,8 +24,8 @@ from fusedarrays.ir import ops
 
 COMPLEX = [np.dtype(np.complex64), np.dtype(np.complex128)]
 UNARY = ["negative", "positive", "absolute", "sign", "reciprocal", "square", "sqrt", "exp", "log",
-         "sin", "cos", "tan", "sinh", "cosh", "tanh", "conjugate", "real", "imag", "isnan",
-         "isinf", "isfinite", "logical_not", "copy"]
+         "log2", "log10", "log1p", "expm1", "rint", "sin", "cos", "tan", "sinh", "cosh", "tanh",
+         "conjugate", "real", "imag", "isnan", "isinf", "isfinite", "logical_not", "copy"]
 BINARY = ["add", "subtract", "multiply", "true_divide", "power", "equal", "not_equal", "less",
           "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor"]
 EXACT = {"add", "subtract", "negative", "positive", "conjugate", "real", "imag", "isnan", "isinf",
@@ -159,7 +159,8 @@ def check_mixed_promotion(to_device=fa.asarray) -> None:
 # NumPy's gives 0 or inf for infinite exponents.
 SPECIAL_PARTS = [0.0, -0.0, 1.5, -2.0, 800.0, np.inf, -np.inf, np.nan]
 SPECIAL_OPS = ["add", "subtract", "multiply", "true_divide", "negative", "conjugate", "real",
-               "imag", "absolute", "sign", "reciprocal", "square", "exp", "log", "sqrt", "sin",
+               "imag", "absolute", "sign", "reciprocal", "square", "exp", "log", "log2", "log10",
+               "rint", "sqrt", "sin",
                "cos", "tan", "sinh", "cosh", "tanh", "isnan", "isinf", "isfinite", "equal",
                "not_equal", "less", "greater_equal", "logical_not"]
 

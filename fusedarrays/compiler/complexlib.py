@@ -75,6 +75,34 @@ def fa_csqrt_{t}(z):
 def fa_clog_{t}(z):
     return cv_{t}(cmath.log(cv_c128(z)))
 
+def fa_clog2_{t}(z):
+    # NumPy's: log z with both parts times log2(e)
+    w = fa_clog_{t}(z)
+    return cv_{t}(complex(w.real * cv_{r}(1.4426950408889634),
+                          w.imag * cv_{r}(1.4426950408889634)))
+
+def fa_clog10_{t}(z):
+    w = fa_clog_{t}(z)
+    return cv_{t}(complex(w.real * cv_{r}(0.4342944819032518),
+                          w.imag * cv_{r}(0.4342944819032518)))
+
+def fa_clog1p_{t}(z):
+    # NumPy's: log |1 + z| + i arg(1 + z)
+    x = z.real + cv_{r}(1.0)
+    return cv_{t}(complex(math.log(math.hypot(x, z.imag)), math.atan2(z.imag, x)))
+
+def fa_cexpm1_{t}(z):
+    # NumPy's: expm1(x) cos y - 2 sin(y/2)**2 + i e**x sin y, exact near 0 in the real part
+    x = z.real
+    y = z.imag
+    a = math.sin(y * cv_{r}(0.5))
+    return cv_{t}(complex(math.expm1(x) * math.cos(y) - cv_{r}(2.0) * a * a,
+                          math.exp(x) * math.sin(y)))
+
+def fa_crint_{t}(z):
+    # each part rounded half to even, as NumPy's rint and round of a complex
+    return cv_{t}(complex(fa_rint_{r}(z.real), fa_rint_{r}(z.imag)))
+
 def fa_csquare_{t}(z):
     # NumPy's complex square, its real part x * x - y * y with one rounding of x * x (an fma):
     # where y * y overflows, x * x - inf is -inf, not inf - inf

@@ -58,8 +58,9 @@ def _backend1(fn: str) -> dict[str, str]:
     return _t(f=f"fa_{fn}_{{t}}({{0}})")
 
 
-def _rounding(fn: str) -> dict[str, str]:
-    return _t(f=f"fa_{fn}_{{t}}({{0}})", any="{0}")  # integers are already whole
+def _rounding(fn: str, complex_template: str | None = None) -> dict[str, str]:
+    kinds = _t(f=f"fa_{fn}_{{t}}({{0}})", any="{0}")  # integers are already whole
+    return {**kinds, "c": complex_template} if complex_template else kinds
 
 
 class SciPyRef:
@@ -151,11 +152,11 @@ _ROWS = [
     # exponentials and logarithms
     Op("exp", 1, np.exp, _math1("exp", "fa_cexp_{t}({0})"), "e ** a"),
     Op("exp2", 1, np.exp2, _backend1("exp2"), "2 ** a"),
-    Op("expm1", 1, np.expm1, _math1("expm1"), "e ** a - 1, exact near 0"),
+    Op("expm1", 1, np.expm1, _math1("expm1", "fa_cexpm1_{t}({0})"), "e ** a - 1, exact near 0"),
     Op("log", 1, np.log, _math1("log", "fa_clog_{t}({0})"), "natural logarithm"),
-    Op("log2", 1, np.log2, _math1("log2"), "base-2 logarithm"),
-    Op("log10", 1, np.log10, _math1("log10"), "base-10 logarithm"),
-    Op("log1p", 1, np.log1p, _math1("log1p"), "log(1 + a), exact near 0"),
+    Op("log2", 1, np.log2, _math1("log2", "fa_clog2_{t}({0})"), "base-2 logarithm"),
+    Op("log10", 1, np.log10, _math1("log10", "fa_clog10_{t}({0})"), "base-10 logarithm"),
+    Op("log1p", 1, np.log1p, _math1("log1p", "fa_clog1p_{t}({0})"), "log(1 + a), exact near 0"),
     # trigonometric and hyperbolic
     Op("sin", 1, np.sin, _math1("sin", "fa_csin_{t}({0})"), "sine"),
     Op("cos", 1, np.cos, _math1("cos", "fa_ccos_{t}({0})"), "cosine"),
@@ -179,7 +180,7 @@ _ROWS = [
     Op("floor", 1, np.floor, _rounding("floor"), "round down"),
     Op("ceil", 1, np.ceil, _rounding("ceil"), "round up"),
     Op("trunc", 1, np.trunc, _rounding("trunc"), "round toward zero"),
-    Op("rint", 1, np.rint, _rounding("rint"), "round half to even"),
+    Op("rint", 1, np.rint, _rounding("rint", "fa_crint_{t}({0})"), "round half to even"),
     # extrema and selection
     Op("maximum", 2, np.maximum, _t(any="fa_maximum({0}, {1})"), "larger; NaN propagates"),
     Op("minimum", 2, np.minimum, _t(any="fa_minimum({0}, {1})"), "smaller; NaN propagates"),
@@ -327,9 +328,10 @@ TYPED: dict[str, frozenset[str]] = {name: frozenset(codes.split()) for name, cod
     "square": _WIDE + _CX,
     **{name: _FLOATS + _CX for name in (
         "sqrt", "exp", "log", "sin", "cos", "tan", "sinh", "cosh", "tanh")},
+    **{name: _FLOATS + _CX for name in ("expm1", "log2", "log10", "log1p", "rint")},
     **{name: _FLOATS for name in (
-        "cbrt", "exp2", "expm1", "log2", "log10", "log1p", "arcsin", "arccos", "arctan",
-        "arctan2", "arcsinh", "arccosh", "arctanh", "hypot", "rint", "copysign")},
+        "cbrt", "exp2", "arcsin", "arccos", "arctan", "arctan2", "arcsinh", "arccosh",
+        "arctanh", "hypot", "copysign")},
     **{name: _ALL for name in ("floor", "ceil", "trunc", "maximum", "minimum", "fmax", "fmin",
                                "clip")},
     **{name: _ALL + _CX for name in ("copy", "where", "real", "imag")},
