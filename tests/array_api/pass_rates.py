@@ -1,8 +1,8 @@
 """Pass rates per test file of an array-api-tests run (its ``--json-report`` file).
 
 ``python tests/array_api/pass_rates.py report.json`` prints, per file, the tests that passed,
-failed, were expected to fail (tests/array_api/xfails.txt) or skipped (by the suite: complex
-dtypes, disabled extensions), and passed / (passed + failed + xfailed); then the rate over the
+failed, were expected to fail (tests/array_api/xfails.txt) or skipped (by the suite: disabled
+extensions, newer versions' tests), and passed / (passed + failed + xfailed); then the rate over the
 files issue 14's "Done when" names, whose target is 95 %.
 """
 

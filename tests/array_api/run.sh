@@ -26,7 +26,7 @@ REPORT="${REPORT:-$ROOT/tests/array_api/report.json}"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export ARRAY_API_TESTS_MODULE=fusedarrays
 export ARRAY_API_TESTS_VERSION=2023.12
-export ARRAY_API_TESTS_SKIP_DTYPES=complex64,complex128   # not supported yet
+
 export FUSEDARRAYS_BACKEND=cpu
 # numba's LLVM optimisation level: no effect on results, halves compile time of the many
 # small kernels the suite's random shapes and dtypes need (as tests/conftest.py does)
