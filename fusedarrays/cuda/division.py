@@ -31,9 +31,8 @@ def _div_codegen(context, builder, sig, args):
                                      builder.fcmp_ordered("!=", b, zero)), finite)
     # the dividend through an opaque move: LLVM would otherwise see that the quotient is unused
     # where the 1 is taken and divide a itself
-    bits = "f" if fty == ir.FloatType() else "d"
-    move = ir.InlineAsm(ir.FunctionType(fty, [fty]),
-                        f"mov.{'f32' if bits == 'f' else 'f64'} $0, $1;", f"={bits},{bits}")
+    kind, reg = ("f32", "f") if fty == ir.FloatType() else ("f64", "d")
+    move = ir.InlineAsm(ir.FunctionType(fty, [fty]), f"mov.{kind} $0, $1;", f"={reg},{reg}")
     quotient = builder.fdiv(builder.call(move, [builder.select(easy, one, a)]), b)
     return builder.select(easy, builder.fmul(a, b), quotient)
 

@@ -276,27 +276,16 @@ def _stv8_f16_typer(typingctx, p, j, a, b, c, d, e, f, g, h):
 # Philox4x32-10 (fa.random) in 32-bit registers: the Python helper of the same name in
 # compiler/devicelib.py computes in numba's 64-bit integers, which NVVM keeps as 64-bit
 # multiplies, ands and xors (~2x the instructions); here the rounds are unrolled i32 operations
-# (mul.lo.u32 and mul.hi.u32). Same words: checked against Random123's
+# (one mul.wide.u32 per product). Same words: checked against Random123's
 # known answers on numba's CPU target (tests/ptx/test_random_ptx.py).
 _PHILOX_M = (0xD2511F53, 0xCD9E8D57)
 _PHILOX_W = (0x9E3779B9, 0xBB67AE85)
 
 
-def _mulhi32(builder, a, m: int):
-    """The high word of ``a * m`` (32-bit): ``mul.hi.u32`` on NVPTX (a 64-bit product there
-    is widened by LLVM into 64-bit ands and xors downstream), the 64-bit product elsewhere (the
-    tests run this IR on numba's CPU target)."""
-    if "nvptx" in (builder.module.triple or ""):
-        fn = builder.module.declare_intrinsic(
-            "llvm.nvvm.mulhi.ui", (), ir.FunctionType(_I32, [_I32, _I32]))
-        return builder.call(fn, [a, ir.Constant(_I32, m)])
-    wide = builder.mul(builder.zext(a, _I64), ir.Constant(_I64, m))
-    return builder.trunc(builder.lshr(wide, ir.Constant(_I64, 32)), _I32)
-
-
 def _mulwide32(builder, a, m: int):
     """``(high, low)`` words of ``a * m``: one ``mul.wide.u32`` on NVPTX (ptxas makes it one
-    IMAD.WIDE.U32 where mul.hi and mul.lo are two instructions), else ``mul.hi`` and ``mul``."""
+    IMAD.WIDE.U32 where mul.hi and mul.lo are two instructions), else the 64-bit product's
+    halves (the tests run this IR on numba's CPU target)."""
     if "nvptx" in (builder.module.triple or ""):
         # both words out of the asm: a 64-bit result would let LLVM fold a later shift of the
         # high word into a 64-bit one (and a u64 -> float conversion, I2F.U64)
@@ -306,7 +295,8 @@ def _mulwide32(builder, a, m: int):
                            "=r,=r,r")
         words = builder.call(asm, [a])
         return builder.extract_value(words, 0), builder.extract_value(words, 1)
-    return _mulhi32(builder, a, m), builder.mul(a, ir.Constant(_I32, m))
+    wide = builder.mul(builder.zext(a, _I64), ir.Constant(_I64, m))
+    return builder.trunc(builder.lshr(wide, ir.Constant(_I64, 32)), _I32), builder.trunc(wide, _I32)
 
 
 def _philox_codegen(context, builder, sig, args):
