@@ -117,8 +117,14 @@ def build(row: ops.Op, args) -> graph.Node:
         kinds = [a._node.dtype if type(a) is ndarray else type(a) for a in args]
         if all(k is float or k is int or isinstance(k, np.dtype) for k in kinds):
             # the dtypes ride along in the value: their ids can't be reused while it lives
-            _FAST[row.name][tuple(map(id, kinds)) if row.nin == 2 else id(kinds[0])] = (
-                *found, kinds)
+            python = [k for k, kind in enumerate(kinds) if kind is float or kind is int]
+            if row.nin == 1 or not python:
+                _FAST[row.name][tuple(map(id, kinds)) if row.nin == 2 else id(kinds[0])] = (
+                    *found, kinds)
+            elif len(python) == 1:   # an array and a Python scalar: the scalar's dtype and sid
+                k = python[0]
+                _FAST_SCALAR[row.name][k, kinds[k]][id(kinds[1 - k])] = (
+                    *found, kinds, loop[k], graph.scalar_sid(loop[k]))
     return node
 
 
@@ -154,7 +160,11 @@ def _build_cached(row: ops.Op, args) -> graph.Node | None:
 # attrs id, the dtypes). Identities, since hashing a NumPy dtype costs more than a dict look-up;
 # a dtype object seen for the first time takes the general path once (build), which fills this.
 _FAST: dict[str, dict] = {row.name: {} for row in ops.OPS.values() if row.nin <= 2}
-_FLOAT, _INT = id(float), id(int)
+# Per binary op and (the Python scalar's position, its type): the array's dtype identity →
+# (attrs, attrs id, the kinds, the scalar's dtype, the scalar's sid). One dict per case, so a
+# look-up hashes one int, not a tuple.
+_FAST_SCALAR: dict[str, dict] = {row.name: {(k, t): {} for k in (0, 1) for t in (float, int)}
+                                 for row in ops.OPS.values() if row.nin == 2}
 
 
 def _binary_method(row: ops.Op, reflected: bool = False):
@@ -163,6 +173,9 @@ def _binary_method(row: ops.Op, reflected: bool = False):
     before) written out, as it runs on every operator call: look up the loop by the operands'
     dtype identities, build the node, wrap."""
     fast, name = _FAST[row.name], row.name
+    scalar = _FAST_SCALAR[row.name]
+    right_float, right_int = scalar[1, float], scalar[1, int]
+    left_float, left_int = scalar[0, float], scalar[0, int]
 
     def method(a, b):
         ka, kb = type(a), type(b)
@@ -177,29 +190,44 @@ def _binary_method(row: ops.Op, reflected: bool = False):
                     if nb.realized is not None:
                         nb = b._resolved()
                     return _wrap(graph.op_of((na, nb), found[0], found[1]))
-            elif kb is float or kb is int:
-                found = fast.get((id(na.dtype), _FLOAT if kb is float else _INT))
+            elif kb is float:
+                found = right_float.get(id(na.dtype))
                 if found is not None:
                     if na.realized is not None:
                         na = a._resolved()
-                    want = found[0][1][1]
-                    if kb is int:
-                        dtypes.check_scalar_fits(b, want, name)
-                    return _wrap(scalarops.op_scalar(na, b, want, found[0], found[1]))
-        elif (ka is float or ka is int) and kb is ndarray:
-            nb = b._node
-            found = fast.get((_FLOAT if ka is float else _INT, id(nb.dtype)))
-            if found is not None:
-                if nb.realized is not None:
-                    nb = b._resolved()
-                want = found[0][1][0]
-                if ka is int:
-                    dtypes.check_scalar_fits(a, want, name)
-                return _wrap(scalarops.op_scalar(nb, a, want, found[0], found[1], True))
+                    return _wrap(scalarops.op_scalar(na, b, found[3], found[4], found[0],
+                                                     found[1]))
+            elif kb is int:
+                found = right_int.get(id(na.dtype))
+                if found is not None:
+                    if na.realized is not None:
+                        na = a._resolved()
+                    dtypes.check_scalar_fits(b, found[3], name)
+                    return _wrap(scalarops.op_scalar(na, b, found[3], found[4], found[0],
+                                                     found[1]))
+        elif kb is ndarray and (ka is float or ka is int):
+            return scalar_first(a, b)
         return apply(row, a, b)
 
-    if reflected:
-        return lambda self, other: method(other, self)
+    def scalar_first(a, b):
+        """``a <op> b`` for a Python scalar ``a`` and an array ``b``."""
+        ka, nb = type(a), b._node
+        found = (left_float if ka is float else left_int).get(id(nb.dtype))
+        if found is None:
+            return apply(row, a, b)
+        if nb.realized is not None:
+            nb = b._resolved()
+        if ka is int:
+            dtypes.check_scalar_fits(a, found[3], name)
+        return _wrap(scalarops.op_scalar(nb, a, found[3], found[4], found[0], found[1], True))
+
+    if reflected:   # b.__r<op>__(a): mostly a Python scalar a, one call straight to its case
+        def reflected_method(b, a):
+            ka = type(a)
+            if (ka is float or ka is int) and type(b) is ndarray:
+                return scalar_first(a, b)
+            return method(a, b)
+        return reflected_method
     return method
 
 

@@ -53,7 +53,6 @@ from .walks import count_nodes as count_nodes
 from .walks import walk as walk
 
 _uids = itertools.count(1)
-_serials = itertools.count(1)
 # (buffer uid, dtype, view) → weak reference to the leaf. A plain dict of plain weak references,
 # swept of dead entries whenever it doubles (WeakValueDictionary costs ~2 µs an entry).
 _interned: dict[tuple, weakref.ref] = {}
@@ -69,7 +68,7 @@ class Node:
     """One immutable graph node. Build with the constructors below, never directly."""
 
     __slots__ = ("kind", "dtype", "shape", "inputs", "attrs", "sid", "_params", "_nparams",
-                 "_open", "serial", "_key", "count", "buffers", "realized", "__weakref__")
+                 "_open", "_key", "count", "buffers", "realized", "__weakref__")
 
     kind: str
     dtype: np.dtype
@@ -80,10 +79,15 @@ class Node:
     _params: dict | None            # params (the property) are its first _nparams entries
     _nparams: int
     _open: list | None              # the token of the right to append to it (ir/params.py)
-    serial: int                     # unique per node in this process (never persisted)
     count: int                      # an upper bound on the distinct nodes under it: count_nodes
     buffers: frozenset              # the buffers this graph reads
     realized: Node | None           # set once computed: the leaf holding the result
+
+    @property
+    def serial(self) -> int:
+        """A number naming this node among the live ones (memo keys of walks over a graph, which
+        holds its nodes alive): its id, so that building a node draws no counter."""
+        return id(self)
 
     @property
     def key(self) -> str:
@@ -150,7 +154,6 @@ class Node:
 def _new(kind: str, dtype: np.dtype, shape: tuple, inputs: tuple, attrs: tuple) -> Node:
     node = Node()
     node.kind, node.dtype, node.shape, node.inputs, node.attrs = kind, dtype, shape, inputs, attrs
-    node.serial = next(_serials)
     node._key = None
     node.realized = None
     return node
@@ -190,10 +193,15 @@ def _sha256_key(node: Node) -> str:
             continue
         stack.pop()
         if n._key is None:
-            text = repr((n.kind, n.dtype.str, n.shape, _text_attrs(n),
-                         tuple(i._key for i in n.inputs)))
-            n._key = hashlib.sha256(text.encode()).hexdigest()
+            n._key = _digest(n)
     return node._key
+
+
+def _digest(node: Node) -> str:
+    """The sha256 of ``node``'s text, its inputs' keys known."""
+    text = repr((node.kind, node.dtype.str, node.shape, _text_attrs(node),
+                 tuple(i._key for i in node.inputs)))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def leaf_sid(buffer, dtype: np.dtype, view: tuple) -> int:
@@ -243,7 +251,6 @@ def fresh_leaf(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> 
     node = Node()       # _leaf_node, written out: one per evaluation
     node.kind, node.dtype, node.shape, node.inputs, node.attrs = "leaf", dtype, view[0], (), (
         buffer, view)
-    node.serial = next(_serials)
     node._key = node.realized = node._params = None
     node.sid = sid if sid is not None else leaf_sid(buffer, dtype, view)
     node.count, node.buffers = 1, frozenset((buffer,))
@@ -257,6 +264,8 @@ class _Scalar(Node):
 
     __slots__ = ()
     kind, shape, inputs, params, count, buffers = "scalar", (), (), None, 1, frozenset()
+    realized = None     # a scalar is never evaluated on its own
+    _key = property(_digest)    # computed when asked (display only): nothing stored per scalar
 
 
 # id(dtype) → (sid, dtype): hashing a NumPy dtype costs more than the rest of a scalar node; the
@@ -271,13 +280,16 @@ def scalar(value, dtype: np.dtype) -> Node:
     node = _Scalar()
     node.dtype = dtype
     node.attrs = (next(_uids), value)
-    node.serial = next(_serials)
+    node.sid = scalar_sid(dtype)
+    return node
+
+
+def scalar_sid(dtype: np.dtype) -> int:
+    """The sid of a scalar of ``dtype`` (a NumPy dtype)."""
     found = _scalar_sids.get(id(dtype))
     if found is None:
         found = _scalar_sids[id(dtype)] = (_sid(("scalar", dtype)), dtype)
-    node.sid = found[0]
-    node._key = node.realized = None
-    return node
+    return found[0]
 
 
 def cast(node: Node, dtype: np.dtype) -> Node:
@@ -305,7 +317,6 @@ def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
     types, so nothing is converted or hashed but the sid's numbers."""
     node = Node()
     node.kind, node.dtype, node.inputs, node.attrs = "op", attrs[1][-1], inputs, attrs
-    node.serial = next(_serials)
     node._key = node.realized = None
     if len(inputs) == 2:    # most ops, written out: this runs for every operator
         a, b = inputs

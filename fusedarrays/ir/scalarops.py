@@ -7,28 +7,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import Node, _Scalar, _scalar_sids, _serials, _uids
+from .graph import Node, _Scalar, _uids
 from .params import SHARE_FROM, append_param, own_params
 from .sids import _sid, _sids
 
 
-def op_scalar(node: Node, value, dtype: np.dtype, attrs: tuple, aid: int,
+def op_scalar(node: Node, value, dtype: np.dtype, sid: int, attrs: tuple, aid: int,
               scalar_first: bool = False) -> Node:
     """:func:`op_of` on ``(node, scalar(value, dtype))`` (``scalar_first``: reversed), written
-    out for the operator path (``x * 1.5``, ``1.0 - x``): the same node, sid and params. The
-    scalar is made here, so it is no param or input of ``node``: only the sid is looked up."""
+    out for the operator path (``x * 1.5``, ``1.0 - x``): the same node, sid and params.
+    ``sid`` is the scalar's (``graph.scalar_sid(dtype)``, which the caller keeps). The scalar is
+    made here, so it is no param or input of ``node``: only the op's sid is looked up."""
     s = _Scalar()
     s.dtype = dtype
     s.attrs = (next(_uids), value)
-    s.serial = next(_serials)
-    found = _scalar_sids.get(id(dtype))
-    if found is None:
-        found = _scalar_sids[id(dtype)] = (_sid(("scalar", dtype)), dtype)
-    s.sid = found[0]
-    s._key = s.realized = None
+    s.sid = sid
     op = Node()
     op.kind, op.dtype, op.attrs, op.shape = "op", attrs[1][-1], attrs, node.shape
-    op.serial = next(_serials)
     op._key = op.realized = None
     op.count = node.count + 2
     op.buffers = node.buffers
@@ -43,7 +38,7 @@ def op_scalar(node: Node, value, dtype: np.dtype, attrs: tuple, aid: int,
             params.update(zip(mine, range(1, node._nparams + 1)))
         op._nparams = n = len(params)
         op._open = [True] if n >= SHARE_FROM else None
-        structure = (aid, s.sid, node.sid, None)
+        structure = (aid, sid, node.sid, None)
     else:
         op.inputs = (node, s)
         if pn is None:
@@ -55,7 +50,7 @@ def op_scalar(node: Node, value, dtype: np.dtype, attrs: tuple, aid: int,
             op._nparams, op._open = n + 1, [True] if n + 1 >= SHARE_FROM else None
         else:
             append_param(op, node, s)
-        structure = (aid, node.sid, s.sid, None)
+        structure = (aid, node.sid, sid, None)
     sid = _sids.get(structure)
     op.sid = sid if sid is not None else _sid(structure)
     return op

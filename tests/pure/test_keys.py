@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -346,10 +347,11 @@ def test_a_fresh_leaf_is_what_leaf_returns_for_its_view_and_never_shared():
     assert graph.leaf(first, np.dtype("int32"), (4, 8), (8, 1), 0) is not made
     row = graph.leaf(first, f32, (8,), (1,), 8)
     assert row is not made and graph.leaf(first, f32, (8,), (1,), 8) is row
-    key, serial = made.key, made.serial
+    key, ref = made.key, weakref.ref(made)
     del made                                                        # dead: a new node,
+    assert ref() is None
     again = graph.leaf(first, f32, (4, 8), (8, 1), 0)               # with the same key
-    assert again.serial != serial and again.key == key
+    assert again.key == key
 
 
 def test_count_nodes_counts_each_node_once_and_stops_past_a_limit():

@@ -28,7 +28,7 @@ def op(name, *inputs):
 
 
 def times(node, value):
-    return scalarops.op_scalar(node, value, F32, ATTRS, AID)
+    return scalarops.op_scalar(node, value, F32, graph.scalar_sid(F32), ATTRS, AID)
 
 
 def wide():
@@ -131,7 +131,7 @@ def test_a_node_kind_with_its_params_on_the_class_is_an_operand_as_scalars_are()
         kind, shape, inputs, params, count, buffers = "draw", (), (), None, 1, frozenset()
 
     draw = Draw()
-    draw.dtype, draw.attrs, draw.serial, draw.sid = F32, (0, "draw"), graph.new_uid(), -1
+    draw.dtype, draw.attrs, draw.sid = F32, (0, "draw"), -1
     base, xs = wide()
     assert values(op("add", base, draw)) == [*xs, "draw"]
     assert values(op("add", xs[0], draw)) == [xs[0], "draw"]

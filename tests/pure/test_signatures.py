@@ -103,7 +103,8 @@ def test_the_operator_paths_scalar_op_makes_the_node_op_makes():
         for first in (False, True):
             s = graph.scalar(1.5, F32)
             want = graph.op("multiply", (s, node) if first else (node, s), attrs[1])
-            got = scalarops.op_scalar(node, 1.5, F32, attrs, aid, scalar_first=first)
+            got = scalarops.op_scalar(node, 1.5, F32, graph.scalar_sid(F32), attrs, aid,
+                                          scalar_first=first)
             assert _fields(got) == _fields(want)
             assert got.inputs[1 if first else 0] is node
 
