@@ -61,16 +61,29 @@ def _check_out(name: str, out, **unsupported) -> None:
 _PLACED: dict[int, bool] = {}
 
 
+# (name, axis, keepdims, dtype=, id of the input's dtype, its shape) → (axes, result dtype, the
+# dtype the input is cast to first or None, the input's dtype): what a reduction decides of its
+# arguments, checked once (a call that raises keeps nothing); every later call is a look-up.
+_DECIDED: dict[tuple, tuple] = {}
+
+
 def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarray:
     """Reduction ``name`` (a row of ``ir/reductions.py``) of ``x``, NumPy's semantics."""
-    row = REDUCTIONS[name]
-    x = asarray(x)
-    if x.dtype.kind == "c" and row.rule in ("same", "index"):
-        raise UnsupportedOperationError(
-            f"fa.{name} of {x.dtype} is not supported: NumPy orders complex values "
-            f"lexicographically, which fusedarrays' reductions do not; reduce the real and "
-            f"imaginary parts (fa.real, fa.imag) or take np.{row.numpy} of x.get()")
+    if type(x) is not ndarray:
+        x = asarray(x)
     node = x._resolved()
+    try:
+        key = (name, axis, keepdims, dtype, id(node.dtype), node.shape)
+        decided = _DECIDED.get(key)
+    except TypeError:       # an unhashable axis (a list) or dtype=
+        key = decided = None
+    if decided is None:
+        decided = _decide(name, node, axis, keepdims, dtype)
+        if key is not None:
+            if len(_DECIDED) >= 1 << 12:
+                _DECIDED.clear()
+            _DECIDED[key] = decided
+    axes, out, cast_to, _ = decided
     placed = _PLACED.get(node.sid)
     if placed is None:
         if len(_PLACED) >= 1 << 16:       # a process making new structures forever
@@ -81,6 +94,20 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarr
         # a draw or gather indexes by the element order of the kernel that reads it, which
         # the reduction kernel's walk is not: its input is computed first
         node = x.compute()._resolved()
+    if cast_to is not None:
+        node = graph.cast(node, cast_to)
+    return _wrap(reduction_node(name, node, axes, keepdims, out))
+
+
+def _decide(name: str, node: graph.Node, axis, keepdims: bool, dtype) -> tuple:
+    """What :func:`reduce` decides of its arguments for an input like ``node``: ``(axes, result
+    dtype, dtype to cast the input to first or None, the input's dtype)``; NumPy's errors."""
+    row = REDUCTIONS[name]
+    if node.dtype.kind == "c" and row.rule in ("same", "index"):
+        raise UnsupportedOperationError(
+            f"fa.{name} of {node.dtype} is not supported: NumPy orders complex values "
+            f"lexicographically, which fusedarrays' reductions do not; reduce the real and "
+            f"imaginary parts (fa.real, fa.imag) or take np.{row.numpy} of x.get()")
     axes = normalize_axes(axis, node.ndim)
     if row.arg and axis is not None and not isinstance(axis, int) and \
             not isinstance(axis, np.integer):
@@ -102,13 +129,15 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarr
     else:
         out = result_dtype(name, node.dtype)
     if row.rule == "sum":
-        node = graph.cast(node, out)        # NumPy's add.reduce casts each element to dtype=
+        cast_to = out                       # NumPy's add.reduce casts each element to dtype=
     elif row.rule == "bool":
-        node = graph.cast(node, np.dtype(np.bool_))
+        cast_to = np.dtype(np.bool_)
     elif node.dtype.kind == "b":            # argmax/max of bool compare as 0/1
-        node = graph.cast(node, np.dtype(np.uint8))
+        cast_to = np.dtype(np.uint8)
+    else:
+        cast_to = None
     # max/argmax of bool read it as 0/1 (cast above) and store bool (max) or the index
-    return _wrap(reduction_node(name, node, axes, keepdims, out))
+    return axes, out, (cast_to if cast_to != node.dtype else None), node.dtype
 
 
 def _primitive(name: str):

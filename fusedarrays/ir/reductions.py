@@ -130,7 +130,8 @@ def reduction_node(name: str, node: graph.Node, axes: tuple[int, ...], keepdims:
     non-negative), giving ``dtype``. Its params are its input's (a leaf or scalar input: that
     one), so a graph over reductions binds every leaf and scalar under them; its sid adds the
     reduction's name, axes, keepdims and dtype to its input's."""
-    dtype = np.dtype(dtype)
+    if type(dtype) not in graph._DTYPE_TYPES:
+        dtype = np.dtype(dtype)
     axes = tuple(sorted(axes))
     shape = tuple(1 if k in axes else e for k, e in enumerate(node.shape)
                   if keepdims or k not in axes)

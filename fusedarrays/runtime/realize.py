@@ -22,6 +22,7 @@ from ..compiler import codegen, devicelib, keys
 from ..compiler.plan import KernelPlan, plan_kernel
 from ..compiler.reduction import has_reduction
 from ..ir import graph, layout
+from ..ir.sids import VECTOR_ALIGN
 from ..ir.params import roots_params
 from .backend import Backend, Buffer, new_buffer
 from .diskcache import DiskCache
@@ -337,13 +338,17 @@ def compute_nodes(nodes: list[graph.Node], backend: Backend) -> list[graph.Node]
 def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
     """:func:`compute_nodes` of one pending node, kept short: every evaluation runs it."""
     shape, dtype = node.shape, node.dtype
-    strides = _strides.get(shape)
-    if strides is None:
+    found = _strides.get(shape)
+    if found is None:
         if len(_strides) > 1024:
             _strides.clear()
-        strides = _strides[shape] = layout.contiguous_strides(shape)
-    buffer = new_buffer(backend, layout.size_of(shape) * dtype.itemsize)
-    key = _fresh_key(node, backend, buffer)
+        found = _strides[shape] = (layout.contiguous_strides(shape), layout.size_of(shape))
+    strides = found[0]
+    buffer = new_buffer(backend, found[1] * dtype.itemsize)
+    if _settings_seen[0] != config._generation:
+        _check_settings()
+    align = buffer.align    # _fresh_key, written out
+    key = (backend, node.sid, len(node.buffers), align if align < VECTOR_ALIGN else VECTOR_ALIGN)
     record = _records.get(key)
     params = node.params
     if record is None:
@@ -360,7 +365,7 @@ def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
     return leaf
 
 
-_strides: dict[tuple, tuple] = {}  # shape → contiguous element strides
+_strides: dict[tuple, tuple] = {}  # shape → (contiguous element strides, size)
 
 
 def reads_through_other_map(node: graph.Node, buffer: Buffer, target: tuple) -> bool:

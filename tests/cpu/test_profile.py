@@ -97,7 +97,7 @@ def _slowed(fn):
 
 def test_host_time_per_evaluation_covers_the_whole_evaluation(monkeypatch):
     """Host time is the evaluation's, entry to return: a slow step before the launch (the
-    record's key and look-up, a fused call's run) or after it (foreach assembling its results)
+    result's allocation, the record's key and look-up, a fused call's run) or after it (foreach assembling its results)
     is in it, not only the launch call; evaluations inside another count as part of it."""
     hx = rand((64, 130))
     x = fa.asarray(hx)
@@ -112,7 +112,7 @@ def test_host_time_per_evaluation_covers_the_whole_evaluation(monkeypatch):
     axpy_clip(out, x, 0.5), axpy_clip.foreach(lists, [fa.asarray(rand(n)) for n in (10, 300)], 0.25)
     from fusedarrays.fuse import foreach, function
     from fusedarrays.runtime import realize
-    monkeypatch.setattr(realize, "_fresh_key", _slowed(realize._fresh_key))
+    monkeypatch.setattr(realize, "new_buffer", _slowed(realize.new_buffer))
     monkeypatch.setattr(realize, "_run_key", _slowed(realize._run_key))
     monkeypatch.setattr(function._Entry, "run", _slowed(function._Entry.run))
     monkeypatch.setattr(foreach, "_assemble", _slowed(foreach._assemble))

@@ -123,6 +123,30 @@ def test_reductions_of_computed_empty_arrays_of_every_item_size():
                  np.sum(np.sum(x + x, axis=1, keepdims=True) * 2), x, f"sum of sum {dtype}")
 
 
+def test_a_reductions_checks_hold_on_every_call_and_its_decisions_follow_the_input():
+    # what a reduction decides of its arguments is kept per (name, axis, keepdims, dtype=,
+    # input dtype, shape): a call that raised keeps nothing, so the next raises too; inputs
+    # that differ only in dtype or shape, and list axes, decide afresh
+    rng = np.random.default_rng(15)
+    print("seed 15")
+    empty = fa.asarray(np.zeros((0, 3), np.float32))
+    for _ in range(2):
+        with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+            fa.max(empty, axis=0)
+        with pytest.raises(np.exceptions.AxisError):
+            fa.sum(empty, axis=2)
+    for dtype in ("int8", "float32", "bool", "int8"):
+        x = (rng.standard_normal((5, 7)) * 9).astype(dtype)
+        for axis in (1, [0, 1], (0,), None):
+            for name in ("sum", "max", "any", "mean"):
+                got = getattr(fa, name)(fa.asarray(x), axis=axis, keepdims=True).get()
+                want = getattr(np, name)(x, axis=tuple(axis) if isinstance(axis, list) else axis,
+                                         keepdims=True)
+                rc.check(got, want, x, f"{name} {dtype} axis={axis}")
+        y = (rng.standard_normal((3, 7)) * 9).astype(dtype)     # same dtype, another shape
+        rc.check(fa.sum(fa.asarray(y), axis=1).get(), np.sum(y, axis=1), y, f"sum {dtype} (3, 7)")
+
+
 def test_nan_propagates_as_in_numpy():
     rng = np.random.default_rng(14)
     x = rng.standard_normal((4, 50))
