@@ -62,6 +62,9 @@ class Setting:
     default: Callable[[], Any]
     help: str
     affects_codegen: bool = False
+    # changes how an evaluation is planned without changing any kernel's code (which library
+    # computes a product): evaluations' launch records are built again when it changes
+    affects_plans: bool = False
 
 
 SETTINGS: dict[str, Setting] = {
@@ -89,6 +92,13 @@ SETTINGS: dict[str, Setting] = {
                 "thread alone)."),
         Setting("SIM_BLOCK", _parse_positive_int, lambda: 32,
                 "sim backend: threads per block (each is a Python thread)."),
+        Setting("CUBLAS", _parse_bool, lambda: True,
+                "cuda backend: matrix products (matmul, @, tensordot) of float16, float32, "
+                "float64, complex64 and complex128 run in cuBLAS through nvmath-python where "
+                "it is installed (pip install fusedarrays[cublas]), at full float32 or float64 "
+                "precision; 0 keeps them on the generated tiled kernel. Other dtypes always "
+                "take the tiled kernel.",
+                affects_plans=True),
     )
 }
 
@@ -143,6 +153,11 @@ def override(**values: Any) -> Iterator[None]:
 def codegen_settings() -> tuple[tuple[str, str], ...]:
     """The settings that change generated code, as key parts."""
     return tuple((s.name, repr(get(s.name))) for s in SETTINGS.values() if s.affects_codegen)
+
+
+def plan_settings() -> tuple[tuple[str, str], ...]:
+    """The settings that change how evaluations are planned (but no kernel's code)."""
+    return tuple((s.name, repr(get(s.name))) for s in SETTINGS.values() if s.affects_plans)
 
 
 def describe() -> str:

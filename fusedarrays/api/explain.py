@@ -66,6 +66,20 @@ _PRODUCT_WALK = {
             "registers",
     "cpu": "each output row summed over K in order by one thread; rows in chunks spread over "
            "the cores"}
+_LIBRARY_WALK = ("cuBLAS's own kernels, the algorithm its heuristic chose for these sizes, "
+                 "layouts and alignments, on the legacy default stream like every kernel here")
+_LIBRARY_SOURCE = ("# no generated source: {plan.library} computes this product in place into "
+                   "its\n# target (nvmath.linalg.advanced.Matmul, inplace, beta = 0)")
+
+
+def _library_route(plan) -> str:
+    """How a product planned for cuBLAS runs, in words."""
+    wide = plan.operands[2].dtype.itemsize == 16 or plan.operands[2].dtype == "float64"
+    precision = ("COMPUTE_64F" if wide else "COMPUTE_32F, full float32 (no TF32)")
+    return (f"{plan.library}: compute type {precision}, each matrix read in place through its "
+            "strides, the result written into its buffer")
+
+
 _ROW_WALK = {
     "cuda": "a block per row: each reduction a shared-memory tree whose result the block keeps, "
             "then the row's elements",
@@ -201,7 +215,9 @@ class ProgramExplanation:
 
     def __init__(self, program, target: str, arch: str | None):
         self.program, self.arch, self.target = program, arch, target
-        self.kernels = [(step.plan, render_plan(step.plan, target)) for step in program.steps]
+        self.kernels = [(step.plan, _LIBRARY_SOURCE.format(plan=step.plan)
+                         if getattr(step.plan, "library", "") else render_plan(step.plan, target))
+                        for step in program.steps]
 
     @property
     def launches(self) -> int:
@@ -214,13 +230,15 @@ class ProgramExplanation:
         from ..runtime.backend import arch_compiler
         return [arch_compiler().ptx(render_plan(plan, "cuda"), plan.name, plan.param_types(),
                                     self.arch or "sm_90", devicelib.helpers())[0]
-                for plan, _ in self.kernels]
+                for plan, _ in self.kernels if not getattr(plan, "library", "")]
 
     def _title(self) -> str:
         n = self.launches
-        if any(isinstance(plan, ProductPlan) for plan, _ in self.kernels):
-            return (f"{n} kernel{'s' if n > 1 else ''}; matmul is not fused: a product kernel "
-                    "of its own, over operands computed before it")
+        products = [plan for plan, _ in self.kernels if isinstance(plan, ProductPlan)]
+        if products:
+            how = sorted({plan.library or "a tiled kernel" for plan in products})
+            return (f"{n} launch{'es' if n > 1 else ''}; matmul is not fused: a product of its "
+                    f"own ({', '.join(how)}), over operands computed before it")
         return (f"{n} kernels, cut at the reductions and scans" if n > 1 else
                 "1 kernel, the reductions or scan fused with the work around them")
 
@@ -241,7 +259,12 @@ class ProgramExplanation:
             a, b = (str(o.dtype) for o in plan.operands[:2])
             what = (f"matmul (not fused) of {layout.size_of(plan.batch)} matrix product(s) "
                     f"({plan.m}, {plan.k}) @ ({plan.k}, {plan.n}), {a} @ {b} → "
-                    f"{plan.operands[2].dtype}, summed in {plan.acc}; a tiled kernel, no BLAS")
+                    f"{plan.operands[2].dtype}, summed in {plan.acc}")
+            if plan.library:
+                return [("does", what), ("route", _library_route(plan)),
+                        (f"walk ({self.target})", _LIBRARY_WALK),
+                        ("compiled", "no kernel of ours to compile: nvmath plans cuBLAS once "
+                                     "per signature (dtype, sizes, strides, alignment)")]
             walk = _PRODUCT_WALK["cpu" if self.target == "cpu" else "cuda"]
         elif isinstance(plan, RowPlan):
             what = (" then ".join(name for name, _, _ in plan.sections) + " of each row, then "
@@ -255,7 +278,9 @@ class ProgramExplanation:
         info = records.compiled_info(plan.key)
         why = info["why"] if info else (
             f"not compiled in this process yet; it would be: {records.why_compile(plan)}")
-        return [("does", what), (f"walk ({self.target})", walk),
+        route = ([("route", f"the tiled kernel, not cuBLAS: {plan.route}")]
+                 if isinstance(plan, ProductPlan) and plan.route else [])
+        return [("does", what), *route, (f"walk ({self.target})", walk),
                 ("scalar parameters", ", ".join(f"a{m}={v!r} ({dt})" for m, (v, dt)
                                                 in enumerate(plan.scalars)) or "none"),
                 ("compiled", "yes" if info else "not in this process yet"), ("why", why)]
@@ -313,14 +338,19 @@ def kernels_of(node: graph.Node) -> int:
 
 
 def _plan_program(node: graph.Node, arch: str | None):
-    """``(program, target)`` of evaluating ``node`` (with reductions) into a fresh result."""
-    from ..runtime.backend import get_backend
+    """``(program, target)`` of evaluating ``node`` (with reductions) into a fresh result; on a
+    CUDA device (``arch``) or the cuda backend its products through cuBLAS where it would
+    compute them (``runtime/backend.product_blas``)."""
+    from ..runtime.backend import get_backend, product_blas
 
     out = (_Placeholder(), node.dtype, node.shape, layout.contiguous_strides(node.shape), 0)
-    target = "cuda" if arch else realize.target_of(get_backend())
+    backend = None if arch else get_backend()
+    target = "cuda" if arch else realize.target_of(backend)
     align = 256 if arch else (_backend_of(node).alloc_align or 1)
     params = node.params if node.params is not None else {node: 0}
-    return plan_program([(node, out)], params, align), target
+    blas = product_blas(backend) if any(n.kind == "matmul" for n in graph.walk([node])) \
+        else None
+    return plan_program([(node, out)], params, align, blas=blas), target
 
 
 def explain(a, arch: str | None = None) -> Explanation | ProgramExplanation:

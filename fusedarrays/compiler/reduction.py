@@ -25,7 +25,7 @@ shape and the schedule only: the same input gives the same bits every run.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -44,7 +44,17 @@ from .plan import (
     operand_param_types,
     plan_kernel,
 )
-from .product import TILE_M, TILE_N, ProductPlan, plan_product
+from .product import (
+    TILE_M,
+    TILE_N,
+    Blas,
+    ProductPlan,
+    blas_operand,
+    blas_plan,
+    blas_refusal,
+    matrix_shape,
+    plan_product,
+)
 from .rowfusion import fusible, plan_rows, unit_class
 from .scan import plan_scan
 
@@ -238,12 +248,13 @@ def _direct(outputs: list) -> bool:
 
 
 def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
-                 temp_align: int, new_temp=None) -> Program:
+                 temp_align: int, new_temp=None, blas: Blas | None = None) -> Program:
     """Cut the graph computing each node into its ``(buffer, dtype, shape, strides, offset)``
     at its reductions (module docstring). ``params``: node → position, as evaluation binds
     them; temporaries are bound after them, in order. ``temp_align``: a temporary's alignment;
     ``new_temp(nbytes)``: the buffer standing for a temporary (default a :class:`TempBuffer`;
-    ``fa.fuse`` passes its own)."""
+    ``fa.fuse`` passes its own); ``blas``: the BLAS the backend offers products, or why none
+    (default: none, every product a tiled kernel)."""
     roots = [node for node, _ in outputs]
     direct = _direct(outputs)
     if not direct and len(outputs) == 1:
@@ -258,9 +269,9 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
                                                      or choose_split(step.plan) == 1)
                    for step in cut.steps):
                 if new_temp is not None:          # planned again with the caller's buffers
-                    cut = _cut(outputs, params, temp_align, new_temp, split=False)
+                    cut = _cut(outputs, params, temp_align, new_temp, split=False, blas=blas)
                 return _row_program(cut, roots[0], outputs[0][1])
-    cut = _cut(outputs, params, temp_align, new_temp, split=True)
+    cut = _cut(outputs, params, temp_align, new_temp, split=True, blas=blas)
     if not direct:
         rebuilt = [(rebuild(node, cut.subst), target) for node, target in outputs]
         used = roots_params([n for n, _ in rebuilt])[0]
@@ -282,11 +293,12 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
     return Program(tuple(cut.steps), tuple(cut.temps), tuple(cut.why))
 
 
-def _cut(outputs: list, params: dict, temp_align: int, new_temp, split: bool) -> _Cut:
-    """A step per reduction (two where split) and per scan, inputs first, results in
-    temporaries (a root computed straight into its target: there)."""
+def _cut(outputs: list, params: dict, temp_align: int, new_temp, split: bool,
+         blas: Blas | None = None) -> _Cut:
+    """A step per reduction (two where split), per scan and per product, inputs first, results
+    in temporaries (a root computed straight into its target: there)."""
     roots = [node for node, _ in outputs]
-    cut = _Cut(dict(params), len(params), temp_align, new_temp, split)
+    cut = _Cut(dict(params), len(params), temp_align, new_temp, split, blas)
     direct = _direct(outputs)
     for node in graph.walk(roots):
         if node.kind not in CUT_AT:
@@ -321,9 +333,9 @@ class _Cut:
     """The steps, temporaries and params of a program while :func:`plan_program` cuts."""
 
     def __init__(self, positions: dict, nparams: int, align: int, new_temp=None,
-                 split: bool = True):
+                 split: bool = True, blas: Blas | None = None):
         self.positions, self.nparams, self.align = positions, nparams, align
-        self.new_temp, self.split = new_temp, split
+        self.new_temp, self.split, self.blas = new_temp, split, blas
         self.subst: dict[int, graph.Node] = {}
         self.steps: list[Step] = []
         self.temps: list[tuple] = []
@@ -386,13 +398,48 @@ class _Cut:
         into ``target`` (the evaluation's output, or a ``temporary`` bound here, whose leaf is
         returned)."""
         plan = plan_product(node, target, self.positions)
-        self.steps.append(Step(plan, len(self.temps) if temporary else -1))
+        refusal = blas_refusal(plan, self.blas)
         a, b = node.inputs
+        if refusal:
+            plan = replace(plan, route=refusal)
+            how = (f"a tiled product kernel, {TILE_M}x{TILE_N} output tiles through shared "
+                   f"memory on a GPU, not cuBLAS: {refusal}")
+        else:
+            plan = blas_plan(self._blas_readable(plan), self.blas)
+            how = f"{self.blas.name}, no kernel of ours"
+        self.steps.append(Step(plan, len(self.temps) if temporary else -1))
         self.why.append(f"kernel {len(self.steps)}: matmul {a.shape} @ {b.shape}, not fused "
-                        "(its operands were computed before it; a tiled product kernel, "
-                        f"{TILE_M}x{TILE_N} output tiles through shared memory on a GPU), "
-                        + where)
+                        f"(its operands were computed before it; {how}), " + where)
         return self.temp(target) if temporary else None
+
+    def _blas_readable(self, plan: ProductPlan) -> ProductPlan:
+        """``plan`` with each input the BLAS can't read in place (no axis of unit stride, a
+        negative step) copied first into a contiguous temporary, a copy kernel's step."""
+        operands, sources = list(plan.operands), list(plan.sources)
+        nb = len(plan.batch)
+        for k in (0, 1):
+            if blas_operand(plan, k) is not None:
+                continue
+            o = operands[k]
+            batch = plan.batch if nb and o.strides[0] else ()   # a repeated matrix: once
+            rows, cols = matrix_shape(plan, k)
+            shape = batch + (rows, cols)
+            leaf = graph.leaf(o.buffer, o.dtype, shape, o.strides[:len(batch)] + o.strides[nb:],
+                              o.offset)
+            self.positions[leaf] = sources[k]
+            target = (self.buffer(o.dtype, shape), o.dtype, shape,
+                      layout.contiguous_strides(shape), 0)
+            copy = graph.op("copy", (leaf,), (o.dtype, o.dtype))
+            self.steps.append(Step(plan_kernel([(copy, target)], {leaf: sources[k]}),
+                                   len(self.temps)))
+            self.why.append(f"kernel {len(self.steps)}: a copy of {'ab'[k]} {shape} (strides "
+                            f"{o.strides}) into a contiguous temporary for cuBLAS, which reads "
+                            "a matrix with one axis of unit stride and positive strides")
+            copied = self.temp(target)
+            sources[k] = self.positions[copied]
+            strides = ((rows * cols if batch else 0,) if nb else ()) + (cols, 1)
+            operands[k] = Operand(target[0], o.dtype, strides, 0, "S", False)
+        return replace(plan, operands=tuple(operands), sources=tuple(sources))
 
 
 def _kept_view(node: graph.Node, target: tuple) -> tuple:

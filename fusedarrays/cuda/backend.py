@@ -15,6 +15,7 @@ thread that later makes another device's context current itself must make this o
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -117,6 +118,22 @@ class CudaBackend:
             self._bind()
         launcher(n, args, geometry)
 
+    def blas(self):
+        """The BLAS this device computes products with: cuBLAS through nvmath-python where it is
+        installed (:func:`.blas.probe`: imports it once), else why not."""
+        from .blas import probe
+
+        return probe()
+
+    def load_product(self, plan):
+        """What a launch record calls for a product planned for cuBLAS (``plan.library``), as
+        it calls a kernel's launcher (:class:`.blas.CublasProduct`)."""
+        if not self._thread.bound:
+            self._bind()
+        from .blas import CublasProduct
+
+        return CublasProduct(plan, self.device_id)
+
     def device_timer(self) -> events.EventTimer:
         """A started timer of the work queued next (``fa.profile()``)."""
         if not self._thread.bound:
@@ -206,10 +223,13 @@ class CudaBackend:
         return MemoryInfo("cuda", **memory.usage(self._pool))
 
     def free_cached_memory(self) -> int:
-        """Give the cached blocks back to the pool and the pool's free memory back to the driver;
-        the bytes the pool's reservation shrank by."""
+        """Give the cached blocks and the cuBLAS plans' workspaces back to the pool and the
+        pool's free memory back to the driver; the bytes the pool's reservation shrank by."""
         if not self._thread.bound:
             self._bind()
+        blas = sys.modules.get(__package__ + ".blas")   # cuBLAS plans' workspaces, if any
+        if blas is not None:
+            blas.free_plans()
         return memory.give_back(self._pool)
 
 

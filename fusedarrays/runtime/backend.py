@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from .. import config
+from ..compiler.product import Blas
 from ..errors import DeviceUnavailableError, ForkedDeviceError
 
 _uids = itertools.count(1)
@@ -178,6 +179,22 @@ def arch_compiler():
     """The compiler for a GPU arch (``fusedarrays.cuda.arch.ArchCompiler``): PTX and cubins for
     a named arch, which needs no GPU, so nothing starts the cuda backend for it."""
     return importlib.import_module("fusedarrays.cuda.arch").COMPILER
+
+
+def product_blas(backend: Backend | None) -> Blas:
+    """The BLAS ``backend`` computes matrix products with, or why they take the tiled kernel
+    there (``fa.explain`` says which). None: a CUDA device not started (``explain`` with
+    ``arch=``). Only the cuda backend has one (cuBLAS through nvmath-python, where it is
+    installed, unless ``FUSEDARRAYS_CUBLAS=0``); the cpu backend runs the tiled plan as numba
+    loops, the sim backend the generated CUDA kernel."""
+    name = "cuda" if backend is None else backend.name
+    if name != "cuda":
+        return Blas(why_not=f"the {name} backend runs the generated kernel (no BLAS)")
+    if not config.get("CUBLAS"):
+        return Blas(why_not="FUSEDARRAYS_CUBLAS=0 turns cuBLAS off")
+    if backend is None:
+        return importlib.import_module("fusedarrays.cuda.blas").probe()
+    return backend.blas()
 
 
 def new_buffer(backend: Backend, nbytes: int) -> Buffer:

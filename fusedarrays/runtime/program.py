@@ -1,5 +1,5 @@
-"""Evaluating a graph with reductions or scans: a :class:`ProgramRecord`, a launch record
-per kernel.
+"""Evaluating a graph with reductions, scans or products: a :class:`ProgramRecord`, a launch
+record per kernel (a product planned for the backend's BLAS: a record calling the library).
 
 The planner cuts such a graph into kernels (``compiler/reduction.py``); this module builds, once
 per signature, a :class:`~.launch.LaunchRecord` for each of them, and on every evaluation
@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..compiler import reduction_codegen
 from ..compiler.reduction import Program, plan_program
 from ..ir import layout
-from .backend import new_buffer
+from .backend import new_buffer, product_blas
 from .launch import LaunchRecord, graph_packer
 
 
@@ -49,12 +49,17 @@ def program_record(outputs: list, params: dict, kernel_for) -> ProgramRecord:
     """Plan ``outputs`` (whose graph has reductions) and build its records; ``kernel_for(plan,
     backend, render)`` finds or compiles each kernel (``realize.kernel_for``)."""
     backend = outputs[0][1][0].backend
-    program = plan_program(outputs, params, backend.alloc_align or 1)
+    program = plan_program(outputs, params, backend.alloc_align or 1,
+                           blas=product_blas(backend))
     nbound = len(params) + len(program.temps)
     records = []
     for step in program.steps:
         plan = step.plan
-        kernel = kernel_for(plan, backend, reduction_codegen.render_plan) if plan.size else None
+        if getattr(plan, "library", ""):    # a product planned for the backend's BLAS
+            kernel = backend.load_product(plan)
+        else:
+            kernel = (kernel_for(plan, backend, reduction_codegen.render_plan) if plan.size
+                      else None)
         records.append(LaunchRecord.of_plan(backend, kernel, plan,
                                             graph_packer(plan, nbound, backend)))
     return ProgramRecord(backend, program, records)

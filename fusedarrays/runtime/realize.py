@@ -221,10 +221,11 @@ _settings_seen: list = [None, None]      # (config generation, codegen settings)
 
 
 def _check_settings() -> None:
-    """Start the record table over when a setting that changes generated code changed."""
+    """Start the record table over when a setting that changes generated code, or how an
+    evaluation is planned (``FUSEDARRAYS_CUBLAS``), changed."""
     generation = config.generation()
     if _settings_seen[0] != generation:
-        settings = config.codegen_settings()
+        settings = (config.codegen_settings(), config.plan_settings())
         if settings != _settings_seen[1]:
             _records.clear()
         _settings_seen[:] = [generation, settings]

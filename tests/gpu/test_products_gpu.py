@@ -2,7 +2,9 @@
 block of 16 x 16 threads per 64 x 64 output tile, K in slabs of 16 through shared memory) over
 shapes past the tile edges, vectors, broadcast batches, transposed and negative-step views and
 each dtype kind; a 1024 x 1024 float32 product against NumPy; many tiles over a batch; the same
-bits every run; vecdot and tensordot."""
+bits every run; vecdot and tensordot. Where nvmath-python is installed the float and complex
+products here run through cuBLAS (the default); tests/gpu/test_products_cublas_gpu.py checks
+the tiled kernel on them with that route switched off."""
 
 import numpy as np
 import productcases as pc
