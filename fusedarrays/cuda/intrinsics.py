@@ -403,6 +403,7 @@ def _build_base() -> dict[str, object]:
     ns["fa_fma_f64"] = libdevice.fma    # fma.rn.f64: the exact multiply-adds fa.random needs
     ns["fa_fma_f32"] = libdevice.fmaf   # fma.rn.f32
     ns["fa_div_f32"] = ns["fa_div_f64"] = ns["fa_div"]
+    ns["fa_warp_lanes"] = 32   # block trees finish within one warp (rowfusion.block_tree)
     for name in MATH_FUNCTIONS:
         ns[f"fa_{name}_f32"] = getattr(libdevice, name + "f")
         ns[f"fa_{name}_f64"] = getattr(libdevice, name)

@@ -135,6 +135,8 @@ def _build_namespace(helpers: dict) -> dict:
     for name, fn in _BACKEND_MATH.items():
         ns[f"fa_{name}_f32"] = ns[f"fa_{name}_f64"] = fn
     ns["fa_fma_f64"], ns["fa_fma_f32"] = _fma, _fma32
+    # block trees without a warp-synchronous end: the simulator's threads keep no warps
+    ns["fa_warp_lanes"] = 1
     for name, fn in helpers.items():
         ns[name] = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
     return ns
