@@ -5,11 +5,12 @@ Pure. Where every reduction of a graph reduces the same axes of an expression of
 shape, keeps its dims, and is reduced by a block per output (``compiler/reduction.py``), the
 planner makes one :class:`RowPlan` instead of a kernel per reduction and one after them: a block
 takes a row (an output of the reductions), and for each reduction in order walks the row's
-elements, reduces them by the block's fixed tree, and thread 0 stores the row's result in the
-reduction's temporary; after a barrier (which makes the store visible to the block) the next
-section reads it like any broadcast operand, and the last section computes and stores the
-row's elements of the result. The row is read once per section; a row of up to a few tens of
-KiB stays in L1/L2 between them. The cpu target runs the sections of a row one after another.
+elements, reduces them by the block's fixed tree, and thread 0 puts the row's result in shared
+memory; after a barrier every thread takes it from there, the next sections read it as they
+would a broadcast operand, and the last section computes and stores the row's elements of the
+result. The row is read once per section; a row of up to a few tens of KiB stays in L1/L2
+between them. The cpu target runs the sections of a row one after another, passing each
+result through the reduction's temporary (which the cuda kernel leaves unwritten).
 
 What is constant along a row (a reduction's result, an operand broadcast over the row, and
 whatever is computed from them alone: a layer norm's ``sqrt(var + eps)``) is an operand of class
@@ -18,9 +19,14 @@ where every operand read per element has unit stride along the row, 16-byte alig
 row length that is a multiple of the lanes, each thread walks whole 16-byte vectors (``ldv``,
 ``stv``): a row's elements cost a quarter of the loop and index work (more with float16).
 
-Sections read the row again rather than keep it in registers: holding a thread's share of a
-4096-element row across the sections (every load issued at the row's start) measured no faster
+The first walk reads the row from memory: a thread issues the loads of ``FIRST_TURN`` of its
+vectors before it waits on the first. Later sections read the row again rather than keep it in
+registers: holding a thread's share of a 4096-element row across the sections measured no faster
 on the H100 (softmax 0.77, layer norm 0.80 of a copy either way), as the re-reads hit L1.
+
+A float32 division of an element by a row's constant (a softmax's sum, a layer norm's
+``sqrt(var + eps)``) takes the row's reciprocal once and two fmas an element on cuda
+(``cuda/division.py``): the same quotient as a division, bit for bit.
 """
 
 from __future__ import annotations
@@ -203,24 +209,25 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     params = kernel_param_names(plan)
     cuda = target == "cuda"
     width = plan.vector_width if cuda else 1
-    body, shared = [], {}
+    body, shared, rows = [], {}, {}
     for number, section in enumerate(plan.sections):
-        body += _section(plan, number, section, target, width, shared)
+        body += _section(plan, number, section, target, width, shared, rows)
     var, out = plan.stores[0]
-    final = _Renderer(_Shim(plan, _needed(plan, var)))
+    final = _RowRenderer(plan, _needed(plan, var), cuda)
     code = plan.operands[out].code
-    if width == 1:
-        store = [f"st_{code}(p{out}, i{out}, {final.convert(var, code, '')})"]
-    else:
+
+    def store(at: str) -> list[str]:
+        if width == 1:
+            return [f"st_{code}(p{out}, i{out}, {final.convert(var, code, '')})"]
         values = ", ".join(final.convert(var, code, f"_{lane}") for lane in range(width))
-        store = [f"stv{width}_{code}(p{out}, ov{out} + jv, {values})"]
-    body += _walk(plan, final, target, width, lambda lane: [], store)
+        return [f"stv{width}_{code}(p{out}, ov{out} + {at}, {values})"]
+    body += _walk(plan, final, target, width, lambda lane: [], store, rows)
     size = " * ".join(f"e{j}" for j in range(len(plan.red)))
     hoisted = _Renderer(_Shim(plan, list(plan.body)))._constant_loads(0, lambda k: f"b{k}")
     row = _row_bases(plan, width)
     if cuda:
-        head = [f"{sh} = cuda.shared.array({BLOCK_THREADS}, sh_{acc})"
-                for acc, sh in shared.items()]
+        head = [f"{sh} = cuda.shared.array({length}, sh_{kind})"
+                for sh, (length, kind) in shared.items()]
         head += ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
                  "op = cv_i64(cuda.blockIdx.x)", "ostep = cv_i64(cuda.gridDim.x)",
                  f"kk = {size}", f"kv = kk // {width}"] + hoisted
@@ -235,24 +242,42 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     return _function(plan.name, ["k0", "k1"] + params, lines + ["return chunks"])
 
 
-def _walk(plan: RowPlan, r: _Renderer, target: str, width: int, per_element, after) -> list:
+def _walk(plan: RowPlan, r: _Renderer, target: str, width: int, per_element, after,
+          rows: dict, turn: int = 1) -> list:
     """A pass over the row's elements: the values constant along the row first (level 1, once
-    per row), then per element (cuda: thread ``tx`` takes elements ``tx, tx + blockDim, …``;
-    vectorised, vectors) each element's values and ``per_element(lane)``, then ``after``
-    (per element, or per vector where vectorised)."""
-    lines = r.lines_at(1, "", lambda ins, lane: f"ld_{ins.code}(p{ins.arg}, o{ins.arg})")
+    per row; an earlier section's result by its name in ``rows`` where it has one), then per
+    element (cuda: thread ``tx`` takes elements ``tx, tx + blockDim, …``; vectorised, vectors)
+    each element's values and ``per_element(lane)``, then ``after(at)`` (per element, or per
+    vector ``at`` where vectorised). Vectorised, a loop turn takes ``turn`` of a thread's
+    vectors, every load issued before the first is used, folded in the same order."""
+    lines = r.lines_at(1, "", lambda ins, lane: rows.get(ins.arg)
+                       or f"ld_{ins.code}(p{ins.arg}, o{ins.arg})")
     if width == 1:
         walk = ("j = tx", "j += bdim") if target == "cuda" else ("j = 0", "j += 1")
         element = r.lines_at(2, "", _load) + per_element("")
         return lines + [walk[0], "while j < kk:"] + _indent(
-            _coordinates(plan) + element + after + [walk[1]])
+            _coordinates(plan) + element + after("j") + [walk[1]])
     read = sorted({ins.arg for ins in r.plan.body
                    if ins.kind == "load" and plan.operands[ins.arg].layout != "B"})
-    vector = [f"vw{k} = ldv{width}_{plan.operands[k].code}(p{k}, ov{k} + jv)" for k in read]
-    for lane in range(width):
-        vector += r.lines_at(2, f"_{lane}", lambda ins, ln, lane=lane: f"vw{ins.arg}[{lane}]")
-        vector += per_element(f"_{lane}")
-    return lines + ["jv = tx", "while jv < kv:"] + _indent(vector + after + ["jv += bdim"])
+
+    def vector(at: str, tag: str) -> tuple[list, list]:
+        """The loads of the vector at ``at`` (named with ``tag``) and the work on them."""
+        loads = [f"vw{k}{tag} = ldv{width}_{plan.operands[k].code}(p{k}, ov{k} + {at})"
+                 for k in read]
+        work = []
+        for lane in range(width):
+            work += r.lines_at(2, f"_{lane}",
+                               lambda ins, ln, lane=lane: f"vw{ins.arg}{tag}[{lane}]")
+            work += per_element(f"_{lane}")
+        return loads, work + after(at)
+    lines.append("jv = tx")
+    if turn > 1:
+        parts = [vector("jv" if u == 0 else f"jv + {u} * bdim", f"_{u}") for u in range(turn)]
+        lines += [f"while jv + {turn - 1} * bdim < kv:"] + _indent(
+            [ln for loads, _ in parts for ln in loads] + [ln for _, work in parts for ln in work]
+            + [f"jv += {turn} * bdim"])
+    loads, work = vector("jv", "")
+    return lines + ["while jv < kv:"] + _indent(loads + work + ["jv += bdim"])
 
 
 def _load(ins, lane) -> str:
@@ -287,12 +312,23 @@ def _row_bases(plan, width: int = 1) -> list[str]:
     return row
 
 
+# Vectors a thread loads at once in a row's first walk, the one that reads the row from memory
+# (4: a 4096-float row's whole share of a thread under a block of 256): their loads in flight
+# together rather than one a loop turn. The later walks find the row in L1 and walk a vector a
+# turn: two a turn in every walk took registers, so fewer blocks an SM, and measured slower on
+# the H100 (softmax 0.83, layer norm 0.79 of a copy, against 0.88 and 0.88 this way).
+FIRST_TURN = 4
+
+
 def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int,
-             shared: dict) -> list[str]:
-    """One reduction of the row: its walk, (cuda) the block's tree, the row's result stored
-    (cuda: by thread 0, then a barrier that makes it visible to the block)."""
+             shared: dict, rows: dict) -> list[str]:
+    """One reduction of the row: its walk, then the row's result in the reduction's
+    temporary (cpu), or (cuda) the block's tree, thread 0 putting the result in shared memory
+    and every thread taking it from there after a barrier, under the name ``rows`` gives the
+    temporary (``shared``: the kernel's shared arrays, name → (size, type))."""
     name, value, temp = section
-    element = _Renderer(_Shim(plan, _needed(plan, value)))
+    cuda = target == "cuda"
+    element = _RowRenderer(plan, _needed(plan, value), cuda)
     acc = accumulator_code(name, plan.body[value].code, target)
     start = identity(name, BY_CODE[COMPUTE_CODE[plan.body[value].code]])
     text = ("(1e308 * 10.0)" if start > 0 else "-(1e308 * 10.0)") if isinstance(
@@ -305,15 +341,23 @@ def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int
             s.format(v=u).replace("acc", a) for s in REDUCTIONS[name].combine]
     out = plan.operands[temp].code
     result = a if COMPUTE_CODE[out] == acc else f"cv_{out}({a})"
-    lines = [f"{a} = cv_{acc}({text})"] + _walk(plan, element, target, width, fold, [])
-    if target != "cuda":
+    lines = [f"{a} = cv_{acc}({text})"] + _walk(plan, element, target, width, fold,
+                                                 lambda at: [], rows,
+                                                 FIRST_TURN if number == 0 else 1)
+    if not cuda:
         return lines + [f"st_{out}(p{temp}, o{temp}, {result})"]
-    sh = shared.setdefault(acc, f"sacc_{acc}")
+    sh = f"sacc_{acc}"
+    shared[sh] = (BLOCK_THREADS, acc)
+    # a slot per section: the next section's tree writes sacc while a slower thread may still
+    # be reading this result
+    res = f"sres_{out}"
+    shared[res] = (len(plan.sections), out)
+    rows[temp] = f"r{temp}"
     merge = [s.format(w=w).replace("acc", a) for s in REDUCTIONS[name].merge]
-    lines += [f"{sh}[tx] = {a}"] + block_tree([f"{w} = {sh}[tx + h]"], merge,
-                                               [f"{sh}[tx] = {a}"])
-    return lines + ["if tx == 0:", f"    {a} = {sh}[0]",
-                    f"    st_{out}(p{temp}, o{temp}, {result})", "cuda.syncthreads()"]
+    return (lines + [f"{sh}[tx] = {a}"]
+            + block_tree([f"{w} = {sh}[tx + h]"], merge, [f"{sh}[tx] = {a}"])
+            + ["if tx == 0:", f"    {res}[{number}] = {result}", "cuda.syncthreads()",
+               f"r{temp} = cv_{out}({res}[{number}])"])
 
 
 def block_tree(take: list[str], merge: list[str], back: list[str]) -> list[str]:
@@ -321,8 +365,47 @@ def block_tree(take: list[str], merge: list[str], back: list[str]) -> list[str]:
     own at ``[tx]`` of shared memory: for halving ``h``, thread ``tx < h`` reads ``[tx + h]``
     (``take``), folds it into its own (``merge``: an argmax keeps the earlier index) and stores
     that (``back``); thread 0 ends with the block's result. ``blockDim.x`` must be a power of
-    two. (Folding 16 at a time, two steps and three barriers for 256 threads, measured slower on
-    the H100: a thread's 16 shared loads in a loop wait on each other, halving's barriers are
-    cheap.)"""
-    return (["cuda.syncthreads()", "h = bdim // 2", "while h > 0:", "    if tx < h:"]
-            + _indent(take + merge + back, 2) + ["    cuda.syncthreads()", "    h = h // 2"])
+    two, and on cuda at least a warp. The levels within the first warp (``h`` under
+    ``fa_warp_lanes``: 32 on cuda; 1 in the simulator, whose threads keep no warps) wait on
+    that warp alone rather than on the whole block, in the same order: with each row's result
+    handed over in shared memory, a row kernel's layer norm went from 0.77 to 0.80 of a copy on
+    the H100, softmax from 0.74 to 0.75. (Folding 16 at a time, two steps and three barriers for
+    256 threads, measured slower there: a thread's 16 shared loads in a loop wait on each other,
+    halving's barriers are cheap.)"""
+    return (["cuda.syncthreads()", "h = bdim // 2", "while h >= fa_warp_lanes:",
+             "    if tx < h:"] + _indent(take + merge + back, 2)
+            + ["    cuda.syncthreads()", "    h = h // 2",
+               "if tx < fa_warp_lanes:", "    while h > 0:", "        if tx < h:"]
+            + _indent(take + merge + back, 3) + ["        cuda.syncwarp()", "        h = h // 2"])
+
+
+class _RowRenderer(_Renderer):
+    """A section's or the result's instructions. On cuda a float32 division of a value per
+    element by one constant along the row takes the row's reciprocal, computed with the row's
+    other constants, and ``fa_divby`` (``cuda/division.py``: NumPy's quotient by two fmas in
+    place of a division)."""
+
+    def __init__(self, plan: RowPlan, body: list, cuda: bool):
+        super().__init__(_Shim(plan, body))
+        self.recips: dict[int, str] = {}     # divisor's var → its reciprocal's name
+        self.divided: set[int] = set()       # the quotients' vars
+        for ins in body if cuda else ():
+            if (ins.kind == "op" and ins.arg[0] == "true_divide"
+                    and COMPUTE_CODE[ins.arg[1][0]] == "f32"
+                    and self.level[ins.inputs[0]] == 2 and self.level[ins.inputs[1]] == 1):
+                self.recips[ins.inputs[1]] = f"rc{ins.inputs[1]}"
+                self.divided.add(ins.var)
+
+    def compute(self, ins: Instr, lane: str) -> str:
+        if ins.var not in self.divided:
+            return super().compute(ins, lane)
+        a, b = (self.convert(v, c, lane) for v, c in zip(ins.inputs, ins.arg[1]))
+        quotient = f"fa_divby_f32({a}, {b}, {self.recips[ins.inputs[1]]})"
+        return quotient if ins.code == "f32" else f"cv_{ins.code}({quotient})"
+
+    def lines_at(self, level: int, lane: str, load) -> list[str]:
+        lines = super().lines_at(level, lane, load)
+        if level == 1:
+            lines += [f"{name} = fa_rowrcp_f32({self.convert(v, 'f32', '')})"
+                      for v, name in self.recips.items()]
+        return lines

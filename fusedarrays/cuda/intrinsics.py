@@ -343,6 +343,8 @@ def _build_typers() -> dict[str, Callable]:
              for make in (_make_load_vector, _make_store_vector)]
     made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer),
              _named("fa_philox", _philox_typer), _named("fa_div", division.div_typer),
+             _named("fa_rowrcp_f32", division.rowrcp_typer),
+             _named("fa_divby_f32", division.divby_typer),
              _named("fa_floor_log2", _floor_log2_typer)]
     return {typer.__name__: typer for typer in made}
 
@@ -403,6 +405,7 @@ def _build_base() -> dict[str, object]:
     ns["fa_fma_f64"] = libdevice.fma    # fma.rn.f64: the exact multiply-adds fa.random needs
     ns["fa_fma_f32"] = libdevice.fmaf   # fma.rn.f32
     ns["fa_div_f32"] = ns["fa_div_f64"] = ns["fa_div"]
+    ns["fa_warp_lanes"] = 32   # block trees finish within one warp (rowfusion.block_tree)
     for name in MATH_FUNCTIONS:
         ns[f"fa_{name}_f32"] = getattr(libdevice, name + "f")
         ns[f"fa_{name}_f64"] = getattr(libdevice, name)

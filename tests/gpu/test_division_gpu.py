@@ -80,3 +80,61 @@ def test_float64_zero_dividends():
     assert not message, message
     message = _mismatches(a, np.float64(-3.5), (fa.asarray(a) / np.float64(-3.5)).get())
     assert not message, message
+
+
+@pytest.mark.parametrize("seed", [1605, 1606])
+def test_row_kernel_divides_by_its_row_constant_as_numpy(seed):
+    """A row kernel's division by a value constant along the row goes through the row's
+    reciprocal (fa_rowrcp, fa_divby): random float32 bit patterns as dividends (zeros, signed,
+    and subnormals among them) over divisors of every kind, and near 1."""
+    rng = np.random.default_rng(seed)
+    print(f"{seed=}")
+    for near_one in (False, True):
+        a = rng.integers(0, 1 << 32, (256, 4096), dtype=np.uint64).astype(np.uint32)
+        a = a.view(np.float32)
+        a = np.where(np.isfinite(a), a, np.float32(0.5))   # a row's max must stay finite
+        a[:, :64], a[:, 64:80] = 0.0, -0.0
+        b = rng.integers(0, 1 << 32, (256, 1), dtype=np.uint64).astype(np.uint32).view(np.float32)
+        if near_one:
+            b = (rng.standard_normal((256, 1)) * 10.0 ** rng.integers(-3, 4, (256, 1)))
+            b = b.astype(np.float32)
+        b[:4, 0] = [np.inf, -np.inf, np.nan, 0.0]
+        fa_a = fa.asarray(a)
+        m = fa_a.max(axis=-1, keepdims=True)
+        got = (fa_a / (fa.asarray(b) + (m - m))).get()     # one row kernel: the max, then a / b
+        want_m = a.max(axis=-1, keepdims=True)
+        with np.errstate(all="ignore"):
+            message = _mismatches(a, b + (want_m - want_m), got)
+        assert not message, f"{near_one=}: {message}"
+
+
+def test_row_reciprocal_quotient_over_every_dividend_significand():
+    """fa_divby(a, b, fa_rowrcp(b)) against div.rn for every float32 a in [1, 2) over 4096
+    divisors spread over [1, 2) and its ends (cuda/division.py: every one of the 2^23 divisors
+    once took 75 s on the H100, none differing); powers of two scale the rest."""
+    from numba import cuda, types
+
+    from fusedarrays.cuda import intrinsics
+
+    source = '''
+def check(bad, divisors):
+    b = divisors[cuda.blockIdx.x]
+    y = fa_rowrcp_f32(b)
+    i = cuda.threadIdx.x
+    count = 0
+    while i < 8388608:
+        a = cv_f32(1.0) + cv_f32(i) * cv_f32(1.1920928955078125e-07)
+        if fa_divby_f32(a, b, y) != a / b:
+            count += 1
+        i += cuda.blockDim.x
+    if count:
+        cuda.atomic.add(bad, 0, count)
+'''
+    namespace = dict(intrinsics.device_namespace({}))
+    exec(source, namespace)
+    check = cuda.jit(types.void(types.int64[:], types.float32[:]))(namespace["check"])
+    steps = np.r_[np.arange(0, 1 << 23, 2048), [1, 2, 3, (1 << 23) - 2, (1 << 23) - 1]]
+    divisors = (np.float32(1) + steps.astype(np.float32) * np.float32(2.0 ** -23))
+    bad = cuda.to_device(np.zeros(1, np.int64))
+    check[divisors.size, 256](bad, cuda.to_device(divisors.astype(np.float32)))
+    assert bad.copy_to_host()[0] == 0

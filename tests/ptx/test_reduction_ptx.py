@@ -71,3 +71,24 @@ def test_row_kernels_move_16_byte_vectors_and_compute_row_constants_once():
     # the row's sqrt(var + eps) once per row, not per element; (x - mu) ** 2 a multiply
     assert len(re.findall(r"sqrt\.rn\.f32", ptx)) == 1
     assert "pow" not in ptx
+
+
+def test_row_kernels_keep_row_results_on_chip_and_divide_by_the_rows_reciprocal():
+    """The first walk loads FIRST_TURN vectors a thread at once; the block's tree ends within a
+    warp; each row's results pass through shared memory (no scalar global load or store); the
+    division by the row's constant takes one reciprocal a row (div.rn only where fa_divby falls
+    back to fa_div)."""
+    from fusedarrays.compiler.rowfusion import FIRST_TURN
+
+    rng = np.random.default_rng(41)
+    x = fa.asarray(rng.standard_normal((8, 1024)).astype(np.float32))
+    mu = x.mean(axis=-1, keepdims=True)
+    layer_norm = (x - mu) / fa.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+    for array in (fa.softmax(x), layer_norm):
+        _, (ptx,) = _ptx_of(array)
+        loads = re.findall(r"ld\.global\.(v4\.)?f32", ptx)
+        assert loads.count("v4.") >= FIRST_TURN + 2 and "" not in loads
+        assert not re.search(r"st\.global\.f32", ptx)
+        assert "bar.warp.sync" in ptx
+        assert len(re.findall(r"rcp\.rn\.f32", ptx)) == 1
+        assert re.search(r"fma\.rn\.f32", ptx)
