@@ -61,6 +61,8 @@ _DTYPE_TYPES = frozenset(type(np.dtype(c)) for c in "?bhilqBHILQefd")
 
 
 def new_uid() -> int:
+    """A number naming a buffer or a stand-in for one (a planner's temporary, a traced
+    output): leaves are interned by it, so every kind draws from this one counter."""
     return next(_uids)
 
 

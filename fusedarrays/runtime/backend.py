@@ -13,7 +13,6 @@ What a fork changes is here too: in a forked child, a backend that can't survive
 from __future__ import annotations
 
 import importlib
-import itertools
 import os
 import threading
 import types
@@ -25,8 +24,8 @@ import numpy as np
 from .. import config
 from ..compiler.product import Blas
 from ..errors import DeviceUnavailableError, ForkedDeviceError
+from ..ir.graph import new_uid
 
-_uids = itertools.count(1)
 _MAX_ALIGN = 256
 
 
@@ -37,7 +36,9 @@ class Buffer:
                  "__weakref__")
 
     def __init__(self, storage: Any, nbytes: int, backend: Backend, align: int | None = None):
-        self.uid = next(_uids)
+        # from the one counter of every buffer and stand-in (ir/graph.new_uid): leaves are
+        # interned by uid, so a planner's temporary must never share a real buffer's number
+        self.uid = new_uid()
         self.storage = storage
         self.nbytes = nbytes
         self.backend = backend

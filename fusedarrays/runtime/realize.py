@@ -22,8 +22,8 @@ from ..compiler import codegen, devicelib, keys
 from ..compiler.plan import KernelPlan, plan_kernel
 from ..compiler.reduction import has_reduction
 from ..ir import graph, layout
-from ..ir.sids import VECTOR_ALIGN
 from ..ir.params import roots_params
+from ..ir.sids import VECTOR_ALIGN
 from .backend import Backend, Buffer, new_buffer
 from .diskcache import DiskCache
 from .launch import LaunchRecord, graph_packer

@@ -97,8 +97,9 @@ def _slowed(fn):
 
 def test_host_time_per_evaluation_covers_the_whole_evaluation(monkeypatch):
     """Host time is the evaluation's, entry to return: a slow step before the launch (the
-    result's allocation, the record's key and look-up, a fused call's run) or after it (foreach assembling its results)
-    is in it, not only the launch call; evaluations inside another count as part of it."""
+    result's allocation, the record's key and look-up, a fused call's run) or after it
+    (foreach assembling its results) is in it, not only the launch call; evaluations inside
+    another count as part of it."""
     hx = rand((64, 130))
     x = fa.asarray(hx)
     out = fa.empty((64, 130), np.float32)

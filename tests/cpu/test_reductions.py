@@ -2,7 +2,10 @@
 every reduction × dtype, every axis choice × layout, the statistics and norms built from them,
 NumPy's entry points, empty reductions, NaN, accuracy, determinism, and how graphs are cut."""
 
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +15,8 @@ from hypothesis import strategies as st
 
 import fusedarrays as fa
 from fusedarrays.ir.reductions import REDUCTIONS
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_sum_of_every_dtype_matches_numpy_dtype_and_value():
@@ -145,6 +150,36 @@ def test_a_reductions_checks_hold_on_every_call_and_its_decisions_follow_the_inp
                 rc.check(got, want, x, f"{name} {dtype} axis={axis}")
         y = (rng.standard_normal((3, 7)) * 9).astype(dtype)     # same dtype, another shape
         rc.check(fa.sum(fa.asarray(y), axis=1).get(), np.sum(y, axis=1), y, f"sum {dtype} (3, 7)")
+
+
+# The first evaluations of a fresh process, where buffers have the smallest numbers: a planner's
+# temporary once drew its number from another counter than the buffers, and the leaf of the
+# temporary (2, 1) was the interned leaf of the first buffer made, so d + x.max(...) read the
+# maximum twice. Each case runs first in its own process.
+_FIRST_IN_A_PROCESS = """
+import numpy as np, fusedarrays as fa
+rng = np.random.default_rng(16)
+d = rng.standard_normal({d}).astype(np.float32)
+x = rng.standard_normal((2, 256)).astype(np.float32)
+fd, fx = fa.asarray(d), fa.asarray(x)
+got = ({expr}).get()
+fd, fx = d, x
+want = {expr}
+assert got.shape == want.shape and np.allclose(got, want, rtol=1e-6, atol=1e-6), (got, want)
+"""
+
+
+@pytest.mark.parametrize("d, expr", [
+    ((2, 1), "fd + fx.max(axis=-1, keepdims=True)"),
+    ((2, 1), "fd + 0.5 * fx.sum(axis=-1, keepdims=True)"),
+    ((2, 256), "fx - fx.max(axis=-1, keepdims=True) * fd"),
+])
+def test_the_first_evaluations_in_a_process_bind_each_buffer(d, expr):
+    print("seed 16")
+    code = _FIRST_IN_A_PROCESS.format(d=d, expr=expr)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_nan_propagates_as_in_numpy():
