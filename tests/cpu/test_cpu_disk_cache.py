@@ -4,9 +4,11 @@ and fa.precompile fills it without a GPU (child processes: tests/cpucache_child.
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
+import pytest
 from childenv import pythonpath
 
 TESTS = pathlib.Path(__file__).resolve().parents[1]
@@ -29,32 +31,46 @@ def files(cache_dir, pattern: str) -> list[pathlib.Path]:
     return sorted(pathlib.Path(cache_dir).glob(f"v*/cpu-*/{pattern}"))
 
 
-def test_a_second_process_compiles_nothing(tmp_path):
-    first = child(tmp_path)
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory):
+    """A cache folder the first child process filled, and that child's answer: each test below
+    takes a copy of it (modification times kept, as numba's index wants), so the first compile
+    runs once for the module."""
+    cache_dir = tmp_path_factory.mktemp("filled")
+    first = child(cache_dir)
     assert first["ok"] and first["stats"]["compiles"] >= 6
-    assert files(tmp_path, "*.src") and files(tmp_path, "__pycache__/*.nbc")
-    second = child(tmp_path)
+    assert files(cache_dir, "*.src") and files(cache_dir, "__pycache__/*.nbc")
+    return cache_dir, first
+
+
+def copy_of(filled, tmp_path) -> pathlib.Path:
+    return pathlib.Path(shutil.copytree(filled[0], tmp_path / "cache"))
+
+
+def test_a_second_process_compiles_nothing(filled, tmp_path):
+    cache_dir = copy_of(filled, tmp_path)
+    second = child(cache_dir)
     assert second["ok"], "values from the disk cache differ from NumPy's"
     assert second["stats"]["compiles"] == 0
-    assert second["stats"]["disk_hits"] == first["stats"]["compiles"]
+    assert second["stats"]["disk_hits"] == filled[1]["stats"]["compiles"]
 
 
-def test_damaged_numba_files_are_compiled_again(tmp_path):
-    child(tmp_path)
-    damaged = files(tmp_path, "__pycache__/*.nb*")
+def test_damaged_numba_files_are_compiled_again(filled, tmp_path):
+    cache_dir = copy_of(filled, tmp_path)
+    damaged = files(cache_dir, "__pycache__/*.nb*")
     assert damaged
     for path in damaged:
         path.write_bytes(path.read_bytes()[:40])   # truncated
-    again = child(tmp_path)
+    again = child(cache_dir)
     assert again["ok"] and again["stats"]["compiles"] == 0   # the entries still hit
 
 
-def test_a_damaged_entry_is_a_miss(tmp_path):
-    first = child(tmp_path)
-    for path in files(tmp_path, "*.src"):
+def test_a_damaged_entry_is_a_miss(filled, tmp_path):
+    cache_dir = copy_of(filled, tmp_path)
+    for path in files(cache_dir, "*.src"):
         path.write_bytes(path.read_bytes()[:-7])   # the checksum no longer holds
-    again = child(tmp_path)
-    assert again["ok"] and again["stats"]["compiles"] == first["stats"]["compiles"]
+    again = child(cache_dir)
+    assert again["ok"] and again["stats"]["compiles"] == filled[1]["stats"]["compiles"]
 
 
 def test_precompile_without_an_arch_fills_the_cpu_cache(tmp_path):

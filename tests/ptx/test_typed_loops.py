@@ -11,6 +11,7 @@ tests (tests/cpu, tests/sim) run the shortened kernels against NumPy.
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from collections import defaultdict
@@ -75,30 +76,71 @@ def numba_typed(cases, namespace: dict, typer, numba_types: dict) -> set:
     return typed
 
 
+@functools.cache   # a pass is registered once per process
+def typing_only(compiler, machinery, base):
+    """``base``, a numba pipeline class, ending once type inference has run: its compile
+    returns the function's return type. Typing is what this test asks of numba; the lowering
+    and machine code after it were two fifths of the test's time."""
+
+    @machinery.register_pass(mutates_CFG=False, analysis_only=True)
+    class ReturnType(machinery.AnalysisPass):
+        _name = f"fa_test_return_type_{base.__module__.replace('.', '_')}"
+
+        def __init__(self):
+            machinery.AnalysisPass.__init__(self)
+
+        def run_pass(self, state):
+            raise compiler._EarlyPipelineCompletion(state.return_type)
+
+    class TypingOnly(base):
+        def define_pipelines(self):
+            (pm,) = base.define_pipelines(self)
+            names = [getattr(p, "__name__", p) for p, _ in pm.passes]
+            pm.passes[names.index("NopythonTypeInference") + 1:] = [(ReturnType, "the type")]
+            pm.finalize()
+            return [pm]
+
+    return TypingOnly
+
+
 def cuda_typed(cases) -> set:
-    from numba.cuda import compiler
+    from numba.cuda import compiler, utils
+    from numba.cuda.core import compiler as core
+    from numba.cuda.core import compiler_machinery
+    from numba.cuda.descriptor import cuda_target
+    from numba.cuda.flags import CUDAFlags
 
     from fusedarrays.cuda.intrinsics import SCALARS, device_namespace
 
+    pipeline = typing_only(core, compiler_machinery, compiler.CUDACompiler)
+    flags = CUDAFlags()     # as compiler.compile_cuda sets them for our kernels
+    flags.error_model, flags.compute_capability = "numpy", (9, 0)
+
     def typer(fn, argtypes):
-        cres = compiler.compile_cuda(fn, None, argtypes, cc=(9, 0))
-        return cres.signature.return_type
+        with utils.numba_target_override():
+            return compiler.compile_extra(cuda_target.typing_context, cuda_target.target_context,
+                                          fn, argtypes, None, flags, {}, pipeline_class=pipeline)
 
     numba_types = {code: s.compute for code, s in SCALARS.items()}
     return numba_typed(cases, device_namespace(devicelib.helpers()), typer, numba_types)
 
 
 def cpu_typed(cases) -> set:
-    import numba
-    from numba import types
+    from numba.core import compiler, compiler_machinery, types
+    from numba.core.registry import cpu_target
     from numba.np.numpy_support import from_dtype
 
     from fusedarrays.cpu.backend import CpuBackend
 
+    pipeline = typing_only(compiler, compiler_machinery, compiler.Compiler)
+    flags = compiler.Flags()    # as numba.njit(error_model="numpy") sets them
+    flags.error_model = "numpy"
+
     def typer(fn, argtypes):
-        dispatcher = numba.njit(error_model="numpy")(fn)
-        dispatcher.compile(argtypes)
-        return dispatcher.overloads[argtypes].signature.return_type
+        cpu_target.typing_context.refresh()     # as a dispatcher does before it compiles
+        cpu_target.target_context.refresh()
+        return compiler.compile_extra(cpu_target.typing_context, cpu_target.target_context, fn,
+                                      argtypes, None, flags, {}, pipeline_class=pipeline)
 
     numba_types = {code: (types.boolean if code == "b1" else from_dtype(BY_CODE[code]))
                    for code in set(COMPUTE_CODE.values())}

@@ -1,15 +1,20 @@
 """complex64 and complex128 through the generated CUDA source in numba's simulator, against NumPy
 (tests/complexcases.py), at the smallest sizes that reach each walk (the simulator runs each
-thread in Python): 128×136 takes rows (tiles where a complex64 operand is transposed), 4×5
-coordinates, 1-D views the flat walk."""
+thread in Python): 65×136 takes tiles where a complex64 operand is transposed (two rows of
+tiles, the second one row deep, and a partial column of tiles; complex128 tiles would pass
+the shared memory, so rows), 8×136 rows (more rows and columns than the simulator's grid, so
+both stride loops turn), 4×5 coordinates, 1-D views the flat walk."""
 
 import complexcases
 import numpy as np
 import pytest
 
+import fusedarrays as fa
 from fusedarrays import config
 
-SHAPES = [(128, 136), (4, 5)]
+SMALL = (4, 5)
+# the 2-D size at which a layout reaches the walk it is there for, and that walk
+LARGE = {"transposed": (65, 136), "negative steps": (8, 136), "broadcast": (8, 136)}
 
 
 @pytest.fixture(autouse=True)
@@ -23,11 +28,13 @@ def sim_backend():
 @pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
 def test_every_complex_op_matches_numpy(dtype, layout):
     reached = set()
-    shapes = SHAPES if layout in ("transposed", "negative steps", "broadcast") else SHAPES[1:]
-    for shape in shapes:
+    for shape in [LARGE[layout], SMALL] if layout in LARGE else [SMALL]:
         reached |= complexcases.check_ops(dtype, layout, shape)[1]
+    schedules = {s for s, _ in reached}
     if layout == "transposed":
-        assert ("tiled" if dtype == np.complex64 else "rows") in {s for s, _ in reached}
+        assert ("tiled" if dtype == np.complex64 else "rows") in schedules, reached
+    elif layout in LARGE:
+        assert "rows" in schedules, reached
 
 
 def test_mixed_promotion_matches_numpy():
@@ -46,4 +53,10 @@ def test_ops_without_complex_templates_are_refused(dtype):
 
 @pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
 def test_reductions_match_numpy(dtype):
-    complexcases.check_reductions(dtype, (8, 136))
+    # 3 rows of 136: a block per output (more outputs than the simulator's two blocks), one
+    # block for all, a thread per output, and the transpose's sum in parts folded after
+    x = fa.asarray(np.ones((3, 136), dtype))
+    reached = {(plan.schedule, plan.split > 1) for view in (x, x.T) for axis in (None, 0, 1)
+               for plan, _ in fa.explain(fa.sum(view, axis=axis)).kernels}
+    assert reached == {("rows", False), ("cols", False), ("cols", True)}, reached
+    complexcases.check_reductions(dtype, (3, 136))
