@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
+import traceback
 
 import numpy as np
 
@@ -36,6 +38,24 @@ def evaluate(job: tuple[str, int, int]) -> tuple[str, int, np.ndarray]:
         a, b, c = (fa.asarray(x) for x in inputs(seed, n))
         values = (fa.sqrt(a) * b - c / 3.0).get()
     return fa.__file__, os.getpid(), values
+
+
+def fork_child(work, failed: int = 1) -> int:
+    """Fork; the child runs ``work()`` and exits with the code it returns (``failed`` where it
+    raises, its traceback printed), never returning into the caller (pytest). Returns the
+    child's pid to the parent, for :func:`wait_or_kill`."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = failed
+        try:
+            code = work()
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    return pid
 
 
 def wait_or_kill(pid: int, timeout: float) -> int | None:

@@ -13,7 +13,6 @@ import os
 import pathlib
 import sys
 import threading
-import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 import forkwork
@@ -59,17 +58,7 @@ def _child_evaluates(seed: int, n: int) -> int:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")
 def test_a_forked_child_evaluates(evaluated):
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: never return into pytest
-        code = 1
-        try:
-            code = _child_evaluates(SEED + 1, 3001)
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            os._exit(code)
+    pid = forkwork.fork_child(lambda: _child_evaluates(SEED + 1, 3001))
     code = forkwork.wait_or_kill(pid, timeout=120)
     assert code == 0, f"the forked child exited with {code} (None: killed after 120 s)"
     x, y, z = evaluated

@@ -1,8 +1,5 @@
 """A forked child of a process that used the GPU gets an error naming 'spawn', never a hang."""
 
-import os
-import sys
-import traceback
 
 import forkwork
 import numpy as np
@@ -20,20 +17,15 @@ def test_a_forked_child_is_refused_naming_spawn():
     with config.override(BACKEND="cuda"):
         x = fa.asarray(a)
         np.testing.assert_allclose((x * 2).get(), a * 2, rtol=1e-6)   # the parent used the GPU
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:   # the child: never return into pytest
-            code = 3
+        def child() -> int:
             try:
-                try:
-                    (fa.asarray(b) + 1).get()
-                except fa.ForkedDeviceError as exc:
-                    code = 0 if "'spawn'" in str(exc) else 4
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                os._exit(code)
+                (fa.asarray(b) + 1).get()
+            except fa.ForkedDeviceError as exc:
+                return 0 if "'spawn'" in str(exc) else 4
+            return 3
+
+        pid = forkwork.fork_child(child, failed=5)
         code = forkwork.wait_or_kill(pid, timeout=60)
-        assert code == 0, f"the child exited with {code} (None: killed after 60 s; 3: no error)"
+        assert code == 0, (f"the child exited with {code} (None: killed after 60 s; 3: no error; "
+                           "5: another error)")
         np.testing.assert_allclose((x + 1).get(), a + 1, rtol=1e-6)    # the parent goes on

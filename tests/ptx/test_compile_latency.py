@@ -7,7 +7,6 @@ import importlib
 import json
 import os
 import sys
-import traceback
 
 import forkwork
 import numpy as np
@@ -92,7 +91,6 @@ def test_a_pipelined_batch_gives_each_kernel_what_a_compile_alone_gives(tmp_path
                       lambda x, y: fa.sqrt(x) / y, lambda x, y: fa.tanh(x * y),
                       lambda x, y: fa.arctan2(x, y), lambda x, y: fa.cbrt(x) + fa.floor(y)))
     alone = [cc.compile_kernel(*job) for job in todo]
-    import sys
 
     finished_in, switch = set(), []
     finish_kernel = cc.finish_kernel
@@ -211,18 +209,11 @@ def every_op_plans():
 def _compiled_in_a_fork(compile_all, path):
     """Start ``compile_all()`` (a list of strings) in a forked child that writes it to ``path``
     as JSON; returns a function that waits for the child and reads the list."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: never return into pytest
-        code = 1
-        try:
-            path.write_text(json.dumps(compile_all()))
-            code = 0
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            os._exit(code)
+    def child() -> int:
+        path.write_text(json.dumps(compile_all()))
+        return 0
+
+    pid = forkwork.fork_child(child)
 
     def result(timeout=600):
         code = forkwork.wait_or_kill(pid, timeout)
