@@ -14,7 +14,9 @@ per-node work once, so that evaluating a graph seen before is a dictionary look-
   a graph, less the buffers' identities: which leaves share a buffer is the evaluation's part of
   the key (:mod:`..runtime.realize`).
 - ``params``, its leaves and scalars in canonical order (a dict, node → position): the first
-  input's params, then the new ones of each next input. Evaluation binds them to the kernel's
+  input's params, then the new ones of each next input (but for a binary op whose first input
+  is a leaf or scalar and whose second is not, ``1.0 - x``: the second's, then the first,
+  appended as for ``x - 1.0``; :func:`.params.mirror_param`). Evaluation binds them to the kernel's
   arguments in that order. A leaf or scalar is its own only param (``params`` is None: a dict
   holding the node itself would be a reference cycle, keeping buffers alive until a collection).
   Nodes share one dict where they can (:mod:`.params`: a chain ``a = a * s + t`` appends each
@@ -45,6 +47,7 @@ from .params import (
     append_param,
     merge_node,
     merge_params,
+    mirror_param,
     own_params,
 )
 from .sids import VECTOR_ALIGN as VECTOR_ALIGN
@@ -325,11 +328,13 @@ def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
         sa, sb = a.shape, b.shape
         node.shape = sa if sa == sb or not sb else sb if not sa else layout.broadcast_shapes(sa,
                                                                                               sb)
-        pa = a._params
-        if b._params is not None:   # two ops: their params as the property hands them out
+        pa, pb = a._params, b._params
+        if pb is not None and pa is None and a is not b:   # 1.0 - x, y * x: mirrored
+            placement = mirror_param(node, b, a)
+        elif pb is not None:   # two ops: their params as the property hands them out
             params, placement = merge_node(
                 a, pa if pa is None or a._open is None else own_params(a), b,
-                b._params if b._open is None else own_params(b))
+                pb if b._open is None else own_params(b))
             node._params, node._nparams = params, len(params)
             # a dict of its own, or a's (handed out: never appended to)
             own = params is not a._params

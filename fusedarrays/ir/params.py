@@ -1,7 +1,9 @@
 """Params: a node's leaves and scalars in canonical order, and where an input's sit among them.
 
 A node's ``params`` is a dict (param node → position): its first input's params, then each next
-input's new ones, in order (a leaf or scalar is its own only param: ``params`` None). Where an
+input's new ones, in order (a leaf or scalar is its own only param: ``params`` None), but for
+a binary op on a leaf or scalar and then an op (``1.0 - x``): the op's params, then the leaf or
+scalar (:func:`mirror_param`). Where an
 input's params sit among the node's (its *placement*) is part of the node's sid, so nodes with
 equal sids bind equal positions to the same roles (``graph.py``).
 
@@ -105,6 +107,26 @@ def append_param(into, node, new) -> None:
     params[new] = n
     into._params, into._nparams = params, n + 1
     into._open = [True] if n + 1 >= SHARE_FROM else None
+
+
+def mirror_param(into, node, new):
+    """Give the new node ``into`` = ``op(new, node)`` (``new`` a leaf or scalar, ``node`` an op:
+    ``1.0 - x``) the params of ``node`` and then ``new``, where the canonical order would put
+    ``new`` first: appending one param costs what ``x - 1.0`` costs, where copying ``node``'s
+    dict behind it cost O(params). Returns the placement: ``"<"`` (appended) or ``("<", k)``
+    (``new`` is ``node``'s param ``k``), so the sid tells the mirrored order apart."""
+    params, n = node._params, node._nparams
+    found = params.get(new)
+    if found is not None and found < n:     # new is one of node's: share them
+        into._params, into._nparams, into._open = params, n, node._open
+        return ("<", found)
+    if node._open is None:      # a small dict, or one handed out: copied
+        params = into._params = params.copy()
+        params[new] = n
+        into._nparams, into._open = n + 1, [True] if n + 1 >= SHARE_FROM else None
+    else:
+        append_param(into, node, new)
+    return "<"
 
 
 def take(token: list | None) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .graph import Node, _Scalar, _uids
-from .params import SHARE_FROM, append_param, own_params
+from .params import SHARE_FROM, append_param
 from .sids import _sid, _sids
 
 
@@ -28,29 +28,20 @@ def op_scalar(node: Node, value, dtype: np.dtype, sid: int, attrs: tuple, aid: i
     op.count = node.count + 2
     op.buffers = node.buffers
     pn = node._params
-    if scalar_first:
-        op.inputs = (s, node)
-        params = op._params = {s: 0}
-        if pn is None:
-            params[node] = 1
-        else:
-            mine = pn if node._open is None else own_params(node)   # as node.params, inline
-            params.update(zip(mine, range(1, node._nparams + 1)))
-        op._nparams = n = len(params)
-        op._open = [True] if n >= SHARE_FROM else None
-        structure = (aid, sid, node.sid, None)
+    op.inputs = (s, node) if scalar_first else (node, s)
+    if pn is None:      # a leaf: two params, in the inputs' order
+        op._params, op._nparams, op._open = ({s: 0, node: 1} if scalar_first else
+                                             {node: 0, s: 1}), 2, None
+    elif node._open is None:   # a small dict, or one handed out: copied (ir/params.py)
+        n = node._nparams
+        params = op._params = pn.copy()
+        params[s] = n
+        op._nparams, op._open = n + 1, [True] if n + 1 >= SHARE_FROM else None
     else:
-        op.inputs = (node, s)
-        if pn is None:
-            op._params, op._nparams, op._open = {node: 0, s: 1}, 2, None
-        elif node._open is None:   # a small dict, or one handed out: copied (ir/params.py)
-            n = node._nparams
-            params = op._params = pn.copy()
-            params[s] = n
-            op._nparams, op._open = n + 1, [True] if n + 1 >= SHARE_FROM else None
-        else:
-            append_param(op, node, s)
-        structure = (aid, node.sid, sid, None)
+        append_param(op, node, s)
+    # a scalar first follows the op's params too (op_of's "<", mirrored)
+    structure = ((aid, sid, node.sid, "<" if pn is not None else None) if scalar_first else
+                 (aid, node.sid, sid, None))
     sid = _sids.get(structure)
     op.sid = sid if sid is not None else _sid(structure)
     return op

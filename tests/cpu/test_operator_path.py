@@ -35,3 +35,23 @@ def test_a_weak_int_that_does_not_fit_raises_on_the_short_path_too():
             k + 300
         with pytest.raises(OverflowError, match="out of bounds for int8"):
             300 + k
+
+
+@pytest.mark.parametrize("fn", [operator.sub, operator.truediv, operator.pow])
+def test_a_scalar_or_array_before_an_expression_binds_in_its_place(fn):
+    # 1.5 - e, y - e and x - e (x one of e's leaves) put e's params first and the leaf or
+    # scalar after them (graph.op_of's mirrored order): each must still read its own value
+    seed = 23
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    a, b = (rng.uniform(1, 2, (33, 66)).astype(np.float32) for _ in range(2))
+    x, y = fa.asarray(a), fa.asarray(b)
+    for _ in range(2):
+        for left, hl in ((1.5, 1.5), (y, b), (x, a), (y[::-1, ::2], b[::-1, ::2])):
+            for e, he in ((x * 0.75 + 0.25, a * np.float32(0.75) + np.float32(0.25)),
+                          (x[::-1, ::2] * y[:, 1::2], a[::-1, ::2] * b[:, 1::2])):
+                if np.shape(hl) not in ((), he.shape):
+                    continue
+                got, want = fn(left, e), fn(hl, he)
+                assert got.dtype == want.dtype
+                np.testing.assert_allclose(got.get(), want, rtol=2e-6)

@@ -118,3 +118,25 @@ def test_a_unary_op_is_what_combine_makes_of_it():
         want = graph._new("op", F32, node.shape, (node,), attrs)
         graph._combine(want, (node,), graph.attrs_id(attrs))
         assert _fields(got) == _fields(want)
+
+
+def test_a_leaf_or_scalar_before_an_op_is_appended_after_its_params():
+    # 1.0 - e and x - e: e's params first, then the scalar or leaf (graph.op_of's mirrored
+    # order, so the op's dict is not copied behind one new param); sharing and order in the sid
+    x, y = leaf(), leaf()
+    e = op("multiply", x, graph.scalar(2.0, F32))
+    s = graph.scalar(1.0, F32)
+    mirrored = op("subtract", s, e)
+    assert mirrored.param_list() == [x, e.param_list()[1], s]
+    assert op("subtract", y, e).param_list() == [x, e.param_list()[1], y]
+    shared = op("subtract", x, e)                 # x is e's param 0: e's params as they are
+    assert shared.param_list() == e.param_list()
+    sids = {op("subtract", y, e).sid, shared.sid, op("subtract", e, y).sid,
+            op("subtract", e, x).sid}
+    assert len(sids) == 4
+    # the same structure built twice binds the same roles to the same positions
+    x2, y2 = leaf(), leaf()
+    e2 = op("multiply", x2, graph.scalar(3.0, F32))
+    again = op("subtract", y2, e2)
+    assert again.sid == op("subtract", y, e).sid
+    assert again.param_list()[0] is x2 and again.param_list()[2] is y2
