@@ -1,7 +1,8 @@
 """Bandwidth of fused expressions as fractions of a device-to-device copy moving the same bytes,
 with ``cupy.fuse`` and ``torch.compile`` beside them in the same run.
 
-Cases: ``a*b+c`` over 2^26 float32 and float16; ``(x + b[None,:]) * s[:,None]`` over 4096²
+Cases: ``a*b+c`` over 2^26 float32, float16, complex64 and complex128; ``(x + b[None,:]) *
+s[:,None]`` over 4096²
 float32, and the same with ``x.T``; a 10-op expression over 2^26 float32. Each is timed as a
 user's loop runs it: ``out[...] = expr`` into a preallocated array, the lazy expression built,
 planned (from the cache) and launched each call; at these sizes the device, not the host, bounds
@@ -23,6 +24,8 @@ def cases(rng, n: int, m: int) -> dict:
     """name → (host inputs, expression over a namespace, bytes moved, target, tolerance)."""
     f32 = [rng.standard_normal(n).astype(np.float32) for _ in range(3)]
     f16 = [a.astype(np.float16) for a in f32]
+    c64 = [(f32[k] + 1j * f32[k - 1]).astype(np.complex64) for k in range(3)]
+    c128 = [a.astype(np.complex128) for a in c64]
     x = rng.standard_normal((m, m)).astype(np.float32)
     b, s = (rng.standard_normal(m).astype(np.float32) for _ in range(2))
     views, size = 2 * m * m * 4 + 2 * m * 4, f"2^{n.bit_length() - 1}"
@@ -40,6 +43,9 @@ def cases(rng, n: int, m: int) -> dict:
         return mod.sqrt(mod.abs(a * b_ + c)) * 0.5 - mod.exp(-mod.abs(c)) + mod.maximum(a, b_) / 3.0
     return {f"a*b+c, {size} f32": (f32, axpy, 4 * n * 4, ">= 0.98", 1e-5),
             f"a*b+c, {size} f16": (f16, axpy, 4 * n * 2, ">= 0.97", 1e-2),
+            # complex64 two elements per 16-byte access, complex128 one (no target in DESIGN)
+            f"a*b+c, {size} c64": (c64, axpy, 4 * n * 8, "—", 1e-5),
+            f"a*b+c, {size} c128": (c128, axpy, 4 * n * 16, "—", 1e-12),
             f"(x + b[None,:]) * s[:,None], {m}² f32": ([x, b, s], rows, views, ">= 0.90", 1e-5),
             f"(x.T + b[None,:]) * s[:,None], {m}² f32": ([x, b, s], rows_t, views, ">= 0.93",
                                                         1e-5),

@@ -67,8 +67,9 @@ def device_time(fn, repeat: int = 10, sync=None, batches: int = 5) -> float:
 
 def compare(got, want, rtol: float, atol: float) -> dict:
     """``{"ok", "max_abs_err", "max_rel_err"}``: ``|got - want| <= atol + rtol * |want|`` for
-    every element (NumPy's ``allclose`` rule; NaN fails)."""
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    every element (NumPy's ``allclose`` rule, complex values by their modulus; NaN fails)."""
+    wide = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
+    got, want = np.asarray(got, wide), np.asarray(want, wide)
     if got.shape != want.shape:
         return {"ok": False, "error": f"shape {got.shape} != {want.shape}"}
     err = np.abs(got - want)

@@ -256,3 +256,103 @@ def check_reductions(dtype, shape: tuple, to_device=fa.asarray) -> None:
                 assert np.all(err <= RTOL[dtype] * 4), f"{label}: relative error {err.max()}"
     with pytest.raises(UnsupportedOperationError, match=f"max of {dtype}"):
         fa.max(x)
+
+
+# -- 16-byte accesses of complex operands --------------------------------------------------------
+# Each case: operands as (dtype, base shape, view of the base), the expression, the op whose
+# tolerance it takes (EXACT ones compare bit for bit), and the (schedule, vector width) its
+# kernel must take. A complex64 access holds 2 elements, a complex128 access 1, a float32 one 4
+# (ir/layout.VECTOR_LANES): a group is as many elements as the widest access, the others take
+# several accesses. Lengths leave a tail; the offset, odd-row-stride and reversed views are the
+# fallbacks (an operand read per lane, or the whole kernel element by element).
+C64, C128 = np.dtype(np.complex64), np.dtype(np.complex128)
+F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
+
+
+def _whole(b):
+    return b
+
+
+VECTOR_CASES = {
+    "c64 a*b+c": ([(C64, (1030,), _whole)] * 3, lambda a, b, c: a * b + c, "multiply",
+                  ("flat", 2)),
+    "c64 a-conj(b)": ([(C64, (1030,), _whole)] * 2, lambda a, b: a - np.conj(b), "add",
+                      ("flat", 2)),
+    "c128 a*b+c": ([(C128, (1030,), _whole)] * 3, lambda a, b, c: a * b + c, "multiply",
+                   ("flat", 1)),
+    "c64*f32+c64": ([(C64, (1030,), _whole), (F32, (1030,), _whole), (C64, (1030,), _whole)],
+                    lambda a, b, c: a * b + c, "multiply", ("flat", 4)),
+    "c64+c128": ([(C64, (1030,), _whole), (C128, (1030,), _whole)], lambda a, b: a + b, "add",
+                 ("flat", 2)),
+    "f32*c128": ([(F32, (1030,), _whole), (C128, (1030,), _whole)], lambda a, b: a * b,
+                 "multiply", ("flat", 4)),
+    "f16*c64": ([(F16, (1030,), _whole), (C64, (1030,), _whole)], lambda a, b: a * b,
+                "multiply", ("flat", 8)),
+    # float16 beside complex128 would take 8 accesses of the complex128 operand: none
+    "f16*c128": ([(F16, (1030,), _whole), (C128, (1030,), _whole)], lambda a, b: a * b,
+                 "multiply", ("flat", 1)),
+    # reversed operands are read per lane; the others keep their 16-byte accesses
+    "c64 reversed": ([(C64, (1030,), lambda b: b[::-1]), (C64, (1030,), _whole)],
+                     lambda a, b: a * b - a, "multiply", ("flat", 2)),
+    "c128 reversed": ([(C128, (1030,), lambda b: b[::-1]), (C64, (1030,), _whole)],
+                      lambda a, b: a + b, "add", ("flat", 2)),
+    # one element on: a complex64 operand is 8 bytes off 16 (element by element); a complex128
+    # one is still aligned
+    "c64 offset": ([(C64, (1031,), lambda b: b[1:]), (C64, (1030,), _whole)],
+                   lambda a, b: a * b, "multiply", ("flat", 1)),
+    "c128 offset": ([(C128, (1031,), lambda b: b[1:]), (C64, (1030,), _whole)],
+                    lambda a, b: a * b, "multiply", ("flat", 2)),
+    # rows of 136 of a wider base: 140 complex64 apart keeps each row's start aligned, 141 not
+    "c64 rows": ([(C64, (8, 140), lambda b: b[:, :136]), (C64, (136,), _whole),
+                  (F32, (8, 136), _whole)],
+                 lambda a, b, c: (a + b[None, :]) * c, "multiply", ("rows", 4)),
+    "c64 odd rows": ([(C64, (8, 141), lambda b: b[:, :136]), (C64, (136,), _whole)],
+                     lambda a, b: a - b[None, :], "add", ("rows", 1)),
+    "c128 rows": ([(C128, (8, 141), lambda b: b[:, 3:139]), (C64, (8, 140),
+                                                             lambda b: b[:, 2:138])],
+                  lambda a, b: a * b, "multiply", ("rows", 2)),
+    # a transposed float32 operand through tiles, complex64 beside it in 2 accesses per group
+    "c64 beside tiles": ([(F32, (136, 68), lambda b: b.T[:65]), (C64, (65, 136), _whole)],
+                         lambda a, b: a * b + b, "multiply", ("tiled", 4)),
+}
+
+
+def check_vector_case(name: str, to_device=fa.asarray) -> None:
+    """One of :data:`VECTOR_CASES` against NumPy, and the kernel's schedule and width."""
+    specs, expr, op, walk = VECTOR_CASES[name]
+    seed = zlib.crc32(f"complex vectors {name}".encode())
+    rng = np.random.default_rng(seed)
+    host, device = [], []
+    for dtype, shape, view in specs:
+        base = (random_complex(rng, shape, dtype) if dtype.kind == "c" else
+                (rng.standard_normal(shape) * 2).astype(dtype))
+        host.append(view(base))
+        device.append(view(to_device(base)))
+    lazy = expr(*device)
+    plan = fa.explain(lazy).plan
+    label = f"{name} (seed {seed})"
+    assert (plan.schedule, plan.vector_width) == walk, f"{label}: {plan.schedule} " \
+        f"{plan.vector_width}, want {walk}"
+    with np.errstate(all="ignore"):
+        want = np.asarray(expr(*host))
+    assert_close(op, lazy.get(), want, label, want.dtype)
+
+
+def check_vector_writes(to_device=fa.asarray) -> None:
+    """A complex64 expression written into slices of a complex64 array: two elements on (16
+    bytes, aligned: 16-byte stores) and one on (element by element); the rest untouched."""
+    seed = 20250112
+    rng = np.random.default_rng(seed)
+    a, b = (random_complex(rng, 1030, C64) for _ in range(2))
+    for start in (2, 1):
+        base = random_complex(rng, 1040, C64)
+        want = base.copy()
+        want[start:start + 1030] = a * b + a
+        target = to_device(base)
+        x, y = to_device(a), to_device(b)
+        target[start:start + 1030] = x * y + x
+        got = target.get()
+        label = f"write at {start} (seed {seed})"
+        assert (got[:start] == want[:start]).all() and (got[start + 1030:] ==
+                                                        want[start + 1030:]).all(), label
+        assert_close("multiply", got, want, label, C64)

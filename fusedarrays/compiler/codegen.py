@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..ir import ops
 from ..ir.dtypes import BY_CODE, COMPLEX_PART, COMPUTE_CODE
-from ..ir.layout import TILE, TILE_THREADS
+from ..ir.layout import TILE, TILE_THREADS, VECTOR_LANES
 from . import streams
 from .plan import Instr, KernelPlan, kernel_param_names, operand_params
 
@@ -145,22 +145,37 @@ class _Renderer:
 
     # -- vector lanes -------------------------------------------------------------------------
     def vector_block(self, vindex, lane_index, tile_value=None) -> list[str]:
-        """One group of V elements: 128-bit loads of the ``C`` operands at vector index
-        ``vindex(k)``, per-lane work, 128-bit stores; ``T`` operands from ``tile_value(k, lane)``,
-        other operands at ``lane_index(k, lane)``."""
+        """One group of V elements: 128-bit loads of the ``C`` operands, per-lane work, 128-bit
+        stores; ``T`` operands from ``tile_value(k, lane)``, other operands at
+        ``lane_index(k, lane)``. ``vindex(k, per, m)`` is operand k's index, in its own 16-byte
+        accesses, of access ``m`` of the ``per`` that move the group (see :meth:`accesses`)."""
         loads, lanes, stores = self.vector_parts(vindex, lane_index, tile_value)
         return loads + lanes + stores
+
+    def accesses(self, k: int) -> tuple[int, int]:
+        """``(lanes, per)``: operand k's elements per 16-byte access and the accesses a group
+        of ``vector_width`` takes (float32 beside complex64: 4 elements, the complex64 in 2)."""
+        lanes = VECTOR_LANES[self.plan.operands[k].code]
+        return lanes, self.plan.vector_width // lanes
 
     def vector_parts(self, vindex, lane_index, tile_value=None) -> tuple[list, list, list]:
         """:meth:`vector_block` as its three parts: the 128-bit loads, the lanes, the stores."""
         plan, width, tag = self.plan, self.plan.vector_width, self.tag
         loads, lanes, stores, loaded = [], [], [], set()
+
+        def access(code: str, n: int) -> str:   # one element per access: the element's own
+            return f"ldv{n}_{code}" if n > 1 else f"ld_{code}"
         for ins in plan.body:
             if ins.kind == "load" and plan.operands[ins.arg].layout == "C" \
                     and ins.arg not in loaded:
-                loaded.add(ins.arg)
-                loads.append(f"w{ins.arg}{tag} = ldv{width}_{ins.code}(p{ins.arg}, "
-                             f"{vindex(ins.arg)})")
+                k = ins.arg
+                loaded.add(k)
+                n, per = self.accesses(k)
+                if per == 1:
+                    loads.append(f"w{k}{tag} = ldv{width}_{ins.code}(p{k}, {vindex(k, 1, 0)})")
+                else:
+                    loads += [f"w{k}{tag}_{m} = {access(ins.code, n)}(p{k}, {vindex(k, per, m)})"
+                              for m in range(per)]
             elif ins.kind == "random" and self.vshared \
                     and streams.shares_blocks(ins.arg, width):
                 names = [self.name(v, "") for v in ins.inputs]
@@ -168,7 +183,10 @@ class _Renderer:
         for lane in range(width):
             def load(ins, ln, lane=lane):
                 if plan.operands[ins.arg].layout == "C":
-                    return f"w{ins.arg}{tag}[{lane}]"
+                    n, per = self.accesses(ins.arg)
+                    return (f"w{ins.arg}{tag}[{lane}]" if per == 1 else
+                            f"w{ins.arg}{tag}_{lane}" if n == 1 else
+                            f"w{ins.arg}{tag}_{lane // n}[{lane % n}]")
                 if plan.operands[ins.arg].layout == "T":
                     return tile_value(ins.arg, lane)
                 return f"ld_{ins.code}(p{ins.arg}, {lane_index(ins.arg, lane)})"
@@ -179,8 +197,12 @@ class _Renderer:
             (src,) = ins.inputs
             k = ins.arg
             if plan.operands[k].layout == "C":
-                values = ", ".join(self.convert(src, ins.code, f"_{ln}") for ln in range(width))
-                stores.append(f"stv{width}_{ins.code}(p{k}, {vindex(k)}, {values})")
+                n, per = self.accesses(k)
+                for m in range(per):
+                    values = ", ".join(self.convert(src, ins.code, f"_{ln}")
+                                       for ln in range(m * n, m * n + n))
+                    call = f"stv{n}_{ins.code}" if n > 1 else f"st_{ins.code}"
+                    stores.append(f"{call}(p{k}, {vindex(k, per, m)}, {values})")
             else:
                 stores += [f"st_{ins.code}(p{k}, {lane_index(k, ln)}, "
                            f"{self.convert(src, ins.code, f'_{ln}')})" for ln in range(width)]
@@ -206,7 +228,8 @@ class _Renderer:
             return head + ["i = t", "while i < n:"] + _indent(body + ["i += step"])
         self.vshared = "j"      # vector j holds elements j * width ... (j + 1) * width - 1
         block = self.vector_block(
-            lambda k: "j", lambda k, lane: self._flat_index(k, f"(j * {width} + {lane})"))
+            lambda k, per, m: "j" if per == 1 else f"j * {per}" + (f" + {m}" if m else ""),
+            lambda k, lane: self._flat_index(k, f"(j * {width} + {lane})"))
         self.vshared = False
         tail = self.scalar_element(lambda k: self._flat_index(k, "i"))
         return (head + [f"nv = n // {width}", "j = t", "while j < nv:"]
@@ -242,7 +265,7 @@ class _Renderer:
             inner = ["c = tx", "while c < d1:"] + _indent(body + ["c += cstep"])
         else:
             block = self.vector_block(
-                lambda k: f"rb{k} // {width} + c",
+                lambda k, per, m: _sub_vector(f"rb{k}", "c", width, per, m),
                 lambda k, lane: self._row_index(k, f"(c * {width} + {lane})"))
             tail = self.scalar_element(lambda k: self._row_index(k, "c"))
             inner = ([f"nv = d1 // {width}", "c = tx", "while c < nv:"]
@@ -320,7 +343,8 @@ class _Renderer:
             loads += [f"r{self.tag} = r0 + q + {stride * m}"] + self._row_base()
             loads += self._constant_loads(1, self._rb)
             part = self.vector_parts(
-                lambda k: f"{self._rb(k)} // {width} + c0 // {width} + g",
+                lambda k, per, m: _sub_vector(f"{self._rb(k)}", "g", width, per, m,
+                                              f"c0 // {width // per}"),
                 lambda k, lane: self._row_index(k, f"(c0 + g * {width} + {lane})"),
                 lambda k, lane, m=m: f"tile{k}[g * {width} + {lane}, q + {stride * m}]")
             loads, lanes, stores = loads + part[0], lanes + part[1], stores + part[2]
@@ -377,6 +401,17 @@ class _Renderer:
         lines += ["for k in range(k0, min(k1, chunks)):", "    lo = k * grain",
                   "    hi = min(lo + grain, total)"] + _indent(loop) + ["return chunks"]
         return _function(plan.name, ["k0", "k1"] + params, lines)
+
+
+def _sub_vector(base: str, group: str, width: int, per: int, m: int, more: str = "") -> str:
+    """The index, in 16-byte accesses of ``width // per`` elements, of access ``m`` of group
+    ``group`` of a row at element ``base`` (a multiple of the access's lanes: the row starts
+    16-byte aligned), ``more`` accesses further on."""
+    lanes = width // per
+    start = base if lanes == 1 else f"{base} // {lanes}"
+    start += f" + {more}" if more else ""
+    return (f"{start} + {group}" if per == 1 else
+            f"{start} + {group} * {per}" + (f" + {m}" if m else ""))
 
 
 def cast(have: str, want: str, value: str) -> str:

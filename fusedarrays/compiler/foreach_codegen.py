@@ -110,7 +110,8 @@ def _foreach_vectors(plan: ForeachPlan, first, pointers, hoisted, head, params) 
               + [f"p{k} = ld_u64(ptrs, t * {count} + {c})" for c, k in first.items()]
               + pointers)
     head = head + ["sz0 = cb + chunks"]
-    vector = ["j = (g - start) // " + str(width)] + r.vector_block(lambda k: "j", None)
+    # every operand a 4-lane dtype (plan.foreach_plan): one access each (per == 1)
+    vector = ["j = (g - start) // " + str(width)] + r.vector_block(lambda k, per, m: "j", None)
     scalar = ["q = g", f"while q < g + {width} and q < end:"] + _indent(
         ["i = q - start"] + r.scalar_element(lambda k: "i") + ["q += 1"])
     group = (["if g >= pend:"] + _indent(["while ld_i64(meta, t + 1) <= g:", "    t += 1"]

@@ -66,7 +66,8 @@ SCALARS: dict[str, Scalar] = {
         Scalar("f32", types.float32, types.float32, ir.FloatType(), 4),
         Scalar("f64", types.float64, types.float64, ir.DoubleType(), 8),
         # complex: numba's {real, imag} struct, in memory as in registers (one 8- or 16-byte
-        # access per element); as a kernel parameter numba passes its two parts
+        # access per element; two complex64 per 16-byte access: ldv2_c64); as a kernel
+        # parameter numba passes its two parts
         Scalar("c64", types.complex64, types.complex64,
                ir.LiteralStructType([ir.FloatType()] * 2), 8),
         Scalar("c128", types.complex128, types.complex128,
@@ -273,6 +274,50 @@ def _stv8_f16_typer(typingctx, p, j, a, b, c, d, e, f, g, h):
     return None
 
 
+# complex64 × 2 travels as <4 x float>: one ld.global.v4.f32 holds two elements, each its real
+# part then its imaginary part (NumPy's layout, numba's {real, imag} struct). complex128 needs
+# no vector intrinsic: its element is a 16-byte access already (ld_c128, a {double, double}
+# aligned to 16: one ld.global.v2.f64).
+_C64_PARTS = ir.VectorType(_FLOAT, 4)
+
+
+def _ldv2_c64_codegen(context, builder, sig, args):
+    ptr = _element_ptr(context, builder, sig, args, _C64_PARTS)
+    parts = builder.load(ptr, align=_VECTOR_BYTES)
+    values = []
+    for k in range(2):
+        value = ir.Constant(SCALARS["c64"].llvm, ir.Undefined)
+        for part in range(2):
+            value = builder.insert_value(
+                value, builder.extract_element(parts, _I32(2 * k + part)), part)
+        values.append(value)
+    return context.make_tuple(builder, sig.return_type, values)
+
+
+def _ldv2_c64_typer(typingctx, p, j):
+    if _is_int(p) and _is_int(j):
+        return signature(types.UniTuple(types.complex64, 2), p, j), _ldv2_c64_codegen
+    return None
+
+
+def _stv2_c64_codegen(context, builder, sig, args):
+    ptr = _element_ptr(context, builder, sig, args, _C64_PARTS)
+    parts = ir.Constant(_C64_PARTS, ir.Undefined)
+    for k, (value, valty) in enumerate(zip(args[2:], sig.args[2:], strict=True)):
+        value = _to_storage(context, builder, value, valty, SCALARS["c64"])
+        for part in range(2):
+            parts = builder.insert_element(parts, builder.extract_value(value, part),
+                                           _I32(2 * k + part))
+    builder.store(parts, ptr, align=_VECTOR_BYTES)
+    return context.get_dummy_value()
+
+
+def _stv2_c64_typer(typingctx, p, j, a, b):
+    if _is_int(p) and _is_int(j) and _is_value(a) and _is_value(b):
+        return signature(types.void, p, j, a, b), _stv2_c64_codegen
+    return None
+
+
 # Philox4x32-10 (fa.random) in 32-bit registers: the Python helper of the same name in
 # compiler/devicelib.py computes in numba's 64-bit integers, which NVVM keeps as 64-bit
 # multiplies, ands and xors (~2x the instructions); here the rounds are unrolled i32 operations
@@ -342,6 +387,7 @@ def _build_typers() -> dict[str, Callable]:
     made += [make(SCALARS[code]) for code in VECTOR4_CODES
              for make in (_make_load_vector, _make_store_vector)]
     made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer),
+             _named("ldv2_c64", _ldv2_c64_typer), _named("stv2_c64", _stv2_c64_typer),
              _named("fa_philox", _philox_typer), _named("fa_div", division.div_typer),
              _named("fa_rowrcp_f32", division.rowrcp_typer),
              _named("fa_divby_f32", division.divby_typer),

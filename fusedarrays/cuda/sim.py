@@ -127,7 +127,7 @@ def _build_namespace(helpers: dict) -> dict:
     ns["cv_b1"] = lambda x: np.bool_(x != 0)
     ns["cv_f16"] = _cv_f16
     ns["ld_f16"] = _ld_f16
-    for code, lanes in (("f32", 4), ("i32", 4), ("u32", 4), ("f16", 8)):
+    for code, lanes in (("f32", 4), ("i32", 4), ("u32", 4), ("f16", 8), ("c64", 2)):
         ns[f"ldv{lanes}_{code}"] = _vector_load(lanes)
         ns[f"stv{lanes}_{code}"] = _vector_store(lanes)
     for code in BY_CODE:  # shared-memory tiles hold compute-type values (bool as a byte)

@@ -292,7 +292,14 @@ ROWS_MIN_INNER = 128       # a 2-D kernel walks rows only when a row fills at le
 TILE = 64                  # transposed operands are staged through TILE x TILE shared tiles
 TILE_THREADS = (32, 8)     # ... by blocks of 32 x 8 threads (a warp spans 32 columns or rows)
 TILE_LANES = 4             # a vectorised tile moves 4 elements (16 bytes) per thread and phase
-VECTOR_LANES = {"f32": 4, "i32": 4, "u32": 4, "f16": 8}
+# Lanes of one 16-byte access per dtype (a complex element is its two parts side by side: a
+# complex64 access holds two elements, a complex128 access one). A dtype absent here has no
+# vector access, and a contiguous operand of it keeps its kernel element by element.
+VECTOR_LANES = {"f32": 4, "i32": 4, "u32": 4, "f16": 8, "c64": 2, "c128": 1}
+# A thread's group of elements is as many as the widest operand's access holds; an operand with
+# fewer lanes moves them in several 16-byte accesses, at most this many (float16 beside
+# complex128 would take 8 of them, 128 bytes of registers per operand: element by element).
+MAX_ACCESSES = 4
 
 
 # Static shared memory a block may take: the tiles of the transposed operands must fit.
@@ -336,24 +343,30 @@ def lowest_bit(value: int) -> int:
 
 
 def vector_width(kind: str, operands: list[tuple[str, str, tuple, int]]) -> int:
-    """Elements per thread per access: 16 bytes / itemsize when every vector operand allows it.
+    """Elements per thread per group: the lanes of the widest vector operand's 16-byte access.
 
     ``operands`` holds ``(class, dtype code, strides, byte address alignment)``; the vector
     operands are the ``C`` ones (and in a ``tiled`` walk the ``T`` ones, read 16 bytes down a
-    column of the tile). Each must have a 128-bit access for its dtype, one lane count shared by
-    all (4 in a tiled walk, whose thread mapping is built for it), a 16-byte aligned first element
-    and a stride between rows (columns, for ``T``) that keeps every row's start aligned.
-    Broadcast and strided operands never lower the width: they are read per lane or per row.
+    column of the tile). Each must have a 128-bit access for its dtype (:data:`VECTOR_LANES`), a
+    16-byte aligned first element and a stride between rows (columns, for ``T``) that keeps every
+    row's start aligned. The group holds the most lanes any of them has; one with fewer lanes
+    moves the group in several accesses (float32 beside complex64: 4 elements, the complex64
+    operand in two 16-byte accesses), at most :data:`MAX_ACCESSES`. A tiled walk's groups are 4
+    elements (its thread mapping is built for it) and its ``T`` operands 4-lane dtypes. Broadcast
+    and strided operands never lower the width: they are read per lane or per row.
     """
     if kind not in ("flat", "rows", "tiled"):
         return 1
     vector = [(cls, code, strides, align) for cls, code, strides, align in operands
               if cls in ("C", "T")]
-    lanes = {VECTOR_LANES.get(code, 1) for _, code, _, _ in vector}
-    if len(lanes) != 1:
+    if not vector or any(code not in VECTOR_LANES for _, code, _, _ in vector):
         return 1
-    width = lanes.pop()
-    if width == 1 or (kind == "tiled" and width != TILE_LANES):
+    lanes = [VECTOR_LANES[code] for _, code, _, _ in vector]
+    width = max(lanes)
+    if width == 1 or width > MAX_ACCESSES * min(lanes):
+        return 1
+    if kind == "tiled" and (width != TILE_LANES or any(
+            VECTOR_LANES[code] != TILE_LANES for cls, code, _, _ in vector if cls == "T")):
         return 1
     for cls, code, strides, align in vector:
         itemsize = VECTOR_BYTES // VECTOR_LANES[code]

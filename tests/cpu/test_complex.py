@@ -151,3 +151,14 @@ def test_namespace_dtypes():
     ns = fa.__array_namespace_info__()
     assert set(ns.dtypes(kind="complex floating")) == {"complex64", "complex128"}
     assert ns.default_dtypes()["complex floating"] == np.complex128
+
+
+@pytest.mark.parametrize("name", list(complexcases.VECTOR_CASES))
+def test_complex_vector_cases_match_numpy(name):
+    """The cases whose cuda kernels move complex operands in 16-byte accesses (the plan is the
+    same on every backend; the cpu walk is element by element)."""
+    complexcases.check_vector_case(name)
+
+
+def test_complex64_writes_into_aligned_and_misaligned_slices():
+    complexcases.check_vector_writes()

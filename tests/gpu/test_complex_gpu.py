@@ -45,3 +45,12 @@ def test_ops_without_complex_templates_are_refused(dtype):
 @pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
 def test_reductions_match_numpy(dtype):
     complexcases.check_reductions(dtype, (300, 400))
+
+
+@pytest.mark.parametrize("name", list(complexcases.VECTOR_CASES))
+def test_complex_operands_take_16_byte_accesses_where_aligned(name):
+    complexcases.check_vector_case(name)
+
+
+def test_complex64_writes_into_aligned_and_misaligned_slices():
+    complexcases.check_vector_writes()

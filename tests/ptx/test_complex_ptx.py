@@ -1,10 +1,13 @@
-"""complex64 and complex128 kernels compile to PTX for sm_90 without a GPU: element-wide accesses
-(a complex64 is one 8-byte ``ld.global.v2.f32``, a complex128 one 16-byte ``v2.f64``), the
+"""complex64 and complex128 kernels compile to PTX for sm_90 without a GPU: 16-byte accesses where
+aligned (two complex64 in one ``ld.global.v4.f32``, a complex128 one ``v2.f64``; beside float32 a
+group of 4 elements, the complex64 operands in two accesses), element-wide ones in a tail or
+where misaligned (a complex64 one 8-byte ``ld.global.v2.f32``), the
 complex helpers (Smith division, sin/cos/tanh from real math) and complex scalar parameters,
 which numba passes as their two parts."""
 
 import re
 
+import complexcases
 import numpy as np
 import pytest
 
@@ -51,3 +54,62 @@ def test_complex64_leaves_float32_vector_paths_alone():
     x = fa.asarray(np.ones(4096, np.float32))
     ptx = fa.explain(x * 2 + 1, arch="sm_90").ptx
     assert "ld.global.v4.f32" in ptx or "ld.global.nc.v4.f32" in ptx
+
+
+def _accesses(ptx: str) -> dict:
+    """How many of each global load and store the PTX holds (``ld.global.nc`` as ``ld``)."""
+    found = re.findall(r"\b(ld|st)\.global(?:\.nc)?\.((?:v[24]\.)?[a-z]+\d+)", ptx)
+    counts: dict = {}
+    for op, kind in found:
+        counts[f"{op}.{kind}"] = counts.get(f"{op}.{kind}", 0) + 1
+    return counts
+
+
+def _operands(rng, *dtypes, n=4096):
+    return [fa.asarray(complexcases.random_complex(rng, n, d) if np.dtype(d).kind == "c" else
+                       rng.standard_normal(n).astype(d)) for d in dtypes]
+
+
+def test_complex64_moves_two_elements_per_16_byte_access():
+    a, b, c = _operands(np.random.default_rng(81), *[np.complex64] * 3)
+    ex = fa.explain(a * b + c, arch="sm_90")
+    n = _accesses(ex.ptx)
+    assert ex.vector_width == 2, ex.vector_width
+    # the vector loop: ld.global.v4.f32 (two complex64), three loads per store (NVVM may unroll
+    # it); the tail: one 8-byte element each
+    assert n.get("st.v4.f32", 0) >= 1 and n["ld.v4.f32"] == 3 * n["st.v4.f32"], n
+    assert n.get("ld.v2.f32", 0) <= 3 and n.get("st.v2.f32", 0) <= 1, n
+
+
+def test_complex128_is_one_16_byte_access_per_element():
+    a, b, c = _operands(np.random.default_rng(82), *[np.complex128] * 3)
+    n = _accesses(fa.explain(a * b + c, arch="sm_90").ptx)
+    assert n.get("ld.v2.f64", 0) >= 3 and n.get("st.v2.f64", 0) >= 1, n
+    assert not any(k.endswith((".f64", ".b64")) and ".v2." not in k for k in n), n
+
+
+def test_complex64_beside_float32_groups_four_elements():
+    a, b, c = _operands(np.random.default_rng(83), np.complex64, np.float32, np.complex64)
+    ex = fa.explain(a * b + c, arch="sm_90")
+    n = _accesses(ex.ptx)
+    assert ex.vector_width == 4, ex.vector_width
+    # a group: 2 accesses of a, 1 of b, 2 of c, 2 stores; the float32 operand stays a v4 load
+    assert n.get("st.v4.f32", 0) >= 2 and 2 * n["ld.v4.f32"] == 5 * n["st.v4.f32"], n
+    assert n.get("ld.f32", 0) <= 1, n      # b's tail element only
+
+
+def test_complex64_beside_complex128_groups_two_elements():
+    a, b = _operands(np.random.default_rng(84), np.complex64, np.complex128)
+    ex = fa.explain(a * b, arch="sm_90")
+    n = _accesses(ex.ptx)
+    assert ex.vector_width == 2, ex.vector_width
+    # a group: one v4.f32 of a, two v2.f64 of b, two v2.f64 stores; tail: one element each
+    assert n.get("ld.v4.f32", 0) >= 1 and n["ld.v2.f64"] == 2 * n["ld.v4.f32"] + 1, n
+    assert n["st.v2.f64"] == 2 * n["ld.v4.f32"] + 1 and n.get("ld.v2.f32", 0) == 1, n
+
+
+def test_misaligned_complex64_goes_element_by_element():
+    a, b = _operands(np.random.default_rng(85), np.complex64, np.complex64, n=4097)
+    ex = fa.explain(a[1:] * b[:-1], arch="sm_90")
+    n = _accesses(ex.ptx)
+    assert ex.vector_width == 1 and "ld.v4.f32" not in n and "ld.v2.f32" in n, n

@@ -60,3 +60,26 @@ def test_reductions_match_numpy(dtype):
                for plan, _ in fa.explain(fa.sum(view, axis=axis)).kernels}
     assert reached == {("rows", False), ("cols", False), ("cols", True)}, reached
     complexcases.check_reductions(dtype, (3, 136))
+
+
+@pytest.mark.parametrize("name", list(complexcases.VECTOR_CASES))
+def test_complex_operands_take_16_byte_accesses_where_aligned(name):
+    complexcases.check_vector_case(name)
+
+
+def test_complex64_writes_into_aligned_and_misaligned_slices():
+    complexcases.check_vector_writes()
+
+
+@pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
+def test_row_fused_complex_matches_numpy(dtype):
+    """A row's mean taken out of it: one row kernel, complex64 rows read two elements per
+    16-byte access."""
+    seed = 20250113
+    base = complexcases.random_complex(np.random.default_rng(seed), (8, 136), dtype)
+    x = fa.asarray(base)
+    got = x - x.mean(axis=1, keepdims=True)
+    plans = [plan for plan, _ in fa.explain(got).kernels]
+    assert [p.vector_width for p in plans] == [2 if dtype == np.complex64 else 1], plans
+    complexcases.assert_close("multiply", got.get(), base - base.mean(axis=1, keepdims=True),
+                              f"row-fused mean of {dtype} (seed {seed})", np.dtype(dtype))

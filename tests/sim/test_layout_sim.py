@@ -30,6 +30,31 @@ def test_lengths_1_to_17_and_offset_views(dtype):
             np.testing.assert_array_equal(expr.get(), a[shift:] * b[shift:] + a[shift:])
 
 
+@pytest.mark.parametrize("dtypes, width", [((np.float16, np.float32), 8),
+                                            ((np.complex64, np.float32), 4),
+                                            ((np.complex64, np.complex128), 2),
+                                            ((np.float32, np.complex128), 4)],
+                         ids=lambda v: "-".join(np.dtype(d).name for d in v)
+                         if isinstance(v, tuple) else str(v))
+def test_mixed_lanes_lengths_1_to_17_and_offset_views(dtypes, width):
+    """Operands whose 16-byte accesses hold different lane counts: a group is as many elements
+    as the widest holds, the others moving it in several accesses; every tail and offset."""
+    rng = np.random.default_rng(119)
+    for n in range(1, 18):
+        for shift in range(3):
+            a, b = ((rng.standard_normal(n + shift) * 8 + (1j * rng.standard_normal(n + shift)
+                                                            if np.dtype(d).kind == "c" else 0))
+                    .astype(d) for d in dtypes)
+            x, y = fa.asarray(a)[shift:], fa.asarray(b)[shift:]
+            expr = (x - y) + x
+            aligned = all((shift * np.dtype(d).itemsize) % 16 == 0 for d in dtypes)
+            assert fa.explain(expr).vector_width == (width if aligned else 1), (n, shift)
+            want = (a[shift:] - b[shift:]) + a[shift:]
+            got = expr.get()
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want, err_msg=f"{dtypes} n={n} shift={shift}")
+
+
 def test_broadcast_rows_keep_vector_width():
     rng = np.random.default_rng(116)
     x = rng.standard_normal((6, 136)).astype(np.float32)
