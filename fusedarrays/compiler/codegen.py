@@ -72,11 +72,41 @@ class _Renderer:
                                        1 if cls == "B" else 2)
             else:
                 self.level[ins.var] = max((self.level[v] for v in ins.inputs), default=0)
+        # divisor's var → the name of its reciprocal, for the divisions by_reciprocal takes
+        self.recips: dict[int, str] = {}
+        self.divided: set[int] = set()       # those divisions' vars
+        for ins in plan.body:
+            if self.by_reciprocal(ins):
+                self.recips[ins.inputs[1]] = f"y{ins.inputs[1]}"
+                self.divided.add(ins.var)
+
+    def by_reciprocal(self, ins: Instr) -> bool:
+        """Whether a division takes its divisor's reciprocal, once where the divisor is computed,
+        and ``fa_divby`` an element, in place of ``fa_div``. The one rule: a float division
+        computed in float32 (float16 too) whose divisor is computed outside the loop that
+        computes its dividend (a scalar, a 0-d or broadcast operand the kernel reads once, a
+        row's constant) and that needs no conversion. Why: on cuda ``fa_divby`` is NumPy's
+        quotient by a multiply and two fmas whose fast path keeps zero dividends (dropout's
+        ``x * mask / (1 - p)``), where ``div.rn`` sends a zero to a slow-path subroutine;
+        divisions by per-element values stay a plain ``div.rn``, the fewest instructions for
+        compute-bound kernels (Black-Scholes). float64 divides plainly: the reciprocal's
+        quotient is checked for float32 alone (``cuda/division.py``). Other backends divide with
+        ``/`` under the same names."""
+        if ins.kind != "op" or ins.arg[0] != "true_divide":
+            return False
+        a, b = ins.inputs
+        loop = ins.arg[1]
+        return (COMPUTE_CODE.get(loop[1]) == "f32" and self.codes[b] == loop[1]
+                and self.level[b] < self.level[a])
 
     # -- values -------------------------------------------------------------------------------
     def name(self, var: int, lane: str) -> str:
         level = self.level[var]
         return f"v{var}" if level == 0 else f"v{var}{self.tag}" + (lane if level == 2 else "")
+
+    def recip_name(self, divisor: int) -> str:
+        """The name of a divisor's reciprocal, computed at the divisor's level (its tag with it)."""
+        return self.recips[divisor] + (self.tag if self.level[divisor] else "")
 
     def convert(self, var: int, want: str, lane: str) -> str:
         have = self.codes[var]
@@ -100,6 +130,8 @@ class _Renderer:
         row = ops.OPS[name]
         loop_dtypes = tuple(BY_CODE[c] for c in loop)
         template = row.template(ops.template_kind(row, loop_dtypes))
+        if ins.var in self.divided:
+            template = f"fa_divby_{{t}}({{0}}, {{1}}, {self.recip_name(ins.inputs[1])})"
         args = [self.convert(v, c, lane) for v, c in zip(ins.inputs, loop)]
         t = COMPUTE_CODE[loop[0] if row.rule == "ufunc" else loop[-1]]
         expr = template.format(*args, t=t, bits=loop_dtypes[0].itemsize * 8)
@@ -118,6 +150,9 @@ class _Renderer:
             else:
                 rhs = load(ins, lane) if ins.kind == "load" else self.compute(ins, lane)
             out.append(f"{self.name(ins.var, lane)} = {rhs}")
+            if ins.var in self.recips:
+                out.append(f"{self.recip_name(ins.var)} = "
+                           f"fa_divrcp_f32({self.name(ins.var, lane)})")
         return out
 
     def gather(self, ins: Instr, lane: str, load) -> str:

@@ -26,7 +26,8 @@ on the H100 (softmax 0.77, layer norm 0.80 of a copy either way), as the re-read
 
 A float32 division of an element by a row's constant (a softmax's sum, a layer norm's
 ``sqrt(var + eps)``) takes the row's reciprocal once and two fmas an element on cuda
-(``cuda/division.py``): the same quotient as a division, bit for bit.
+(``codegen._Renderer.by_reciprocal``, ``cuda/division.py``): the same quotient as a division,
+bit for bit.
 """
 
 from __future__ import annotations
@@ -213,7 +214,7 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     for number, section in enumerate(plan.sections):
         body += _section(plan, number, section, target, width, shared, rows)
     var, out = plan.stores[0]
-    final = _RowRenderer(plan, _needed(plan, var), cuda)
+    final = _Renderer(_Shim(plan, _needed(plan, var)))
     code = plan.operands[out].code
 
     def store(at: str) -> list[str]:
@@ -328,7 +329,7 @@ def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int
     temporary (``shared``: the kernel's shared arrays, name → (size, type))."""
     name, value, temp = section
     cuda = target == "cuda"
-    element = _RowRenderer(plan, _needed(plan, value), cuda)
+    element = _Renderer(_Shim(plan, _needed(plan, value)))
     acc = accumulator_code(name, plan.body[value].code, target)
     start = identity(name, BY_CODE[COMPUTE_CODE[plan.body[value].code]])
     text = ("(1e308 * 10.0)" if start > 0 else "-(1e308 * 10.0)") if isinstance(
@@ -377,35 +378,3 @@ def block_tree(take: list[str], merge: list[str], back: list[str]) -> list[str]:
             + ["    cuda.syncthreads()", "    h = h // 2",
                "if tx < fa_warp_lanes:", "    while h > 0:", "        if tx < h:"]
             + _indent(take + merge + back, 3) + ["        cuda.syncwarp()", "        h = h // 2"])
-
-
-class _RowRenderer(_Renderer):
-    """A section's or the result's instructions. On cuda a float32 division of a value per
-    element by one constant along the row takes the row's reciprocal, computed with the row's
-    other constants, and ``fa_divby`` (``cuda/division.py``: NumPy's quotient by two fmas in
-    place of a division)."""
-
-    def __init__(self, plan: RowPlan, body: list, cuda: bool):
-        super().__init__(_Shim(plan, body))
-        self.recips: dict[int, str] = {}     # divisor's var → its reciprocal's name
-        self.divided: set[int] = set()       # the quotients' vars
-        for ins in body if cuda else ():
-            if (ins.kind == "op" and ins.arg[0] == "true_divide"
-                    and COMPUTE_CODE[ins.arg[1][0]] == "f32"
-                    and self.level[ins.inputs[0]] == 2 and self.level[ins.inputs[1]] == 1):
-                self.recips[ins.inputs[1]] = f"rc{ins.inputs[1]}"
-                self.divided.add(ins.var)
-
-    def compute(self, ins: Instr, lane: str) -> str:
-        if ins.var not in self.divided:
-            return super().compute(ins, lane)
-        a, b = (self.convert(v, c, lane) for v, c in zip(ins.inputs, ins.arg[1]))
-        quotient = f"fa_divby_f32({a}, {b}, {self.recips[ins.inputs[1]]})"
-        return quotient if ins.code == "f32" else f"cv_{ins.code}({quotient})"
-
-    def lines_at(self, level: int, lane: str, load) -> list[str]:
-        lines = super().lines_at(level, lane, load)
-        if level == 1:
-            lines += [f"{name} = fa_rowrcp_f32({self.convert(v, 'f32', '')})"
-                      for v, name in self.recips.items()]
-        return lines

@@ -58,6 +58,16 @@ def _exp2_f64(x):
     return 2.0 ** x
 
 
+# codegen's division by a divisor uniform across its loop (``fa_divby`` with the divisor's
+# ``fa_divrcp``, cuda/division.py): on the host a plain division, the reciprocal unused
+def _divrcp_f32(b):
+    return b
+
+
+def _divby_f32(a, b, y):
+    return np.true_divide(a, b)
+
+
 # An operand is ``(array, offset)``: the whole buffer as a typed array and the element offset of
 # the view's first element, so every index a kernel forms from it (a row walked backwards too) is
 # non-negative. A view sliced at its first element would turn a negative index into numba's
@@ -208,6 +218,8 @@ class CpuBackend(HostMemory):
             ns[f"fa_{fname}_f32"] = ns[f"fa_{fname}_f64"] = ufunc
         ns["fa_exp2_f32"], ns["fa_exp2_f64"] = self._jit(_exp2_f32, ns), self._jit(_exp2_f64, ns)
         ns["fa_fma_f64"], ns["fa_fma_f32"] = _fma_intrinsic(64), _fma_intrinsic(32)
+        ns["fa_divrcp_f32"] = self._jit(_divrcp_f32, ns)
+        ns["fa_divby_f32"] = self._jit(_divby_f32, ns)
         for name, fn in helpers.items():
             ns[name] = self._jit(fn, ns)
         self._namespace = ns

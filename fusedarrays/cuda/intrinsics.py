@@ -389,7 +389,7 @@ def _build_typers() -> dict[str, Callable]:
     made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer),
              _named("ldv2_c64", _ldv2_c64_typer), _named("stv2_c64", _stv2_c64_typer),
              _named("fa_philox", _philox_typer), _named("fa_div", division.div_typer),
-             _named("fa_rowrcp_f32", division.rowrcp_typer),
+             _named("fa_divrcp_f32", division.divrcp_typer),
              _named("fa_divby_f32", division.divby_typer),
              _named("fa_floor_log2", _floor_log2_typer)]
     return {typer.__name__: typer for typer in made}

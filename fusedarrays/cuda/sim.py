@@ -135,9 +135,10 @@ def _build_namespace(helpers: dict) -> dict:
     for name, fn in _BACKEND_MATH.items():
         ns[f"fa_{name}_f32"] = ns[f"fa_{name}_f64"] = fn
     ns["fa_fma_f64"], ns["fa_fma_f32"] = _fma, _fma32
-    # a float32 division by a row's constant: the device's quotient from the row's reciprocal
-    # is the division's own (cuda/division.py), so the simulator divides, the reciprocal unused
-    ns["fa_rowrcp_f32"] = lambda b: b
+    # a float32 division by a divisor uniform across its loop: the device's quotient from the
+    # divisor's reciprocal is the division's own (cuda/division.py), so the simulator divides,
+    # the reciprocal unused
+    ns["fa_divrcp_f32"] = lambda b: b
     ns["fa_divby_f32"] = lambda a, b, y: np.true_divide(a, b)
     # block trees without a warp-synchronous end: the simulator's threads keep no warps
     ns["fa_warp_lanes"] = 1

@@ -1,9 +1,12 @@
-"""Float division on the device (``fa_div``: a zero dividend kept from the hardware division's
-slow path) gives NumPy's IEEE quotient bit for bit, over every finite float16 pair and random
-float32 bit patterns of every exponent, through the rows and the flat walks."""
+"""Float division on the device gives NumPy's IEEE quotient bit for bit: ``fa_div`` (div.rn) by
+per-element divisors, ``fa_divby`` from the reciprocal of a divisor computed outside the
+dividend's loop (a scalar, a 0-d array, a row's constant; zero dividends on its fast path), over
+every finite float16 pair and random float32 bit patterns of every exponent, through the rows
+and the flat walks."""
 
 import numpy as np
 import pytest
+from divisioncases import DIVISORS, check_uniform_divisions
 
 import fusedarrays as fa
 from fusedarrays import config
@@ -85,7 +88,7 @@ def test_float64_zero_dividends():
 @pytest.mark.parametrize("seed", [1605, 1606])
 def test_row_kernel_divides_by_its_row_constant_as_numpy(seed):
     """A row kernel's division by a value constant along the row goes through the row's
-    reciprocal (fa_rowrcp, fa_divby): random float32 bit patterns as dividends (zeros, signed,
+    reciprocal (fa_divrcp, fa_divby): random float32 bit patterns as dividends (zeros, signed,
     and subnormals among them) over divisors of every kind, and near 1."""
     rng = np.random.default_rng(seed)
     print(f"{seed=}")
@@ -109,7 +112,7 @@ def test_row_kernel_divides_by_its_row_constant_as_numpy(seed):
 
 
 def test_row_reciprocal_quotient_over_every_dividend_significand():
-    """fa_divby(a, b, fa_rowrcp(b)) against div.rn for every float32 a in [1, 2) over 4096
+    """fa_divby(a, b, fa_divrcp(b)) against div.rn for every float32 a in [1, 2) over 4096
     divisors spread over [1, 2) and its ends (cuda/division.py: every one of the 2^23 divisors
     once took 75 s on the H100, none differing); powers of two scale the rest."""
     from numba import cuda, types
@@ -119,7 +122,7 @@ def test_row_reciprocal_quotient_over_every_dividend_significand():
     source = '''
 def check(bad, divisors):
     b = divisors[cuda.blockIdx.x]
-    y = fa_rowrcp_f32(b)
+    y = fa_divrcp_f32(b)
     i = cuda.threadIdx.x
     count = 0
     while i < 8388608:
@@ -138,3 +141,39 @@ def check(bad, divisors):
     bad = cuda.to_device(np.zeros(1, np.int64))
     check[divisors.size, 256](bad, cuda.to_device(divisors.astype(np.float32)))
     assert bad.copy_to_host()[0] == 0
+
+
+@pytest.mark.parametrize("seed", [1641, 1642])
+def test_division_by_a_scalar_over_random_patterns(seed):
+    """Random float32 bit patterns (every exponent; a fifth of them ±0) over Python floats,
+    NumPy float32 scalars and 0-d arrays of every kind (random bit patterns and DIVISORS), each
+    through the divisor's reciprocal (fa_divby in the kernel's source)."""
+    rng = np.random.default_rng(seed)
+    print(f"{seed=}")
+    a = rng.integers(0, 1 << 32, 1 << 22, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    a[::5], a[1::10] = 0.0, -0.0
+    a[2::9] = (rng.standard_normal(a[2::9].size) * 1e3).astype(np.float32)
+    x = fa.asarray(a)
+    bits = rng.integers(0, 1 << 32, 24, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    near = (rng.standard_normal(8) * 10.0 ** rng.integers(-8, 8, 8)).astype(np.float32)
+    for b in [*DIVISORS, *bits, *near]:
+        for divisor in (b, np.float32(b), fa.asarray(np.float32(b))):
+            assert "fa_divby_f32" in fa.explain(x / divisor).source
+            want_b = np.float32(b)
+            message = _mismatches(a, np.reshape(want_b, (1,)), (x / divisor).get())
+            assert not message, f"/ {type(divisor).__name__} {b!r}: {message}"
+
+
+def test_float16_dropout_and_every_uniform_case():
+    """``x * mask / (1 - p)`` over float16 bit patterns (f32's reciprocal quotient rounded to
+    float16 is NumPy's float16 quotient), and tests/divisioncases.py's walks on the device."""
+    rng = np.random.default_rng(1643)
+    h = rng.integers(0, 1 << 16, 1 << 22, dtype=np.uint64).astype(np.uint16).view(np.float16)
+    mask = rng.random(h.shape) > 0.1
+    x, m = fa.asarray(h), fa.asarray(mask)
+    for p in (0.1, 0.5, 0.9):
+        with np.errstate(all="ignore"):
+            want = h * mask / np.float16(1 - p)
+        got = (x * m / (1 - p)).get()
+        assert _same(got, want).all(), f"{p=}: {int((~_same(got, want)).sum())} differ"
+    check_uniform_divisions(1644, size=1 << 16)

@@ -127,3 +127,45 @@ def test_v8_f16_values_are_float32_and_stores_round():
               "stv8_f16(p1, i, a * 3, b * 3, c * 3, d * 3, e * 3, f * 3, g * 3, h * 3)",
               src, np.float16, n=1)
     assert np.array_equal(got, (src.astype(np.float32) * 3).astype(np.float16))
+
+
+def _float32_patterns(rng, size: int) -> np.ndarray:
+    """Random float32 bit patterns (every exponent: zeros, subnormals, infinities and NaNs
+    among them), near-1 magnitudes, and each special value of a division by name."""
+    bits = rng.integers(0, 1 << 32, size, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    near = (rng.standard_normal(size // 4) * 10.0 ** rng.integers(-6, 7, size // 4))
+    tiny, huge = np.float32(2.0 ** -60), np.float32(2.0 ** 60)
+    named = [0.0, -0.0, 1.0, -1.0, 1e-45, -1e-45, 1e-40, 1.1754942e-38, 1.1754944e-38, 3e38,
+             -3.4028235e38, np.inf, -np.inf, np.nan, tiny, -tiny, huge, -huge,
+             np.nextafter(tiny, 0), np.nextafter(huge, np.inf)]
+    return np.concatenate([bits, near.astype(np.float32), np.array(named, np.float32),
+                           -np.array(named, np.float32)])
+
+
+def test_division_by_a_uniform_divisor_is_numpys_quotient_with_its_zeros_signed():
+    """``fa_divby_f32(a, b, fa_divrcp_f32(b))`` (the division codegen gives a divisor computed
+    outside its dividend's loop: a multiply and two fmas from b's reciprocal) against NumPy's
+    ``a / b``, bit for bit: dividends of every kind (±0 on the fast path, whose sign the plain
+    correction step would lose for -0 over a positive b; subnormals, huge values, infinities and
+    NaN through the plain division) over divisors of every kind."""
+    seed = 1611
+    rng = np.random.default_rng(seed)
+    print(f"{seed=}")
+    a = _float32_patterns(rng, 1 << 16)
+    divisors = _float32_patterns(rng, 64)
+    namespace = dict(CPU_NAMESPACE)
+    exec("def k(n, p0, p1, b):\n    y = fa_divrcp_f32(b)\n    for i in range(n):\n"
+         "        st_f32(p1, i, fa_divby_f32(ld_f32(p0, i), b, y))\n", namespace)
+    divide = njit(namespace["k"])
+    out = np.empty_like(a)
+    for b in divisors:
+        divide(a.size, a.ctypes.data, out.ctypes.data, b)
+        with np.errstate(all="ignore"):
+            want = a / b
+        same = (out.view(np.uint32) == want.view(np.uint32)) | (np.isnan(out) & np.isnan(want))
+        assert same.all(), (f"{int((~same).sum())} differ over b={b!r}: first "
+                            f"a={a[~same][0]!r} gave {out[~same][0]!r}, NumPy {want[~same][0]!r}")
+    # the fast path is taken: a zero over a finite b keeps its sign from a and b
+    divide(4, np.array([0.0, -0.0, 0.0, -0.0], np.float32).ctypes.data, out.ctypes.data,
+           np.float32(3.0))
+    assert np.signbit(out[:4]).tolist() == [False, True, False, True]

@@ -65,8 +65,8 @@ def test_row_kernels_move_16_byte_vectors_and_compute_row_constants_once():
         explanation, (ptx,) = _ptx_of(array)
         assert explanation.kernels[0][0].vector_width == 4
         assert len(re.findall(r"ld\.global\.v4\.f32", ptx)) >= 3      # x in every section
-        # one store, or two where LLVM unswitches the loop on the divisor's half of fa_div's
-        # zero-dividend test (cuda/division.py), the row's divisor being loop-invariant
+        # one store, or two where LLVM unswitches the loop on whether the row's divisor is in
+        # its reciprocal's span (cuda/division.py), the divisor being loop-invariant
         assert len(re.findall(r"st\.global\.v4\.f32", ptx)) in (1, 2)
     # the row's sqrt(var + eps) once per row, not per element; (x - mu) ** 2 a multiply
     assert len(re.findall(r"sqrt\.rn\.f32", ptx)) == 1
@@ -77,18 +77,20 @@ def test_row_kernels_keep_row_results_on_chip_and_divide_by_the_rows_reciprocal(
     """The first walk loads FIRST_TURN vectors a thread at once; the block's tree ends within a
     warp; each row's results pass through shared memory (no scalar global load or store); the
     division by the row's constant takes one reciprocal a row (div.rn only where fa_divby falls
-    back to fa_div)."""
+    back to a division)."""
     from fusedarrays.compiler.rowfusion import FIRST_TURN
 
     rng = np.random.default_rng(41)
     x = fa.asarray(rng.standard_normal((8, 1024)).astype(np.float32))
     mu = x.mean(axis=-1, keepdims=True)
     layer_norm = (x - mu) / fa.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
-    for array in (fa.softmax(x), layer_norm):
+    # one reciprocal for the row's divisor; the layer norm's two means divide their row sums by
+    # the row length, a scalar: its reciprocal once per kernel for each
+    for array, reciprocals in ((fa.softmax(x), 1), (layer_norm, 3)):
         _, (ptx,) = _ptx_of(array)
         loads = re.findall(r"ld\.global\.(v4\.)?f32", ptx)
         assert loads.count("v4.") >= FIRST_TURN + 2 and "" not in loads
         assert not re.search(r"st\.global\.f32", ptx)
         assert "bar.warp.sync" in ptx
-        assert len(re.findall(r"rcp\.rn\.f32", ptx)) == 1
+        assert len(re.findall(r"rcp\.rn\.f32", ptx)) == reciprocals
         assert re.search(r"fma\.rn\.f32", ptx)
