@@ -22,22 +22,9 @@ elements in order, in one thread per chunk of outputs. Accumulation order is a f
 shape and the schedule only: the same input gives the same bits every run.
 
 Few outputs of many elements are *split* (:func:`choose_split`): each output's elements are cut
-into parts, each part's result is stored in a temporary of partials, and the partials are folded
-in the same launch by whoever stores an output's last partial (CUDA's threadFenceReduction
-pattern): it stores its partial, ``cuda.threadfence()``, and adds one to the output's counter
-with an integer atomic; the one that sees ``split - 1`` knows every other part's partial is
-visible, folds the output's partials in a fixed order and sets the counter back to 0. Integer
-atomics decide only *who* folds, never the order: the fold is the one the second kernel of
-earlier versions ran (parts in order, by one thread; 128 parts and more by a block's threads
-interleaved, then its shared-memory tree, where the partials lie side by side), so the bits are
-a function of the shape and the schedule only. Who counts: on ``rows``, a block per part; on
-``cols``, a thread per part, except for a single output, where each block counts once after its
-walk and the last block folds with all its threads. The counters are the backend's (one zeroed
-buffer per device, ``counters(slots)``); every launch leaves them zero, and kernels on one device
-run one after another (fusedarrays launches on the legacy default stream only, whatever thread
-launches), so every launch may use slots ``0 … outputs - 1``, and two reductions of one program,
-being two launches, never share a slot at once. The cpu backend runs the same plan: the parts in
-its chunks, then, once every chunk is done, the fold pass of the same function (no counters).
+into parts whose results go to a temporary of partials, folded in a fixed order in the same
+launch by whoever finishes an output's last part, counted by integer atomics on the backend's
+counters (``compiler/reduction_codegen.py`` says how, and why no two launches share a slot).
 """
 
 from __future__ import annotations

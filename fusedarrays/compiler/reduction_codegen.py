@@ -15,16 +15,30 @@ its folding statements from the reduction's row. Schedules (``compiler/reduction
   shared memory (pairs ``tx`` and ``tx + h`` for halving ``h``: a fixed order, no atomics), and
   thread 0 stores. ``blockDim.x`` must be a power of two up to ``BLOCK_THREADS``.
 
-Split (``plan.split > 1``), each item is a part ``g`` of output ``o``: its elements ``lo`` to
-``hi`` are folded as above into a partial result, stored in the partials operand (the one before
-the result), and the partials of an output are folded into the result in the same launch by the
-block or thread that stores its last one (``compiler/reduction.py``), in the order the separate
-fold kernel of earlier versions used: ``fold_serial`` (parts in order, one thread) or, for 128
-parts and more lying side by side, ``fold_block`` (thread ``tx`` folds parts ``tx, tx + blockDim,
-…``, then the block's tree). That kernel was launched with ``BLOCK_THREADS`` threads a block on
-cuda, the sim backend's power of two on sim: the block that folds here has the same, on both
-schedules (``cuda/launch.py``, ``cuda/sim.py``). On cpu the fold is a pass of its own, once every
-chunk is done (``k0 < 0``: ``cpu/backend.py``).
+Split (``plan.split > 1``, ``reduction.choose_split``: few outputs of many elements), each item
+is a part ``g`` of output ``o``: its elements ``lo`` to ``hi`` are folded as above into a partial
+result, stored in the partials operand (the one before the result), and the partials are folded
+into the result in the same launch by whoever stores an output's last partial (CUDA's
+threadFenceReduction pattern): it stores its partial, ``cuda.threadfence()``, and adds one to the
+output's counter with an integer atomic (``fa_count_i32``); the one that sees ``split - 1`` knows
+every other part's partial is visible, fences again, folds the output's partials and sets the
+counter back to 0. The atomics decide only *who* folds, never the order: it is the order of the
+separate fold kernel of earlier versions (so the bits are a function of shape and schedule only,
+and unchanged): ``fold_serial`` (parts in order, one thread), or, for 128 parts and more lying side
+by side, ``fold_block`` (thread ``tx`` folds parts ``tx, tx + blockDim, …``, then the block's
+tree). That kernel had ``BLOCK_THREADS`` threads a block on cuda and the sim backend's power of two
+on sim; the block that folds here has the same on both schedules (``cuda/launch.py``,
+``cuda/sim.py``). Who counts: on ``rows`` a block per part; on ``cols`` a thread per part, except
+for a single output, where each block counts once after its walk and the grid's last block folds
+with all its threads.
+
+The counters are the backend's (``counters(slots)``: one zeroed int32 buffer per device, grown as
+needed). Every launch leaves its slots zero, and kernels on one device run one after another
+(fusedarrays launches on the legacy default stream only, from whatever thread), so every launch
+uses slots ``0 … outputs - 1``; two reductions of one program are two launches and take them in
+turn. The cpu backend runs the same plan: the parts in its chunks, then, once every chunk is done,
+the fold pass of the same function (``k0 < 0``: ``cpu/backend.py``), the parts in order, with no
+counters.
 """
 
 from __future__ import annotations
