@@ -249,7 +249,8 @@ class ProgramExplanation:
             what = (f"{plan.reduction} of {outputs} output(s) × {plan.elements} element(s), "
                     f"kept dims {plan.kept}, reduced dims {plan.red}"
                     + (f", each output in {plan.split} parts of {plan.chunk} element(s) "
-                       "(partial results)" if plan.split > 1 else ""))
+                       "(partial results, folded in a fixed order by whoever finishes the "
+                       "output's last part, in this launch)" if plan.split > 1 else ""))
             walk = _REDUCE_WALK["cpu" if self.target == "cpu" else plan.schedule]
         elif isinstance(plan, ScanPlan):
             what = (f"{plan.scan} of {plan.size} row(s) × {plan.length} element(s), kept dims "

@@ -46,17 +46,20 @@ class Operand:
 
 def kernel_param_names(plan) -> list[str]:
     """The kernel's parameter names, in :func:`operand_param_types`' order: ``n``, ``p<k>`` per
-    operand, ``plan.int_params()``, ``a<m>`` per scalar."""
-    return (["n"] + [f"p{k}" for k in range(len(plan.operands))] + plan.int_params()
+    operand, ``cnt`` where the plan counts finished parts (``plan.counters``: a split
+    reduction), ``plan.int_params()``, ``a<m>`` per scalar."""
+    return (["n"] + [f"p{k}" for k in range(len(plan.operands))]
+            + (["cnt"] if getattr(plan, "counters", 0) else []) + plan.int_params()
             + [f"a{m}" for m in range(len(plan.scalars))])
 
 
 def operand_param_types(plan) -> tuple[str, ...]:
-    """Kernel parameter types, in order: n, one pointer per operand, the integers of
-    ``plan.int_params()``, the scalars: every plan that binds its operands one by one (an
-    elementwise, reduction, row or scan kernel)."""
-    return (("i64",) + ("ptr",) * len(plan.operands) + ("i64",) * len(plan.int_params())
-            + tuple(CODES[dt] for _, dt in plan.scalars))
+    """Kernel parameter types, in order: n, one pointer per operand, the counters' pointer (a
+    split reduction), the integers of ``plan.int_params()``, the scalars: every plan that binds
+    its operands one by one (an elementwise, reduction, row or scan kernel)."""
+    counters = 1 if getattr(plan, "counters", 0) else 0
+    return (("i64",) + ("ptr",) * (len(plan.operands) + counters)
+            + ("i64",) * len(plan.int_params()) + tuple(CODES[dt] for _, dt in plan.scalars))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,11 @@ memory: for reductions whose innermost reduced axis is contiguous or broadcast) 
 warp reads neighbouring outputs' elements together). The cpu target walks each output's
 elements in order, in one thread per chunk of outputs. Accumulation order is a function of the
 shape and the schedule only: the same input gives the same bits every run.
+
+Few outputs of many elements are *split* (:func:`choose_split`): each output's elements are cut
+into parts whose results go to a temporary of partials, folded in a fixed order in the same
+launch by whoever finishes an output's last part, counted by integer atomics on the backend's
+counters (``compiler/reduction_codegen.py`` says how, and why no two launches share a slot).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from .. import config
 from ..ir import graph, layout
 from ..ir.dtypes import CODES
 from ..ir.params import roots_params
-from ..ir.reductions import REDUCTIONS, reduction_node
+from ..ir.reductions import REDUCTIONS
 from . import keys
 from .plan import (
     Instr,
@@ -73,7 +78,8 @@ class ReducePlan:
     schedule: str = "rows"  # cuda: rows (a block per output) or cols (a thread per output)
     sources: tuple[int, ...] = ()
     scalar_sources: tuple[int, ...] = ()
-    split: int = 1          # > 1: each output's elements in this many parts, partials stored
+    split: int = 1          # > 1: each output's elements in this many parts, partials stored,
+    #                         then folded in the same launch by whoever finishes an output last
     chunk: int = 0          # elements per part (flat C-order index ranges)
 
     @property
@@ -84,6 +90,16 @@ class ReducePlan:
     @property
     def elements(self) -> int:
         return layout.size_of(self.red)
+
+    @property
+    def outputs(self) -> int:
+        return layout.size_of(self.kept)
+
+    @property
+    def counters(self) -> int:
+        """Counter slots a launch needs from the backend's zeroed counter buffer (split: one
+        per output, counting its finished parts; module docstring), else 0."""
+        return self.outputs if self.split > 1 else 0
 
     @property
     def dims(self) -> tuple:
@@ -121,16 +137,19 @@ class ReducePlan:
     param_types = operand_param_types
 
     def geometry(self) -> tuple:
-        return ("reduce", self.schedule, self.size)
+        # "fold": the cpu backend runs the fold pass after every chunk (cpu/backend.py)
+        return ("reduce", self.schedule, self.size) + (("fold",) if self.split > 1 else ())
 
 
 def plan_reduce(node: graph.Node, source: graph.Node, target: tuple,
-                positions: dict, split: int = 1) -> ReducePlan:
+                positions: dict, split: int = 1, partials: tuple | None = None) -> ReducePlan:
     """Plan reduction ``node`` of the expression ``source`` (its input, with earlier reductions
     already cut out) into ``target`` = ``(buffer, dtype, shape, strides, offset)``; ``positions``
     gives each param of ``source`` its place in the evaluation's params. ``split`` > 1: the
-    partial results of each output's ``split`` parts go to ``target``, a contiguous temporary
-    laid out as :func:`partials_shape` says."""
+    partial results of each output's ``split`` parts go to ``partials`` (a buffer, the same
+    tuple), a contiguous temporary laid out as :func:`partials_shape` says, and are folded into
+    ``target`` in the same launch (:func:`fold_schedule`): its operands are the inputs, the
+    partials, then the result."""
     name, axes, keepdims = node.attrs
     shape = source.shape
     views, scalars, var_of, sources = number_params(
@@ -143,14 +162,17 @@ def plan_reduce(node: graph.Node, source: graph.Node, target: tuple,
                                     [tuple(v[2][k] for k in axes) for v in views])
     kept_shape = tuple(shape[k] for k in kept_axes)
     schedule = choose_schedule(red, red_sets)
+    outs = [(buffer, dtype, ostrides, ooffset)]
     if split > 1:   # the partials' layout (partials_shape): part g of output o at o's + g*step
-        ostrides = (layout.contiguous_strides(kept_shape + (split,))[:-1] if schedule == "rows"
+        pstrides = (layout.contiguous_strides(kept_shape + (split,))[:-1] if schedule == "rows"
                     else layout.contiguous_strides((split,) + kept_shape)[1:])
+        outs.insert(0, (partials[0], partials[1], pstrides, partials[4]))
     kept, kept_sets = layout.collapse(kept_shape, [tuple(v[2][k] for k in kept_axes)
-                                                   for v in views] + [ostrides])
+                                                   for v in views] + [o[2] for o in outs])
     operands = tuple(Operand(b, dt, kept_sets[k] + red_sets[k], off, unit_class(red_sets[k]),
                              False) for k, (b, dt, _, off) in enumerate(views))
-    operands += (Operand(buffer, np.dtype(dtype), kept_sets[-1], ooffset, "S", True),)
+    operands += tuple(Operand(b, np.dtype(dt), kept_sets[len(views) + k], off, "S", True)
+                      for k, (b, dt, _, off) in enumerate(outs))
     canonical = "\n".join(f"{i.var}={i.kind}:{i.arg}:{','.join(map(str, i.inputs))}:{i.code}"
                           for i in body)
     parts = (
@@ -161,7 +183,8 @@ def plan_reduce(node: graph.Node, source: graph.Node, target: tuple,
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept, {len(red)} reduced"),
         ("schedule", schedule),
-        ("split", "no" if split == 1 else f"parts {'outer' if schedule == 'cols' else 'inner'}"),
+        ("split", "no" if split == 1 else f"parts {'outer' if schedule == 'cols' else 'inner'}, "
+                  "folded in the launch"),
         ("config", repr(config.codegen_settings())),
     )
     parts = keys.structure_parts(parts)
@@ -188,8 +211,9 @@ ROW_FUSE_MAX = 1 << 16
 
 def choose_split(plan: ReducePlan) -> int:
     """Parts to cut each output's elements into, so that few outputs of many elements still
-    keep every SM busy (a full reduction: 1024 blocks of 64 K elements), then a second kernel
-    folds the partials in a fixed order. argmax/argmin are not split."""
+    keep every SM busy (a full reduction: 1024 blocks of 64 K elements); the partials are
+    folded in a fixed order in the same launch (module docstring). argmax/argmin are not
+    split."""
     outputs, elements = plan.size, plan.elements
     if REDUCTIONS[plan.reduction].arg:
         return 1
@@ -219,6 +243,8 @@ class TempBuffer:
 class Step:
     plan: object            # ReducePlan or KernelPlan
     out: int                # >= 0: temporary ``out``; -1: the evaluation's outputs
+    partials: int = -1      # >= 0: a split reduction's partials, temporary ``partials``, bound
+    #                         as the output before ``out``
 
 
 @dataclass(frozen=True)
@@ -295,7 +321,7 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
 
 def _cut(outputs: list, params: dict, temp_align: int, new_temp, split: bool,
          blas: Blas | None = None) -> _Cut:
-    """A step per reduction (two where split), per scan and per product, inputs first, results
+    """A step per reduction, per scan and per product, inputs first, results
     in temporaries (a root computed straight into its target: there)."""
     roots = [node for node, _ in outputs]
     cut = _Cut(dict(params), len(params), temp_align, new_temp, split, blas)
@@ -355,28 +381,25 @@ class _Cut:
         return leaf
 
     def reduction(self, node, source, target: tuple, temporary: bool, where: str):
-        """The step(s) computing reduction ``node`` of ``source`` into ``target`` (the
+        """The step computing reduction ``node`` of ``source`` into ``target`` (the
         evaluation's output, or a ``temporary`` bound here, whose leaf is returned): one
-        kernel, or, split, a kernel of partial results and one folding them."""
+        kernel; split, it stores partial results in a temporary of its own and folds them."""
         label = f"{node.label()} over {source.shape}"
         plan = plan_reduce(node, source, target, self.positions)
         split = choose_split(plan) if self.split else 1
+        partials = -1
         if split > 1:
             pdtype = np.dtype(np.float32) if node.dtype == np.float16 else node.dtype
             pshape = partials_shape(node, split, plan.schedule)
             partial = (self.buffer(pdtype, pshape), pdtype, pshape,
                        layout.contiguous_strides(pshape), 0)
-            self.steps.append(Step(plan_reduce(node, source, partial, self.positions, split),
-                                   len(self.temps)))
-            pleaf = self.temp(partial)
-            self.why.append(f"kernel {len(self.steps)}: {label} in {split} parts per output "
-                            f"(so that {plan.size} output(s) keep every SM or core busy), its "
-                            f"input computed as it is read, into partial results {pshape}")
-            axis = len(pshape) - 1 if plan.schedule == "rows" else 0
-            fold = reduction_node(node.attrs[0], pleaf, (axis,), False, node.dtype)
-            plan = plan_reduce(fold, pleaf, _kept_view(node, target), self.positions)
-            label = f"{node.attrs[0]} of the partials, in a fixed order"
-        self.steps.append(Step(plan, len(self.temps) if temporary else -1))
+            plan = plan_reduce(node, source, target, self.positions, split, partial)
+            partials = len(self.temps)
+            self.temp(partial)
+            label += (f" in {split} parts per output (so that {plan.outputs} output(s) keep "
+                      f"every SM or core busy), partial results {pshape} folded in a fixed "
+                      "order by the last block to finish each output, in the same launch")
+        self.steps.append(Step(plan, len(self.temps) if temporary else -1, partials))
         self.why.append(f"kernel {len(self.steps)}: {label}, its input computed as it is read, "
                         + where)
         return self.temp(target) if temporary else None
@@ -440,16 +463,6 @@ class _Cut:
             strides = ((rows * cols if batch else 0,) if nb else ()) + (cols, 1)
             operands[k] = Operand(target[0], o.dtype, strides, 0, "S", False)
         return replace(plan, operands=tuple(operands), sources=tuple(sources))
-
-
-def _kept_view(node: graph.Node, target: tuple) -> tuple:
-    """``target`` (a reduction's result) seen without its reduced axes of extent 1 (keepdims)."""
-    buffer, dtype, shape, strides, offset = target
-    name, axes, keepdims = node.attrs
-    if keepdims:
-        shape = tuple(e for k, e in enumerate(shape) if k not in axes)
-        strides = tuple(s for k, s in enumerate(strides) if k not in axes)
-    return buffer, dtype, shape, strides, offset
 
 
 def rebuild(node: graph.Node, subst: dict) -> graph.Node:

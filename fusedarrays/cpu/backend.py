@@ -264,6 +264,8 @@ class CpuBackend(HostMemory):
         # numba specialises on the first call's argument types, so typing errors surface here.
         try:
             run_chunks(kernel[0], (n, *args))
+            if geometry[3:] == ("fold",):   # a split reduction: its partials, once all are in
+                kernel[0](-1, -1, n, *args)
         except Exception as exc:  # kernels compiled with error_model="numpy" raise nothing else
             if kernel[2] is None:
                 raise CompileError(f"cpu backend failed to compile: {exc}", kernel[1]) from exc

@@ -71,6 +71,9 @@ class CudaBackend:
         self.arch = f"sm_{cc.major}{cc.minor}"
         self.device_key = f"cuda:{self.device_id}:{self.arch}"
         self._sm_count = self.device.properties.multiprocessor_count
+        self._counters: tuple = (0, 0)     # (slots, address) of the split reductions' counters
+        self._counter_blocks: list = []    # every counter buffer made, kept (see counters())
+        self._counter_lock = threading.Lock()
         # Every disk-cache key holds the toolchain versions (a millisecond of reading package
         # metadata): read them now, beside the caller's own start-up, not in its first eval.
         threading.Thread(target=self.toolchain, daemon=True).start()
@@ -178,6 +181,27 @@ class CudaBackend:
 
     def address(self, storage: memory.DeviceStorage) -> int:
         return storage.ptr
+
+    def counters(self, slots: int) -> int:
+        """The address of this device's counters for split reductions
+        (``compiler/reduction.py``): at least ``slots`` int32 zeros. Every launch leaves them
+        zero and every launch is on the legacy default stream, so kernels that use them run
+        one after another, whatever thread queued them, and all may use the same slots. Grown
+        (rarely: at most 65536 slots are ever asked for) by a new zeroed buffer, copied in on
+        the legacy stream before any launch queued after it; the old ones are kept for the
+        backend's life, so a launch another thread packed with one never reads freed memory."""
+        size, address = self._counters
+        if size >= slots:
+            return address
+        if not self._thread.bound:
+            self._bind()
+        with self._counter_lock:
+            size = max(slots, 2 * self._counters[0], 1024)
+            if self._counters[0] < slots:
+                block = memory.from_host(self._pool, np.zeros(size, np.int32))
+                self._counter_blocks.append(block)
+                self._counters = (size, block.ptr)
+            return self._counters[1]
 
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, tuple]:
         """The arguments after ``n`` of a multi-tensor kernel

@@ -379,6 +379,21 @@ def _floor_log2_typer(typingctx, k):
     return None
 
 
+# A split reduction's counter (compiler/reduction.py): one integer atomic add on element i of an
+# int32 array at device address p, the value before it returned (``atom.global.add.u32``).
+# Relaxed ("monotonic"): the kernel orders its stores around it with cuda.threadfence(), as
+# CUDA's threadFenceReduction sample does.
+def _count_codegen(context, builder, sig, args):
+    ptr = _element_ptr(context, builder, sig, args, _I32)
+    return builder.atomic_rmw("add", ptr, ir.Constant(_I32, 1), "monotonic")
+
+
+def _count_typer(typingctx, p, i):
+    if _is_int(p) and _is_int(i):
+        return signature(types.int32, p, i), _count_codegen
+    return None
+
+
 # --- the namespace ------------------------------------------------------------------------------
 
 
@@ -391,7 +406,8 @@ def _build_typers() -> dict[str, Callable]:
              _named("fa_philox", _philox_typer), _named("fa_div", division.div_typer),
              _named("fa_divrcp_f32", division.divrcp_typer),
              _named("fa_divby_f32", division.divby_typer),
-             _named("fa_floor_log2", _floor_log2_typer)]
+             _named("fa_floor_log2", _floor_log2_typer),
+             _named("fa_count_i32", _count_typer)]
     return {typer.__name__: typer for typer in made}
 
 

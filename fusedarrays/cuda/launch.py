@@ -105,8 +105,10 @@ class Launcher:
             cap = max(1, self._sm_count * BLOCKS_PER_SM_ROWS // across)
             grid = (across, min(rows, cap, _MAX_GRID_Y))
             config = LaunchConfig(grid=grid, block=BLOCK)
-        elif kind == "reduce":  # (schedule, outputs): compiler/reduction.py
-            _, schedule, outputs = geometry
+        elif kind == "reduce":  # (schedule, outputs[, "fold"]): compiler/reduction.py
+            # both schedules' blocks are BLOCK_THREADS wide (BLOCK == BLOCK_THREADS): a split
+            # reduction's last block folds the partials with a tree of that width on either
+            _, schedule, outputs = geometry[:3]
             if schedule == "rows":   # a block per output, grid-stride over outputs
                 config = LaunchConfig(grid=min(outputs, self._sm_count * BLOCKS_PER_SM),
                                       block=BLOCK_THREADS)

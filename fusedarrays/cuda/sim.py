@@ -93,6 +93,20 @@ def _vector_store(lanes: int):
     return stv
 
 
+_counting = threading.Lock()
+
+
+def _count(p, i):
+    # A split reduction's counter (compiler/reduction.py): the device's atomic add, under a lock.
+    # The simulator's cuda.atomic.add does the same, but takes an array where our operands are
+    # (array, offset); its cuda.threadfence() is a no-op, which is right here: the simulated
+    # threads are Python threads, whose stores the others see in program order.
+    with _counting:
+        old = p[0][p[1] + i]
+        p[0][p[1] + i] = old + 1
+    return old
+
+
 def _fma(a, b, c):
     # Exact, rounded once, like the fma of the other backends (math.fma is Python >= 3.13).
     a, b, c = float(a), float(b), float(c)
@@ -142,6 +156,7 @@ def _build_namespace(helpers: dict) -> dict:
     ns["fa_divby_f32"] = lambda a, b, y: np.true_divide(a, b)
     # block trees without a warp-synchronous end: the simulator's threads keep no warps
     ns["fa_warp_lanes"] = 1
+    ns["fa_count_i32"] = _count
     for name, fn in helpers.items():
         ns[name] = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
     return ns
@@ -184,9 +199,12 @@ class SimBackend(HostMemory):
         # Few blocks (each thread is a Python thread); the grid-stride loops cover the rest.
         block = config.get("SIM_BLOCK")
         kind = geometry[0] if geometry else "flat"
-        if kind == "reduce":   # ("reduce", schedule, outputs): see compiler/reduction.py
-            if geometry[1] == "rows":   # a block per output; its tree wants a power of two
-                grid, block = max(1, min(n, 2)), 1 << (min(block, BLOCK_THREADS).bit_length() - 1)
+        if kind == "reduce":   # ("reduce", schedule, outputs[, "fold"]): compiler/reduction.py
+            # a power of two (a block's tree), the same on both schedules: a split reduction's
+            # last block folds the partials with a tree of that width on either
+            block = 1 << (min(block, BLOCK_THREADS).bit_length() - 1)
+            if geometry[1] == "rows":   # a block per output
+                grid = max(1, min(n, 2))
             else:
                 grid = max(1, min(-(-n // block), 2))
         elif kind == "product":     # the kernel's thread layout is fixed: 16 x 16

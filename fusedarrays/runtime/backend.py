@@ -93,6 +93,19 @@ class HostMemory:
     def address(self, storage) -> int:
         return storage.ctypes.data
 
+    _counter_array = np.zeros(0, np.int32)
+
+    def counters(self, slots: int):
+        """A split reduction's counters (``compiler/reduction.py``) as an operand: int32 zeros,
+        at least ``slots`` of them, the same array for every launch (each leaves it zero; the
+        sim runs one kernel at a time, and the cpu kernels never touch it: the cpu backend
+        sequences the fold itself). Grown by a new array: a launch holding the old one keeps
+        it."""
+        held = self._counter_array
+        if len(held) < slots:
+            held = self._counter_array = np.zeros(max(slots, 2 * len(held), 1024), np.int32)
+        return held, 0
+
     alloc_align = None   # NumPy promises less than the 256 bytes a Buffer's alignment counts
 
     def synchronize(self) -> None:
@@ -122,6 +135,8 @@ class Backend(Protocol):
     def to_host(self, storage: Any, dtype: np.dtype, count: int,
                 elem_offset: int) -> np.ndarray: ...
     def operand_arg(self, storage: Any, dtype: np.dtype, elem_offset: int) -> Any: ...
+    # a split reduction's counter buffer, zero between launches: an operand of int32 slots
+    def counters(self, slots: int) -> Any: ...
     def address(self, storage: Any) -> int: ...
     def synchronize(self) -> None: ...
     # fuse's foreach: the arguments after n of foreach_codegen.render_foreach_kernel, and what

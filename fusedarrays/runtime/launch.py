@@ -133,6 +133,7 @@ class Packer:
     """
 
     def __init__(self, backend):
+        self.backend = backend
         self.names: dict = {"M": [], "oparg": backend.operand_arg}
         self.lines: list[str] = []
         self.parts: list[str] = []
@@ -157,6 +158,13 @@ class Packer:
         self.lines += [f"s = {source}", f"m{slot} = M[{slot}]", f"if m{slot}[0] is not s:",
                        f"    m{slot} = M[{slot}] = (s, {convert})"]
         self.parts.append(f"m{slot}[1]")
+
+    def counters(self, plan) -> None:
+        """The counter buffer of a plan that counts finished parts (a split reduction:
+        ``compiler/reduction.py``), from the backend at each launch (it may have grown)."""
+        if getattr(plan, "counters", 0):
+            self.names["counters"] = self.backend.counters
+            self.parts.append(f"counters({plan.counters})")
 
     def ints(self, plan) -> None:
         ints = plan.int_args()
@@ -187,6 +195,7 @@ def graph_packer(plan, nparams: int, backend):
         packer.pointer(f"p{position}.attrs[0].storage", o.dtype, elem_offset(o))
     for k, o in enumerate(plan.operands[len(inputs):]):
         packer.pointer(f"O[{k}].storage", o.dtype, elem_offset(o))
+    packer.counters(plan)
     packer.ints(plan)
     for (_, dtype), position in zip(plan.scalars, plan.scalar_sources):
         packer.scalar(f"p{position}.attrs[1]", dtype)

@@ -42,7 +42,8 @@ class ProgramRecord:
         temps = [new_buffer(self.backend, max(n, 1)) for n in self.nbytes]
         bound = list(params) + [_Slot(b) for b in temps]
         for record, step in zip(self.records, self.program.steps):
-            record.launch(bound, outputs if step.out < 0 else (temps[step.out],))
+            out = outputs if step.out < 0 else (temps[step.out],)
+            record.launch(bound, out if step.partials < 0 else (temps[step.partials], *out))
 
 
 def program_record(outputs: list, params: dict, kernel_for) -> ProgramRecord:

@@ -213,6 +213,23 @@ def test_float32_sum_is_accurate_and_deterministic():
     assert abs(float(first) - exact) / exact <= 1e-6
 
 
+def test_a_split_sum_is_one_launch_and_its_fixed_order_bit_for_bit():
+    # 2^22 + 5 float32: 513 parts, each summed in order in float64 and stored as float32 by
+    # the chunks' threads, then, once all are done, the partials in order in float64 (the
+    # launch's fold pass): NumPy emulating that order gives the same bits
+    rng = np.random.default_rng(17)
+    x = rng.random((1 << 22) + 5, dtype=np.float32) + np.float32(0.5)   # no -0.0
+    a = fa.asarray(x)
+    (step,) = fa.explain(a.sum()).program.steps
+    assert step.plan.split == 513
+    want = rc.fixed_order_sum(x, step.plan, 0, cpu=True)
+    for _ in range(2):
+        fa.reset_stats()
+        got = fa.sum(a).get()
+        assert fa.stats()["launches"] == 1
+        assert got.tobytes() == want.tobytes(), (got, want, "seed 17")
+
+
 def test_elementwise_producers_run_inside_the_reduction_kernel():
     rng = np.random.default_rng(16)
     x, y = (rng.standard_normal((300, 400)).astype(np.float32) for _ in range(2))
@@ -222,7 +239,7 @@ def test_elementwise_producers_run_inside_the_reduction_kernel():
     assert [shape for _, shape in program.temps] == [(15,)], program.why
     fa.reset_stats()
     got = ((a - b) ** 2).sum().get()
-    assert fa.stats()["launches"] == 2       # the parts, then their partials folded
+    assert fa.stats()["launches"] == 1       # the parts, their partials folded after them
     rc.check(got, ((x - y) ** 2).sum(), x, "((x-y)**2).sum()")
     fa.reset_stats()
     got = ((a[:20] - b[:20]) ** 2).sum().get()
@@ -234,7 +251,7 @@ def test_elementwise_producers_run_inside_the_reduction_kernel():
     rc.check(got, x - x.max(axis=-1, keepdims=True), x, "x - max")
     fa.reset_stats()
     got = (a - a.sum(axis=0)).get()          # column sums read along rows: not one block's
-    assert fa.stats()["launches"] == 3       # the columns' parts, their fold, the subtraction
+    assert fa.stats()["launches"] == 2       # the columns' parts and fold, the subtraction
     rc.check(got, x - x.sum(axis=0), x, "x - column sums")
 
 
@@ -262,7 +279,7 @@ def test_softmax_and_layer_norm_are_one_kernel_per_call():
     rows16k = fa.asarray(np.ones((8, 16384), np.float32))   # planned only
     assert fa.explain(fa.softmax(rows16k)).launches == 1    # rows of 16 K: still one kernel
     flat = fa.asarray(np.ones(1 << 20, np.float32))
-    assert fa.explain(flat - flat.max(keepdims=True)).launches == 3   # split, fold, subtract
+    assert fa.explain(flat - flat.max(keepdims=True)).launches == 2   # split max, subtract
     any_row = (a * (a > 3).any(axis=-1, keepdims=True) + a.min(axis=-1, keepdims=True)).get()
     rc.check(any_row, x * (x > 3).any(axis=-1, keepdims=True) + x.min(axis=-1, keepdims=True),
              x, "any and min sections in one kernel")

@@ -1,5 +1,6 @@
 """Reduction kernels compiled to PTX for sm_90 without a GPU: both cuda schedules, each reduction
-kind, float16 accumulating in float32, and no atomics in the accumulation (fixed order)."""
+kind, float16 accumulating in float32, and no atomics in the accumulation (fixed order): a split
+reduction's only atomic is the integer count of an output's finished parts."""
 
 import re
 
@@ -34,6 +35,29 @@ def test_every_reduction_compiles_on_both_schedules_without_atomics():
                 assert "bar.sync" in ptx           # the block's tree waits at each level
     assert {s for _, s in schedules} == {"rows", "cols"}
     assert ("argmax", "rows") in schedules and ("argmin", "cols") in schedules
+
+
+def test_split_reductions_fold_in_one_kernel_counted_by_an_integer_atomic_after_a_fence():
+    """A split reduction is one kernel: each part's partial stored, ``membar.gl``
+    (cuda.threadfence), then one integer ``atom.global.add`` on the output's counter; the
+    accumulation itself has no atomics (no float atomic anywhere)."""
+    rng = np.random.default_rng(38)
+    x = fa.asarray(rng.standard_normal(1 << 16).astype(np.float32))
+    m = fa.asarray(rng.standard_normal((300, 3)).astype(np.float32))
+    seen = set()
+    for array in (((x - 1.5) ** 2).sum(), x[::3].sum(), m.sum(axis=0), m.max(axis=0),
+                  fa.asarray(rng.standard_normal((4, 20000)).astype(np.float16)).sum(axis=1)):
+        explanation, ptxs = _ptx_of(array)
+        assert explanation.launches == 1 and len(ptxs) == 1
+        ((plan, _),), (ptx,) = explanation.kernels, ptxs
+        assert plan.split > 1
+        seen.add(plan.schedule)
+        atomics = re.findall(r"^\s*(?:@%p\d+\s+)?((?:atom|red)\.\S+)", ptx, re.M)
+        assert atomics and set(atomics) == {"atom.global.add.u32"}, atomics
+        assert "membar.gl" in ptx or "fence.sc.gpu" in ptx
+        fence = min(ptx.find(f) for f in ("membar.gl", "fence.sc.gpu") if f in ptx)
+        assert fence < ptx.find("atom.global.add.u32")   # the partial's store fenced first
+    assert seen == {"rows", "cols"}
 
 
 def test_float16_sums_accumulate_in_float32():
