@@ -59,6 +59,9 @@ class _Renderer:
         # whose lanes share a draw's Philox blocks (streams.block_lines).
         self.pos = lambda lane: "i"
         self.vshared = False
+        # Values an earlier walk of the same kernel already computed under the same names (a
+        # row kernel's registers, compiler/rowfusion.py): lines_at writes no line for them.
+        self.skip: frozenset = frozenset()
         for ins in plan.body:
             if ins.var is None:
                 continue
@@ -143,7 +146,7 @@ class _Renderer:
         """Every non-store instruction of exactly ``level``; ``load(ins, lane)`` renders loads."""
         out = []
         for ins in self.plan.body:
-            if ins.var is None or self.level[ins.var] != level:
+            if ins.var is None or self.level[ins.var] != level or ins.var in self.skip:
                 continue
             if ins.kind == "gather":
                 rhs = self.gather(ins, lane, load)

@@ -20,9 +20,19 @@ row length that is a multiple of the lanes, each thread walks whole 16-byte vect
 ``stv``): a row's elements cost a quarter of the loop and index work (more with float16).
 
 The first walk reads the row from memory: a thread issues the loads of ``FIRST_TURN`` of its
-vectors before it waits on the first. Later sections read the row again rather than keep it in
-registers: holding a thread's share of a 4096-element row across the sections measured no faster
-on the H100 (softmax 0.77, layer norm 0.80 of a copy either way), as the re-reads hit L1.
+vectors before it waits on the first. Where a thread's share of the row is at most that many
+vectors (and ``ROW_CACHE_ELEMENTS`` elements) under a block of ``BLOCK_THREADS`` — a 4096-float
+row: four vectors, sixteen floats a thread — the plan keeps it (``row_slots``, a key part): on
+cuda each thread holds its ``row_slots`` vectors in registers across the walks, loaded once, and
+every per-element value an earlier walk computed (after merging repeated instructions: the
+softmax's ``exp(x - max)`` of the sum and of the output is one value; a layer norm's ``x - mean``
+likewise) is taken from its variable rather than computed again, so a softmax reads ``x`` once
+and takes one ``exp`` an element. A slot past the row's end loads the row's last vector (a
+real element, computed and dropped) and neither folds nor stores. Each element's operations and
+each thread's folding order are today's, so the bits are the same. Such a kernel needs
+``row_slots * blockDim`` vectors to cover a row: cuda's blocks are ``BLOCK_THREADS`` wide, and
+the plan's geometry names the width the simulator must launch (``RowPlan.geometry``). Longer rows
+read the row again in each walk (from L1/L2). The cpu target walks as before.
 
 A float32 division of an element by a row's constant (a softmax's sum, a layer norm's
 ``sqrt(var + eps)``) takes the row's reciprocal once and two fmas an element on cuda
@@ -67,6 +77,7 @@ class RowPlan:
     sources: tuple[int, ...] = ()
     scalar_sources: tuple[int, ...] = ()
     vector_width: int = 1   # cuda: elements per 16-byte access along a row (module docstring)
+    row_slots: int = 0      # cuda: vectors a thread keeps across the walks (0: none; docstring)
     schedule = "rows"
 
     size = property(lambda self: layout.size_of(self.kept))
@@ -89,7 +100,12 @@ class RowPlan:
     param_types = operand_param_types
 
     def geometry(self) -> tuple:
-        return ("reduce", "rows", self.size)
+        if not self.row_slots:
+            return ("reduce", "rows", self.size)
+        # the block width whose slots cover a row (cuda's BLOCK_THREADS always do): the
+        # simulator launches at least this many threads a block
+        per_row = -(-layout.size_of(self.red) // (self.vector_width * self.row_slots))
+        return ("reduce", "rows", self.size, 1 << max(per_row - 1, 0).bit_length())
 
 
 def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, target: tuple,
@@ -117,6 +133,7 @@ def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, t
                      for k, (b, dt, _, off) in enumerate(views))
     width = row_vector_width(operands, len(kept), red,
                              [getattr(b, "align", 256) for b, *_ in views])
+    slots = row_slots(body, red, width)
     sections = tuple((r.attrs[0], var[s.serial], var_of[t.serial])
                      for r, s, t in zip(reductions, sources, temps))
     stores = ((var[final.serial], len(operands) - 1),)
@@ -131,11 +148,12 @@ def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, t
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept, {len(red)} reduced"),
         ("vector_width", str(width)),
+        ("row_cache", f"{slots} vectors a thread" if slots else "none"),
         ("config", repr(config.codegen_settings())),
     ))
     return RowPlan(kept, red, operands, tuple((v, dt) for v, dt, _ in scalars), tuple(body),
                    sections, stores, parts, keys.digest(parts), tuple(sources_at),
-                   tuple(p for _, _, p in scalars), width)
+                   tuple(p for _, _, p in scalars), width, slots)
 
 
 def fusible(reductions: list, final_shape: tuple) -> bool:
@@ -175,6 +193,22 @@ def row_vector_width(operands: tuple, krank: int, red: tuple, aligns: list) -> i
     return width
 
 
+# Elements a thread may keep in registers across a row's walks (with whatever per-element values
+# later walks need): a 4096-float row's share under BLOCK_THREADS.
+ROW_CACHE_ELEMENTS = 16
+
+
+def row_slots(body: list, red: tuple, width: int) -> int:
+    """Vectors a thread keeps across the walks (module docstring): the fewest that cover a row
+    under ``BLOCK_THREADS`` threads, where that is at most ``FIRST_TURN`` and
+    ``ROW_CACHE_ELEMENTS`` elements; 0 (walk as before) for longer or empty rows, rows walked
+    element by element, and bodies with draws or gathers (whose walks place elements by index)."""
+    if width == 1 or any(i.kind in ("random", "gather") for i in body):
+        return 0
+    slots = -(-(layout.size_of(red) // width) // BLOCK_THREADS)
+    return slots if 0 < slots <= min(FIRST_TURN, max(1, ROW_CACHE_ELEMENTS // width)) else 0
+
+
 def unit_class(red_strides: tuple) -> str:
     """An operand's class in a reduction kernel: ``U`` where its innermost reduced stride is 1
     (the kernel indexes it without a multiplication there), else ``S``. Never ``C``: every
@@ -211,20 +245,27 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     cuda = target == "cuda"
     width = plan.vector_width if cuda else 1
     body, shared, rows = [], {}, {}
+    cache = _RowCache(plan, width, rows) if cuda and plan.row_slots else None
     for number, section in enumerate(plan.sections):
-        body += _section(plan, number, section, target, width, shared, rows)
+        body += _section(plan, number, section, target, width, shared, rows, cache)
     var, out = plan.stores[0]
-    final = _Renderer(_Shim(plan, _needed(plan, var)))
+    if cache:
+        var = cache.canon[var]
+    final = cache.renderer(var) if cache else _Renderer(_Shim(plan, _needed(plan, var)))
     code = plan.operands[out].code
 
-    def store(at: str) -> list[str]:
+    def store(at: str, lanes=lambda lane: f"_{lane}") -> list[str]:
         if width == 1:
             return [f"st_{code}(p{out}, i{out}, {final.convert(var, code, '')})"]
-        values = ", ".join(final.convert(var, code, f"_{lane}") for lane in range(width))
+        values = ", ".join(final.convert(var, code, lanes(lane)) for lane in range(width))
         return [f"stv{width}_{code}(p{out}, ov{out} + {at}, {values})"]
-    body += _walk(plan, final, target, width, lambda lane: [], store, rows)
+    if cache:
+        body += cache.walk(final, lambda lane: [], store)
+    else:
+        body += _walk(plan, final, target, width, lambda lane: [], store, rows)
     size = " * ".join(f"e{j}" for j in range(len(plan.red)))
-    hoisted = _Renderer(_Shim(plan, list(plan.body)))._constant_loads(0, lambda k: f"b{k}")
+    hoisted = _Renderer(_Shim(plan, cache.body if cache else list(plan.body)))._constant_loads(
+        0, lambda k: f"b{k}")
     row = _row_bases(plan, width)
     if cuda:
         head = [f"{sh} = cuda.shared.array({length}, sh_{kind})"
@@ -232,6 +273,10 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
         head += ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
                  "op = cv_i64(cuda.blockIdx.x)", "ostep = cv_i64(cuda.gridDim.x)",
                  f"kk = {size}", f"kv = kk // {width}"] + hoisted
+        if cache:   # each slot's vector, and where a slot past the row's end reads instead
+            head += [ln for u in range(plan.row_slots)
+                     for ln in (f"jv{u} = tx + {u} * bdim" if u else "jv0 = tx",
+                                f"jc{u} = min(jv{u}, kv - 1)")]
         lines = head + ["while op < n:"] + _indent(row + body + ["cuda.syncthreads()",
                                                                  "op += ostep"])
         return _function(plan.name, params, lines)
@@ -241,6 +286,69 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
                         "    top = min(k * grain + grain, total)",
                         "    for op in range(k * grain, top):"] + _indent(row + body, 2)
     return _function(plan.name, ["k0", "k1"] + params, lines + ["return chunks"])
+
+
+def _merged(plan: RowPlan) -> tuple[list[Instr], dict[int, int]]:
+    """The body with repeated instructions merged (the same load, scalar, cast or op of the
+    same merged inputs: the graph's reductions were cut out by rebuilding the nodes above them,
+    so a softmax's sum and its output each have their own ``exp(x - max)``), and each var's
+    merged var. A merged instruction computes exactly what each copy did."""
+    body, canon, seen = [], {}, {}
+    for ins in plan.body:
+        inputs = tuple(canon[v] for v in ins.inputs)
+        shape = (ins.kind, ins.arg, ins.code, inputs)
+        if ins.kind in ("load", "scalar", "cast", "op") and shape in seen:
+            canon[ins.var] = seen[shape]
+            continue
+        canon[ins.var] = seen[shape] = ins.var
+        body.append(Instr(ins.var, ins.kind, ins.arg, inputs, ins.code))
+    return body, canon
+
+
+class _RowCache:
+    """A cuda row kernel whose threads keep their ``row_slots`` vectors of the row, and what
+    the walks compute of them, in registers (module docstring): each walk writes only the
+    values no earlier walk wrote, under the names the earlier walk gave them (lane suffix
+    ``_<slot>_<lane>``), so a later walk reads them from there."""
+
+    def __init__(self, plan: RowPlan, width: int, rows: dict):
+        self.plan, self.width, self.rows = plan, width, rows
+        self.body, self.canon = _merged(plan)
+        self.done: set[int] = set()   # vars an earlier walk computed
+
+    def renderer(self, var: int) -> _Renderer:
+        """The renderer of merged ``var``'s instructions, those already computed skipped."""
+        want, by_var = {var}, {i.var: i for i in self.body}
+        for ins in reversed(self.body):
+            if ins.var in want:
+                want.update(ins.inputs)
+        r = _Renderer(_Shim(self.plan, [by_var[v] for v in sorted(want)]))
+        r.skip = frozenset(self.done)
+        return r
+
+    def walk(self, r: _Renderer, per_element, after) -> list[str]:
+        """A walk over the slots: the row's constants not yet computed, then every slot's
+        loads of operands not read before (all issued before the first is used), then per
+        slot its elements' new values, and, where the slot lies in the row, ``per_element``
+        of each lane (its fold) and ``after(at, lanes)`` (its store)."""
+        plan, width, slots = self.plan, self.width, self.plan.row_slots
+        lines = r.lines_at(1, "", lambda ins, lane: self.rows.get(ins.arg)
+                           or f"ld_{ins.code}(p{ins.arg}, o{ins.arg})")
+        read = sorted({ins.arg for ins in r.plan.body if ins.kind == "load"
+                       and ins.var not in r.skip and plan.operands[ins.arg].layout != "B"})
+        lines += [f"vw{k}_{u} = ldv{width}_{plan.operands[k].code}(p{k}, ov{k} + jc{u})"
+                  for u in range(slots) for k in read]
+        for u in range(slots):
+            kept = []
+            for lane in range(width):
+                lines += r.lines_at(2, f"_{u}_{lane}",
+                                    lambda ins, ln, u=u, lane=lane: f"vw{ins.arg}_{u}[{lane}]")
+                kept += per_element(f"_{u}_{lane}")
+            kept += after(f"jv{u}", lambda lane, u=u: f"_{u}_{lane}")
+            if kept:
+                lines += [f"if jv{u} < kv:"] + _indent(kept)
+        self.done.update(ins.var for ins in r.plan.body)
+        return lines
 
 
 def _walk(plan: RowPlan, r: _Renderer, target: str, width: int, per_element, after,
@@ -322,14 +430,16 @@ FIRST_TURN = 4
 
 
 def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int,
-             shared: dict, rows: dict) -> list[str]:
+             shared: dict, rows: dict, cache: _RowCache | None = None) -> list[str]:
     """One reduction of the row: its walk, then the row's result in the reduction's
     temporary (cpu), or (cuda) the block's tree, thread 0 putting the result in shared memory
     and every thread taking it from there after a barrier, under the name ``rows`` gives the
     temporary (``shared``: the kernel's shared arrays, name → (size, type))."""
     name, value, temp = section
     cuda = target == "cuda"
-    element = _Renderer(_Shim(plan, _needed(plan, value)))
+    if cache:
+        value = cache.canon[value]
+    element = cache.renderer(value) if cache else _Renderer(_Shim(plan, _needed(plan, value)))
     acc = accumulator_code(name, plan.body[value].code, target)
     start = identity(name, BY_CODE[COMPUTE_CODE[plan.body[value].code]])
     text = ("(1e308 * 10.0)" if start > 0 else "-(1e308 * 10.0)") if isinstance(
@@ -342,9 +452,12 @@ def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int
             s.format(v=u).replace("acc", a) for s in REDUCTIONS[name].combine]
     out = plan.operands[temp].code
     result = a if COMPUTE_CODE[out] == acc else f"cv_{out}({a})"
-    lines = [f"{a} = cv_{acc}({text})"] + _walk(plan, element, target, width, fold,
-                                                 lambda at: [], rows,
-                                                 FIRST_TURN if number == 0 else 1)
+    if cache:
+        walk = cache.walk(element, fold, lambda at, lanes: [])
+    else:
+        walk = _walk(plan, element, target, width, fold, lambda at: [], rows,
+                     FIRST_TURN if number == 0 else 1)
+    lines = [f"{a} = cv_{acc}({text})"] + walk
     if not cuda:
         return lines + [f"st_{out}(p{temp}, o{temp}, {result})"]
     sh = f"sacc_{acc}"

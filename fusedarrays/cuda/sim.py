@@ -199,10 +199,13 @@ class SimBackend(HostMemory):
         # Few blocks (each thread is a Python thread); the grid-stride loops cover the rest.
         block = config.get("SIM_BLOCK")
         kind = geometry[0] if geometry else "flat"
-        if kind == "reduce":   # ("reduce", schedule, outputs[, "fold"]): compiler/reduction.py
+        if kind == "reduce":   # ("reduce", schedule, outputs[, "fold" | block]): reduction.py
             # a power of two (a block's tree), the same on both schedules: a split reduction's
             # last block folds the partials with a tree of that width on either
             block = 1 << (min(block, BLOCK_THREADS).bit_length() - 1)
+            if geometry[1] == "rows" and len(geometry) > 3 and isinstance(geometry[3], int):
+                # a row kernel whose slots cover a row at that width (RowPlan.geometry)
+                block = max(block, geometry[3])
             if geometry[1] == "rows":   # a block per output
                 grid = max(1, min(n, 2))
             else:

@@ -80,14 +80,16 @@ def test_softmax_is_one_kernel_that_compiles():
 
 
 def test_row_kernels_move_16_byte_vectors_and_compute_row_constants_once():
+    """Rows longer than a thread keeps (8192 floats): each walk reads the row again."""
     rng = np.random.default_rng(37)
-    x = fa.asarray(rng.standard_normal((8, 1024)).astype(np.float32))
-    w, b = (fa.asarray(rng.standard_normal(1024).astype(np.float32)) for _ in range(2))
+    x = fa.asarray(rng.standard_normal((8, 8192)).astype(np.float32))
+    w, b = (fa.asarray(rng.standard_normal(8192).astype(np.float32)) for _ in range(2))
     mu = x.mean(axis=-1, keepdims=True)
     layer_norm = (x - mu) / fa.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5) * w + b
     for array in (fa.softmax(x), layer_norm):
         explanation, (ptx,) = _ptx_of(array)
         assert explanation.kernels[0][0].vector_width == 4
+        assert explanation.kernels[0][0].row_slots == 0
         assert len(re.findall(r"ld\.global\.v4\.f32", ptx)) >= 3      # x in every section
         # one store, or two where LLVM unswitches the loop on whether the row's divisor is in
         # its reciprocal's span (cuda/division.py), the divisor being loop-invariant
@@ -101,11 +103,11 @@ def test_row_kernels_keep_row_results_on_chip_and_divide_by_the_rows_reciprocal(
     """The first walk loads FIRST_TURN vectors a thread at once; the block's tree ends within a
     warp; each row's results pass through shared memory (no scalar global load or store); the
     division by the row's constant takes one reciprocal a row (div.rn only where fa_divby falls
-    back to a division)."""
+    back to a division). Rows longer than a thread keeps (8192 floats)."""
     from fusedarrays.compiler.rowfusion import FIRST_TURN
 
     rng = np.random.default_rng(41)
-    x = fa.asarray(rng.standard_normal((8, 1024)).astype(np.float32))
+    x = fa.asarray(rng.standard_normal((8, 8192)).astype(np.float32))
     mu = x.mean(axis=-1, keepdims=True)
     layer_norm = (x - mu) / fa.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
     # one reciprocal for the row's divisor; the layer norm's two means divide their row sums by
@@ -118,3 +120,28 @@ def test_row_kernels_keep_row_results_on_chip_and_divide_by_the_rows_reciprocal(
         assert "bar.warp.sync" in ptx
         assert len(re.findall(r"rcp\.rn\.f32", ptx)) == reciprocals
         assert re.search(r"fma\.rn\.f32", ptx)
+
+
+def test_row_kernels_that_fit_keep_the_row_and_take_one_exp_an_element():
+    """A 4096-float row is four 16-byte vectors a thread under a block of 256: the kernel loads
+    them once (no loop: one 16-byte load a slot), keeps them and what later walks need in
+    registers, and a softmax takes one ``exp`` (``ex2.approx``) an element where it took two
+    (the sum's and the output's); a layer norm's ``x - mean`` once too (its two subtractions an
+    element: the variance's and the output's, one value). The stores: one a slot."""
+    rng = np.random.default_rng(43)
+    x = fa.asarray(rng.standard_normal((8, 4096)).astype(np.float32))
+    w, b = (fa.asarray(rng.standard_normal(4096).astype(np.float32)) for _ in range(2))
+    mu = x.mean(axis=-1, keepdims=True)
+    layer_norm = (x - mu) / fa.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5) * w + b
+    for array, reads, exps in ((fa.softmax(x), 1, 1), (fa.log_softmax(x), 1, 1),
+                               (layer_norm, 3, 0)):
+        explanation, (ptx,) = _ptx_of(array)
+        plan = explanation.kernels[0][0]
+        assert (plan.row_slots, plan.vector_width) == (4, 4)
+        kept = plan.row_slots * plan.vector_width      # elements a thread holds
+        assert len(re.findall(r"ld\.global\.v4\.f32", ptx)) == reads * plan.row_slots
+        assert len(re.findall(r"ex2\.approx", ptx)) == exps * kept
+        assert len(re.findall(r"st\.global\.v4\.f32", ptx)) == plan.row_slots
+        assert not re.search(r"\.local", ptx)      # nothing spilled
+    subtractions = re.findall(r"sub\.(?:rn\.)?f32", ptx)
+    assert len(subtractions) == kept, len(subtractions)

@@ -159,3 +159,87 @@ def test_gradient_clipping_inside_fa_fuse():
 def test_row_kernels_over_views_vectorised_or_element_by_element():
     # the cuda kernel walks 16-byte vectors where the rows allow it, else element by element
     assert rc.check_row_kernels(rc.seed_of("row kernels sim"), rows=2) == {1, 4, 8}
+
+
+def _row_cases(a, w, b):
+    mu = a.mean(axis=-1, keepdims=True)
+    d = a - mu
+    return {"softmax": lambda: fa.softmax(a), "log_softmax": lambda: fa.log_softmax(a),
+            "layer norm": lambda: d / fa.sqrt((d * d).mean(axis=-1, keepdims=True) + 1e-5) * w + b}
+
+
+def _numpy_row_cases(x, w, b):
+    x, w, b = (v.astype(np.float64) for v in (x, w, b))
+    e = np.exp(x - x.max(-1, keepdims=True))
+    d = x - x.mean(-1, keepdims=True)
+    return {"softmax": e / e.sum(-1, keepdims=True),
+            "log_softmax": x - x.max(-1, keepdims=True) - np.log(e.sum(-1, keepdims=True)),
+            "layer norm": d / np.sqrt((d * d).mean(-1, keepdims=True) + 1e-5) * w + b}
+
+
+# (dtype, row length, the slots a thread keeps): each dtype's longest row kept (a 4096-float row:
+# four 16-byte vectors a thread under a block of 256), the next longer one walked as before, and
+# rows that leave a thread's last slot past the row's end; float64 walks element by element
+# (no 16-byte vector of it: ir/layout.VECTOR_LANES), so keeps nothing.
+ROW_CACHE_CASES = [(np.float32, 200, 1), (np.float32, 1000, 1), (np.float32, 4000, 4),
+                   (np.float32, 4096, 4), (np.float32, 4100, 0), (np.float16, 4096, 2),
+                   (np.float16, 4112, 0), (np.float64, 2048, 0)]
+
+
+@pytest.mark.parametrize("dtype, n, slots", ROW_CACHE_CASES)
+def test_row_kernels_keep_a_threads_share_of_the_row_with_the_same_bits(dtype, n, slots,
+                                                                        monkeypatch):
+    """Where a thread's share of a row fits its registers, the kernel keeps it (and the values
+    later walks need) across the walks; the bits are those of the kernel that reads the row
+    again in each walk, and both agree with NumPy. One row holds a NaN. Blocks
+    of cuda's width (the fold's order is the block's)."""
+    from fusedarrays.compiler import rowfusion
+    from fusedarrays.ir.reductions import BLOCK_THREADS
+    from fusedarrays.runtime import realize
+
+    monkeypatch.setattr(realize, "_records", {})
+    with config.override(SIM_BLOCK=BLOCK_THREADS):
+        _check_row_cache(dtype, n, slots, monkeypatch, rowfusion, realize)
+
+
+def _check_row_cache(dtype, n, slots, monkeypatch, rowfusion, realize):
+
+    seed = rc.seed_of("row cache", np.dtype(dtype).name, n)
+    rng = np.random.default_rng(seed)
+    x, w, b = ((rng.standard_normal(shape) * 3).astype(dtype) for shape in ((3, n), n, n))
+    x[1, n // 3] = np.nan
+    a, wa, ba = fa.asarray(x), fa.asarray(w), fa.asarray(b)
+    kept = {}
+    for what, make in _row_cases(a, wa, ba).items():
+        got = make()
+        (plan, _), = fa.explain(got).kernels
+        assert plan.row_slots == slots, what
+        kept[what] = got.get()
+    with monkeypatch.context() as m:   # the same kernels, each walk reading the row again
+        m.setattr(rowfusion, "row_slots", lambda *args: 0)
+        m.setattr(realize, "_records", {})
+        for what, make in _row_cases(a, wa, ba).items():
+            again = make()
+            assert fa.explain(again).kernels[0][0].row_slots == 0
+            np.testing.assert_array_equal(kept[what].view(f"u{x.itemsize}"),
+                                          again.get().view(f"u{x.itemsize}"),
+                                          err_msg=f"{what}, {n} (seed {seed})")
+    want = _numpy_row_cases(x, w, b)
+    for what, values in kept.items():
+        rc.check(values[::2], want[what][::2].astype(dtype), x[::2], f"{what} (seed {seed})")
+        assert np.isnan(values[1]).all(), what   # the NaN's row, as NumPy's
+
+
+@pytest.mark.parametrize("view", ["reversed", "strided"])
+def test_row_kernels_over_views_walked_element_by_element_keep_nothing(view):
+    seed = rc.seed_of("row cache views", view)
+    rng = np.random.default_rng(seed)
+    x, w, b = ((rng.standard_normal(shape) * 3).astype(np.float32) for shape in ((2, 96), 48, 48))
+    xs = x[:, ::-1][:, :48] if view == "reversed" else x[:, ::2]
+    a = fa.asarray(x)[:, ::-1][:, :48] if view == "reversed" else fa.asarray(x)[:, ::2]
+    want = _numpy_row_cases(np.ascontiguousarray(xs), w, b)
+    for what, make in _row_cases(a, fa.asarray(w), fa.asarray(b)).items():
+        got = make()
+        (plan, _), = fa.explain(got).kernels
+        assert (plan.row_slots, plan.vector_width) == (0, 1), what
+        rc.check(got.get(), want[what].astype(np.float32), xs, f"{what} {view} (seed {seed})")
