@@ -327,18 +327,25 @@ class _RowCache:
         return r
 
     def walk(self, r: _Renderer, per_element, after) -> list[str]:
-        """A walk over the slots: the row's constants not yet computed, then every slot's
-        loads of operands not read before (all issued before the first is used), then per
-        slot its elements' new values, and, where the slot lies in the row, ``per_element``
-        of each lane (its fold) and ``after(at, lanes)`` (its store)."""
+        """A walk over the slots: the row's constants not yet computed, then per slot its
+        loads of operands not read before (the first walk's, of every slot, issued before the
+        first is used), its elements' new values, and, where the slot lies in the row,
+        ``per_element`` of each lane (its fold) and ``after(at, lanes)`` (its store)."""
         plan, width, slots = self.plan, self.width, self.plan.row_slots
         lines = r.lines_at(1, "", lambda ins, lane: self.rows.get(ins.arg)
                            or f"ld_{ins.code}(p{ins.arg}, o{ins.arg})")
         read = sorted({ins.arg for ins in r.plan.body if ins.kind == "load"
                        and ins.var not in r.skip and plan.operands[ins.arg].layout != "B"})
-        lines += [f"vw{k}_{u} = ldv{width}_{plan.operands[k].code}(p{k}, ov{k} + jc{u})"
-                  for u in range(slots) for k in read]
+
+        def loads(u: int) -> list[str]:
+            return [f"vw{k}_{u} = ldv{width}_{plan.operands[k].code}(p{k}, ov{k} + jc{u})"
+                    for k in read]
+        first = not self.done
+        if first:   # the row from memory: every slot's load in flight at once
+            lines += [ln for u in range(slots) for ln in loads(u)]
         for u in range(slots):
+            if not first:   # an operand a later walk reads first (a layer norm's weight):
+                lines += loads(u)   # a slot's loads before its work, fewer values held at once
             kept = []
             for lane in range(width):
                 lines += r.lines_at(2, f"_{u}_{lane}",
