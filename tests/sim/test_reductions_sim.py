@@ -201,6 +201,7 @@ def test_row_kernels_keep_a_threads_share_of_the_row_with_the_same_bits(dtype, n
     from fusedarrays.runtime import realize
 
     monkeypatch.setattr(realize, "_records", {})
+    # cuda's block width for both kernels: a block's folding order (and so the bits) is its own
     with config.override(SIM_BLOCK=BLOCK_THREADS):
         _check_row_cache(dtype, n, slots, monkeypatch, rowfusion, realize)
 
