@@ -4,7 +4,8 @@ places in memory, several tile orders, and the ``.compute()`` and ``out[...] =``
 
 Device time by CUDA events around batches of launches of the captured kernel (its own arguments,
 only the pointers moved), alternating the variants in rounds; ``--check`` (sim/cuda) only checks
-that every variant computes NumPy's result. Run from the repository root (or a copy of it).
+that every variant computes NumPy's result; ``--host`` times the paths that reach the kernel
+(:func:`host_paths`) instead. Run from the repository root (or a copy of it).
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ def main():
         print(tname, plan.schedule, plan.vector_width, geometry, dict(zip(names, args)),
               flush=True)
     be.launch = real_launch
+    if "--host" in sys.argv:
+        return host_paths(be, expr, kern, dx, db, ds, out)
 
     from cuda.core import LaunchConfig
     K = kern["T"]
@@ -334,6 +337,92 @@ def main():
         with open(os.path.join(out_dir, "tiled_probe.json"), "w") as f:
             json.dump({"|".join(k): v for k, v in results.items()} |
                       {"lib|" + "|".join(k): v for k, v in lib.items()}, f, indent=1)
+    return 0
+
+
+def host_paths(be, expr, kern, dx, db, ds, out):
+    """The same kernel reached by several paths, alternating in rounds: the lazy expression
+    (``.compute()``, ``out[...] =``), its views built once, ``fa.fuse``, and the captured launch
+    replayed alone. Per path: copy / wall time per call (the benchmarks' figure), copy / the
+    kernel's own device time (``fa.profile``), and host µs per call with the launch stubbed."""
+    from cuda.bindings import driver
+
+    from fusedarrays.cuda import events
+    from fusedarrays.cuda.memory import check
+    nbytes = M * M * 4
+    src, dst = be.alloc(nbytes), be.alloc(nbytes)
+
+    def copy_t():
+        best = float("inf")
+        for _ in range(5):
+            t = events.EventTimer().start()
+            for _ in range(20):
+                check(driver.cuMemcpyDtoD(dst.ptr, src.ptr, nbytes))
+            best = min(best, t.stop() / 20)
+        return best
+    a, b1 = np.ones(1, np.float32), np.ones(1, np.float32)
+    ufunc = min(harness.device_time(lambda: np.add(a, b1), 20000, None, 1) for _ in range(5))
+    print(f"host gauge: NumPy ufunc on 1-element arrays {ufunc * 1e6:.2f} µs", flush=True)
+    real = be.launch
+    paths = {}
+    for tname, tr in (("T", True), ("N", False)):
+        K = kern[tname]
+        xv = dx.T if tr else dx
+        views = (xv, db[None, :], ds[:, None])
+        fused = fa.fuse(lambda x_, b_, s_: (x_ + b_[None, :]) * s_[:, None])
+        fused_w = fa.fuse(lambda o, x_, b_, s_: o.__setitem__(Ellipsis, (x_ + b_[None, :])
+                                                              * s_[:, None]))
+
+        def write(tr=tr):
+            out[...] = expr(fa, dx, tr)
+
+        def pre_compute(views=views):
+            return ((views[0] + views[1]) * views[2]).compute()
+
+        def replay(K=K):
+            real(K["launcher"], K["n"], K["args"], K["geometry"])
+        paths[tname] = {
+            "compute": lambda tr=tr: expr(fa, dx, tr).compute(), "write": write,
+            "views once, compute": pre_compute,
+            "fuse, new array": lambda xv=xv, f=fused: f(xv, db, ds),
+            "fuse, out": lambda xv=xv, f=fused_w: f(out, xv, db, ds),
+            "replay launch": replay}
+        for fn in paths[tname].values():
+            fn()
+    sync = be.synchronize
+    table = {}
+    for _ in range(3):
+        c = copy_t()
+        for tname, group in paths.items():
+            for name, fn in group.items():
+                wall = harness.device_time(fn, 50, sync, 3)
+                fn()
+                with fa.profile() as p:
+                    for _ in range(10):
+                        fn()
+                kernel = min((x["device_s"] for x in p.launches), default=float("nan"))
+                be.launch = lambda *a: None
+                host = harness.device_time(fn, 200, sync, 3) if name != "replay launch" else \
+                    float("nan")
+                be.launch = real
+                table.setdefault((tname, name), []).append((c / wall, c / kernel, host * 1e6))
+    print("path | per round: copy/wall, copy/kernel alone, host µs with the launch stubbed")
+    for (tname, name), v in table.items():
+        print(f"{tname} {name:20s} | " + " ; ".join(f"{w:.3f} {k:.3f} {h:5.1f}" for w, k, h in v),
+              flush=True)
+    # the launch itself: 200 launches queued without a synchronisation (host time only)
+    for tname in ("T", "N"):
+        K = kern[tname]
+        best = float("inf")
+        for _ in range(3):
+            sync()
+            start = time.perf_counter()
+            for _ in range(200):
+                real(K["launcher"], K["n"], K["args"], K["geometry"])
+            best = min(best, (time.perf_counter() - start) / 200)
+            sync()
+        print(f"{tname}: host µs per launch, {len(K['args']) + 1} params: {best * 1e6:.2f}",
+              flush=True)
     return 0
 
 
