@@ -82,8 +82,7 @@ def measure(run: harness.Run, name: str, host, fn, moved: int, target: str, tole
     # 4096² cases run ~45 µs a call
     repeat = 3 if run.smoke else 50
     row = run.row(f"{name}: out[...] =, × copy", copy / run.device_time(write, repeat), target,
-                  "fraction of copy", bytes_moved=moved, launches=run.launches(write),
-                  kernel_alone=copy / run.kernel_time(write))
+                  "fraction of copy", bytes_moved=moved, launches=run.launches(write))
     row.peer("cupy.fuse", lambda: copy / run.device_time(cupy_call(fn, host), repeat))
     row.peer("torch.compile", lambda: copy / run.device_time(torch_call(fn, host), repeat))
     rtol, atol = tolerance if isinstance(tolerance, tuple) else (tolerance, tolerance)

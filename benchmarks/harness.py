@@ -233,18 +233,6 @@ class Run:
             self.copies[n] = self.device_time(copy, 3 if self.smoke else 20)
         return self.copies[n]
 
-    def kernel_time(self, fn, calls: int = 20) -> float:
-        """Seconds of device time of the fastest launch among ``calls`` calls of ``fn`` (each
-        launch timed alone by ``fa.profile()``: events that wait for it). Beside
-        :meth:`device_time`, which reads the host's time where the host is slower than the
-        device, this tells a host-bound figure from a slow kernel."""
-        import fusedarrays as fa
-        fn()
-        with fa.profile() as p:
-            for _ in range(calls):
-                fn()
-        return min(launch["device_s"] for launch in p.launches)
-
     def launches(self, fn) -> int:
         """Kernel launches of one call of ``fn`` (fusedarrays' counters)."""
         import fusedarrays as fa
@@ -256,9 +244,7 @@ class Run:
     def row(self, figure: str, value, target: str = "—", unit: str = "", **details) -> Row:
         self.rows.append(Row(self, figure=figure, fusedarrays=value, peers={}, target=target,
                              unit=unit, command=self.command, details=details))
-        alone = details.get("kernel_alone")   # the kernel's own figure, host set aside
-        print(f"  {figure}: {text(value)} {unit} (target {target})"
-              + (f"; the kernel alone {text(alone)}" if alone is not None else ""), flush=True)
+        print(f"  {figure}: {text(value)} {unit} (target {target})", flush=True)
         return self.rows[-1]
 
     def check(self, name: str, got, want, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
