@@ -241,8 +241,11 @@ class ndarray:
         return self.reshape(-1)
 
     def __getitem__(self, key) -> ndarray:
-        if isinstance(key, _ADVANCED) or (
-                type(key) is tuple and any(isinstance(k, _ADVANCED) for k in key)):
+        if type(key) is tuple:
+            for k in key:   # slices, None, ints and ... are a view: one type test each
+                if type(k) not in _BASIC and isinstance(k, _ADVANCED):
+                    return self._take(key)
+        elif type(key) not in _BASIC and isinstance(key, _ADVANCED):
             return self._take(key)   # a gather (api/indexing.py); a view otherwise
         return self._view(lambda v: layout.getitem(v, key))
 
@@ -278,6 +281,7 @@ class ndarray:
 # Key entries that make an index advanced (a gather or a scatter, api/indexing.py): arrays,
 # lists and scalar booleans (NumPy's 0-d masks).
 _ADVANCED = (ndarray, np.ndarray, list, bool, np.bool_)
+_BASIC = frozenset((slice, type(None), int, type(Ellipsis)))   # never advanced (bool is no int)
 
 # Weak references to the pending arrays, in creation order: before a buffer is written, those
 # reading it are computed (compute_readers), so a write never changes a pending result. One

@@ -48,6 +48,7 @@ KERNEL_CODE = (
     "compiler/streams.py",    # fa.random draws in the kernel source
     "cuda/intrinsics.py",     # loads, stores, casts and parameter types of the cuda target
     "cuda/division.py",       # the cuda target's float division
+    "cuda/randombits.py",     # fa.random's Philox rounds and floor(log2) on the cuda target
     "cuda/compile.py",        # compile options, numba's pass pipeline as trimmed, typing memos
     "cpu/backend.py",         # the cpu target's loads, stores, casts and math, compile options
     "cpu/half.py",            # float16 emulated on the cpu target

@@ -32,7 +32,7 @@ from numba.core.typing import signature
 from numba.cuda import libdevice
 from numba.cuda.extending import intrinsic
 
-from . import division
+from . import division, randombits
 
 
 @dataclass(frozen=True)
@@ -318,67 +318,6 @@ def _stv2_c64_typer(typingctx, p, j, a, b):
     return None
 
 
-# Philox4x32-10 (fa.random) in 32-bit registers: the Python helper of the same name in
-# compiler/devicelib.py computes in numba's 64-bit integers, which NVVM keeps as 64-bit
-# multiplies, ands and xors (~2x the instructions); here the rounds are unrolled i32 operations
-# (one mul.wide.u32 per product). Same words: checked against Random123's
-# known answers on numba's CPU target (tests/ptx/test_random_ptx.py).
-_PHILOX_M = (0xD2511F53, 0xCD9E8D57)
-_PHILOX_W = (0x9E3779B9, 0xBB67AE85)
-
-
-def _mulwide32(builder, a, m: int):
-    """``(high, low)`` words of ``a * m``: one ``mul.wide.u32`` on NVPTX (ptxas makes it one
-    IMAD.WIDE.U32 where mul.hi and mul.lo are two instructions), else the 64-bit product's
-    halves (the tests run this IR on numba's CPU target)."""
-    if "nvptx" in (builder.module.triple or ""):
-        # both words out of the asm: a 64-bit result would let LLVM fold a later shift of the
-        # high word into a 64-bit one (and a u64 -> float conversion, I2F.U64)
-        pair = ir.LiteralStructType([_I32, _I32])
-        asm = ir.InlineAsm(ir.FunctionType(pair, [_I32]),
-                           f"{{ .reg .u64 w; mul.wide.u32 w, $2, {m}; mov.b64 {{$1, $0}}, w; }}",
-                           "=r,=r,r")
-        words = builder.call(asm, [a])
-        return builder.extract_value(words, 0), builder.extract_value(words, 1)
-    wide = builder.mul(builder.zext(a, _I64), ir.Constant(_I64, m))
-    return builder.trunc(builder.lshr(wide, ir.Constant(_I64, 32)), _I32), builder.trunc(wide, _I32)
-
-
-def _philox_codegen(context, builder, sig, args):
-    c0, c1, c2, c3, k0, k1 = (context.cast(builder, v, t, types.uint32)
-                              for v, t in zip(args, sig.args))
-    for _ in range(10):
-        hi0, lo0 = _mulwide32(builder, c0, _PHILOX_M[0])
-        hi1, lo1 = _mulwide32(builder, c2, _PHILOX_M[1])
-        c0, c1, c2, c3 = (builder.xor(builder.xor(hi1, c1), k0), lo1,
-                          builder.xor(builder.xor(hi0, c3), k1), lo0)
-        k0 = builder.add(k0, ir.Constant(_I32, _PHILOX_W[0]))
-        k1 = builder.add(k1, ir.Constant(_I32, _PHILOX_W[1]))
-    return context.make_tuple(builder, sig.return_type, [c0, c1, c2, c3])
-
-
-def _philox_typer(typingctx, c0, c1, c2, c3, k0, k1):
-    if all(map(_is_int, (c0, c1, c2, c3, k0, k1))):
-        return signature(types.UniTuple(types.uint32, 4), c0, c1, c2, c3, k0, k1), _philox_codegen
-    return None
-
-
-# floor(log2 k) of 0 < k <= 2**32 (fa.random's Box-Muller): 63 minus the leading zeros of the
-# 64-bit k, one FLO where compiler/philox.py's portable helper takes five compare-and-shift steps.
-def _floor_log2_codegen(context, builder, sig, args):
-    k = context.cast(builder, args[0], sig.args[0], types.int64)
-    i64 = ir.IntType(64)
-    ctlz = builder.module.declare_intrinsic("llvm.ctlz", [i64],
-                                            ir.FunctionType(i64, [i64, ir.IntType(1)]))
-    return builder.sub(ir.Constant(i64, 63), builder.call(ctlz, [k, ir.Constant(ir.IntType(1), 1)]))
-
-
-def _floor_log2_typer(typingctx, k):
-    if _is_int(k):
-        return signature(types.int64, k), _floor_log2_codegen
-    return None
-
-
 # A split reduction's counter (compiler/reduction.py): one integer atomic add on element i of an
 # int32 array at device address p, the value before it returned (``atom.global.add.u32``).
 # Relaxed ("monotonic"): the kernel orders its stores around it with cuda.threadfence(), as
@@ -403,10 +342,10 @@ def _build_typers() -> dict[str, Callable]:
              for make in (_make_load_vector, _make_store_vector)]
     made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer),
              _named("ldv2_c64", _ldv2_c64_typer), _named("stv2_c64", _stv2_c64_typer),
-             _named("fa_philox", _philox_typer), _named("fa_div", division.div_typer),
+             _named("fa_philox", randombits.philox_typer), _named("fa_div", division.div_typer),
              _named("fa_divrcp_f32", division.divrcp_typer),
              _named("fa_divby_f32", division.divby_typer),
-             _named("fa_floor_log2", _floor_log2_typer),
+             _named("fa_floor_log2", randombits.floor_log2_typer),
              _named("fa_count_i32", _count_typer)]
     return {typer.__name__: typer for typer in made}
 

@@ -34,13 +34,13 @@ holding that node, never by the graphs built on it, so a write into a result nev
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import weakref
 
 import numpy as np
 
 from . import layout
+from .nodekeys import digest, sha256_key
 from .params import (
     SHARE_FROM,
     Holder,
@@ -97,7 +97,7 @@ class Node:
     @property
     def key(self) -> str:
         """Structural sha256 of this node (kind, dtype, shape, attributes, inputs' keys)."""
-        return self._key if self._key is not None else _sha256_key(self)
+        return self._key if self._key is not None else sha256_key(self)
 
     @property
     def params(self) -> dict | None:
@@ -174,41 +174,6 @@ def _sweep() -> None:
     _sweep_at = max(4096, 2 * len(_interned))
 
 
-def _text_attrs(node: Node) -> tuple:
-    """The attributes a node's sha256 key covers, as text-stable values."""
-    if node.kind == "leaf":
-        return (node.attrs[0].uid, node.attrs[1])
-    if node.kind == "scalar":
-        return (node.attrs[0],)
-    if node.kind == "op":
-        return (node.attrs[0], tuple(d.str for d in node.attrs[1]))
-    if node.kind in ("random", "gather", "reduce", "scan", "matmul"):
-        return node.attrs
-    return ()
-
-
-def _sha256_key(node: Node) -> str:
-    """Merkle sha256 of ``node``: inputs first, iteratively (a deep chain must not recurse)."""
-    stack = [node]
-    while stack:
-        n = stack[-1]
-        pending = [i for i in n.inputs if i._key is None]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
-        if n._key is None:
-            n._key = _digest(n)
-    return node._key
-
-
-def _digest(node: Node) -> str:
-    """The sha256 of ``node``'s text, its inputs' keys known."""
-    text = repr((node.kind, node.dtype.str, node.shape, _text_attrs(node),
-                 tuple(i._key for i in node.inputs)))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def leaf_sid(buffer, dtype: np.dtype, view: tuple) -> int:
     """The sid of a leaf viewing ``buffer`` as ``dtype`` through ``view``."""
     return _sid(("leaf", dtype, view, align_class(buffer.align)))
@@ -225,8 +190,12 @@ def _leaf_node(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> 
 
 def leaf(buffer, dtype: np.dtype, shape: tuple, strides: tuple, offset: int) -> Node:
     """A view of ``buffer`` (an object with a ``uid``): element strides and element offset."""
-    view = (tuple(shape), tuple(strides), int(offset))
-    dtype = np.dtype(dtype)
+    return interned_leaf(buffer, np.dtype(dtype), (tuple(shape), tuple(strides), int(offset)))
+
+
+def interned_leaf(buffer, dtype: np.dtype, view: tuple) -> Node:
+    """:func:`leaf` with ``dtype`` a NumPy dtype and ``view`` a ``(shape, strides, offset)``
+    tuple of Python ints (as the layout functions return them): a view of a leaf's hot path."""
     ident = (buffer.uid, dtype, view)
     ref = _interned.get(ident)
     node = ref() if ref is not None else None
@@ -270,7 +239,7 @@ class _Scalar(Node):
     __slots__ = ()
     kind, shape, inputs, params, count, buffers = "scalar", (), (), None, 1, frozenset()
     realized = None     # a scalar is never evaluated on its own
-    _key = property(_digest)    # computed when asked (display only): nothing stored per scalar
+    _key = property(digest)    # computed when asked (display only): nothing stored per scalar
 
 
 # id(dtype) → (sid, dtype): hashing a NumPy dtype costs more than the rest of a scalar node; the
@@ -462,8 +431,10 @@ def transform(node: Node, fn) -> Node:
         buffer, (shape, strides, offset) = root.attrs
         if 1 in shape:          # as visit below: size-1 axes get stride 0
             strides = layout.broadcast_strides(shape, strides, shape)
-        vshape, vstrides, voffset = fn((shape, strides, offset))
-        return leaf(buffer, root.dtype, vshape, vstrides, voffset)
+        view = fn((shape, strides, offset))
+        if type(view[2]) is int and type(view[0]) is tuple and type(view[1]) is tuple:
+            return interned_leaf(buffer, root.dtype, view)
+        return leaf(buffer, root.dtype, *view)
     memo: dict[tuple[int, tuple], Node] = {}
 
     def visit(n: Node, shape: tuple) -> Node:
