@@ -20,7 +20,7 @@ import numpy as np
 from .. import config
 from ..errors import AmbiguousTruthValueError
 from ..ir import dtypes, graph, layout
-from ..runtime import realize
+from ..runtime import indexflags, realize
 from ..runtime.backend import (
     Backend,
     Buffer,
@@ -141,6 +141,8 @@ class ndarray:
             view = profiling[0].evaluate(entry, self._contiguous_view)
         else:
             view = self._contiguous_view()
+        # an evaluation point: a flagged gather's out-of-range index raises here, once
+        indexflags.check(graph.leaf_view(self._node)[0].backend)
         if view is None:
             return np.empty(self.shape, self.dtype)
         buffer, shape, strides, offset = view

@@ -157,10 +157,15 @@ class _Renderer:
 
     def gather(self, ins: Instr, lane: str, load) -> str:
         """A gathered load: operand k (class S) read at its own index plus the index value
-        times the gathered axis's stride (``fa_take_index`` wraps negative values)."""
+        times the gathered axis's stride (``fa_take_index`` wraps negative values; a flagged
+        gather's ``fa_take_flagged`` also clamps and records an out-of-range index in the
+        error word ``err`` with its site, ``runtime/indexflags.py``)."""
         k, extent, stride = ins.arg
         plain = load(Instr(ins.var, "load", k, (), ins.code), lane)   # ld_<t>(p<k>, <index>)
         index = self.name(ins.inputs[0], lane)
+        if len(ins.inputs) == 2:
+            site = self.name(ins.inputs[1], lane)
+            return f"{plain[:-1]} + fa_take_flagged(err, {index}, {extent}, {site}) * {stride})"
         return f"{plain[:-1]} + fa_take_index({index}, {extent}) * {stride})"
 
     def stores(self, lane: str, index) -> list[str]:

@@ -47,19 +47,30 @@ class Operand:
 def kernel_param_names(plan) -> list[str]:
     """The kernel's parameter names, in :func:`operand_param_types`' order: ``n``, ``p<k>`` per
     operand, ``cnt`` where the plan counts finished parts (``plan.counters``: a split
-    reduction), ``plan.int_params()``, ``a<m>`` per scalar."""
+    reduction), ``err`` where it holds a flagged gather (:func:`flags_index_errors`),
+    ``plan.int_params()``, ``a<m>`` per scalar."""
     return (["n"] + [f"p{k}" for k in range(len(plan.operands))]
-            + (["cnt"] if getattr(plan, "counters", 0) else []) + plan.int_params()
+            + (["cnt"] if getattr(plan, "counters", 0) else [])
+            + (["err"] if flags_index_errors(plan) else []) + plan.int_params()
             + [f"a{m}" for m in range(len(plan.scalars))])
 
 
 def operand_param_types(plan) -> tuple[str, ...]:
     """Kernel parameter types, in order: n, one pointer per operand, the counters' pointer (a
-    split reduction), the integers of ``plan.int_params()``, the scalars: every plan that binds
-    its operands one by one (an elementwise, reduction, row or scan kernel)."""
-    counters = 1 if getattr(plan, "counters", 0) else 0
-    return (("i64",) + ("ptr",) * (len(plan.operands) + counters)
+    split reduction), the error word's pointer (a flagged gather), the integers of
+    ``plan.int_params()``, the scalars: every plan that binds its operands one by one (an
+    elementwise, reduction, row or scan kernel)."""
+    pointers = ((1 if getattr(plan, "counters", 0) else 0)
+                + (1 if flags_index_errors(plan) else 0))
+    return (("i64",) + ("ptr",) * (len(plan.operands) + pointers)
             + ("i64",) * len(plan.int_params()) + tuple(CODES[dt] for _, dt in plan.scalars))
+
+
+def flags_index_errors(plan) -> bool:
+    """Whether ``plan`` holds a flagged gather (its index unchecked on the host: an instruction
+    with the site as a second input), whose kernel takes the device's error word
+    (``runtime/indexflags.py``)."""
+    return any(i.kind == "gather" and len(i.inputs) == 2 for i in getattr(plan, "body", ()))
 
 
 @dataclass(frozen=True)
@@ -69,7 +80,8 @@ class Instr:
     var: int | None
     kind: str               # "load" | "scalar" | "cast" | "op" | "random" | "gather" | "store"
     arg: object             # operand or scalar index, (op name, loop codes), (dist, mapping),
-    #                         (operand, extent, stride) of a gather
+    #                         (operand, extent, stride) of a gather (inputs: the index, and
+    #                         a flagged gather's site)
     inputs: tuple[int, ...]
     code: str               # result dtype code (for a store, the stored operand's)
 
@@ -238,7 +250,7 @@ def _draw_or_gather(n: graph.Node, v: int, var: dict, var_of: dict) -> Instr:
         return Instr(v, "random", n.attrs, tuple(var[i.serial] for i in n.inputs),
                      CODES[n.dtype])
     return Instr(v, "gather", (var_of[n.inputs[0].serial], *n.attrs),
-                 (var[n.inputs[1].serial],), CODES[n.dtype])
+                 tuple(var[i.serial] for i in n.inputs[1:]), CODES[n.dtype])
 
 
 def _placed(body: list, shape: tuple) -> tuple[tuple, frozenset]:

@@ -333,6 +333,33 @@ def _count_typer(typingctx, p, i):
     return None
 
 
+# A flagged gather's out-of-range index (compiler/devicelib.fa_take_flagged,
+# runtime/indexflags.py): where ``bad``, a compare-and-swap of ``site`` into the error word's
+# slot 0 (from 0), and, for the thread that won it, a store of the index into slot 1, so the
+# first offender stays whole. Predicated instructions, not a branch: the normal case runs the
+# setp and two predicated-off instructions, and no branch splits a warp around the gather.
+_FLAG_ASM = ("{ .reg .pred p, w; .reg .b64 g, old; mov.b64 old, 1; setp.ne.s32 p, $0, 0; "
+             "cvta.to.global.u64 g, $1; @p atom.global.cas.b64 old, [g], 0, $2; "
+             "setp.eq.and.s64 w, old, 0, p; @w st.global.b64 [g+8], $3; }")
+
+
+def _flag_index_codegen(context, builder, sig, args):
+    bad = context.cast(builder, args[1], sig.args[1], types.int32)
+    address, site, value = (context.cast(builder, v, t, types.int64)
+                            for v, t in zip((args[0], args[2], args[3]),
+                                            (sig.args[0], sig.args[2], sig.args[3])))
+    asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [_I32, _I64, _I64, _I64]), _FLAG_ASM,
+                       "r,l,l,l,~{memory}", side_effect=True)
+    builder.call(asm, [bad, address, site, value])
+    return context.get_dummy_value()
+
+
+def _flag_index_typer(typingctx, e, bad, site, value):
+    if _is_int(e) and isinstance(bad, types.Boolean) and _is_int(site) and _is_int(value):
+        return signature(types.void, e, bad, site, value), _flag_index_codegen
+    return None
+
+
 # --- the namespace ------------------------------------------------------------------------------
 
 
@@ -346,7 +373,8 @@ def _build_typers() -> dict[str, Callable]:
              _named("fa_divrcp_f32", division.divrcp_typer),
              _named("fa_divby_f32", division.divby_typer),
              _named("fa_floor_log2", randombits.floor_log2_typer),
-             _named("fa_count_i32", _count_typer)]
+             _named("fa_count_i32", _count_typer),
+             _named("fa_flag_index", _flag_index_typer)]
     return {typer.__name__: typer for typer in made}
 
 

@@ -107,6 +107,16 @@ def _count(p, i):
     return old
 
 
+def _flag_index(e, bad, site, value):
+    # A flagged gather's out-of-range index (runtime/indexflags.py): the device's
+    # compare-and-swap of the site into the error word, and the index stored by its winner.
+    if bad:
+        with _counting:
+            if e[0][e[1]] == 0:
+                e[0][e[1]] = site
+                e[0][e[1] + 1] = value
+
+
 def _fma(a, b, c):
     # Exact, rounded once, like the fma of the other backends (math.fma is Python >= 3.13).
     a, b, c = float(a), float(b), float(c)
@@ -157,6 +167,7 @@ def _build_namespace(helpers: dict) -> dict:
     # block trees without a warp-synchronous end: the simulator's threads keep no warps
     ns["fa_warp_lanes"] = 1
     ns["fa_count_i32"] = _count
+    ns["fa_flag_index"] = _flag_index
     for name, fn in helpers.items():
         ns[name] = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
     return ns

@@ -142,7 +142,7 @@ class Node:
         if self.kind == "random":
             return f"random.{self.attrs[0]}"
         if self.kind == "gather":
-            return "take"
+            return "take" if len(self.inputs) == 2 else "take (clamped, flagged)"
         if self.kind == "scalar":
             return repr(self.attrs[1])
         if self.kind == "reduce":
@@ -396,9 +396,14 @@ def random(dist: str, dtype: np.dtype, view: tuple, inputs: tuple[Node, ...]) ->
     return node
 
 
-def gather(source: Node, index: Node, extent: int, stride: int) -> Node:
+def gather(source: Node, index: Node, extent: int, stride: int, site: Node | None = None) -> Node:
     """A gather (``fa.take``, ``x[idx]``): ``source``'s buffer read at ``index`` along an axis of
     ``extent`` elements ``stride`` apart (a negative index counts from the end).
+
+    ``site`` (an int64 scalar, a third input) makes the gather *flagged*: its index values
+    were not checked on the host, so the kernel clamps each into range and records an
+    out-of-range one, with the site's number, in the device's error word
+    (``runtime/indexflags.py``); the number is a param, so it is in no key.
 
     ``source`` is a leaf viewing the gathered array without that axis, broadcast over the
     index's axes; ``index`` an integer node. Both are elementwise over the result's shape, so a
@@ -407,7 +412,8 @@ def gather(source: Node, index: Node, extent: int, stride: int) -> Node:
     """
     shape = layout.broadcast_shapes(source.shape, index.shape)
     attrs = (int(extent), int(stride))
-    node = _new("gather", source.dtype, shape, (source, index), attrs)
+    inputs = (source, index) if site is None else (source, index, site)
+    node = _new("gather", source.dtype, shape, inputs, attrs)
     _combine(node, node.inputs, ("gather",) + attrs)
     return node
 
@@ -458,7 +464,7 @@ def transform(node: Node, fn) -> Node:
         else:
             inputs = tuple(visit(i, shape) for i in n.inputs)
             if n.kind == "gather":
-                result = gather(inputs[0], inputs[1], *n.attrs)
+                result = gather(inputs[0], inputs[1], *n.attrs, *inputs[2:])
             else:
                 result = (cast(inputs[0], n.dtype) if n.kind == "cast"
                           else op(n.attrs[0], inputs, n.attrs[1]))
