@@ -5,9 +5,19 @@ array among slices) are a gather node (``graph.gather``): the kernel that consum
 ``x``'s elements through the index values, with no copy of the gathered values. A pending
 elementwise ``x`` is gathered through its leaves (``ir/gathers.py``: ``fa.take(a * 2, idx)`` is
 ``a[idx] * 2``, one kernel); one holding a draw or a reduction is computed first. The index may
-be any pending integer expression. Index values are checked on the host when the gather is built
-(an out-of-range index raises NumPy's ``IndexError``); an index held by fusedarrays is copied to
-the host for that check (a synchronisation).
+be any pending integer expression.
+
+**Index checks.** Index values the host knows (a NumPy array, a list, an index this module
+uploaded: :func:`host_values`) are checked when the gather is built, and an out-of-range one
+raises NumPy's ``IndexError`` there. An index fusedarrays holds or computes is *not* copied to
+the host (that would synchronise in the middle of a lazy program): the gather is flagged
+(``graph.gather`` with a site), its kernel clamps each index into range (no out-of-bounds read)
+and records an out-of-range one in the device's error word, and the next evaluation point
+(``.get()``, ``np.asarray``, ``item``/``float``/``int``/``bool``, ``tolist``, ``str``,
+``__dlpack__``, ``__cuda_array_interface__``) raises NumPy's ``IndexError`` naming the index,
+the axis and the expression, once (``runtime/indexflags.py`` says how, and about threads).
+Several index arrays: each one the host does not know is wrapped and clamped on its own by a
+flagged gather of ``arange(extent)`` before the offsets are summed.
 
 Several index arrays, integers beside arrays and boolean masks (``x[i, j]``, ``x[0, :, idx]``,
 ``x[mask]``, ``x[:, mask]``) follow NumPy's advanced indexing (:mod:`.indexkeys` reads the key):

@@ -26,8 +26,9 @@ def gather_expression(node: graph.Node, index: graph.Node, k: int,
     ``replace`` maps node serials (nodes of ``node``'s graph, of its shape) to the nodes that
     stand for their gathered values (``api/scatter.py``: a selection of the array written back,
     which reads the written element itself). ``site``: the leaves' gathers are flagged
-    (``graph.gather``: the index values were not checked on the host). Raises :class:`layout.NotAView` where the graph
-    holds a draw or a reduction, or a gather whose source varies along the first axis.
+    (``graph.gather``: the index values were not checked on the host). Raises
+    :class:`layout.NotAView` where the graph holds a draw or a reduction, or a gather whose
+    source varies along the first axis.
     """
     shape = node.shape
     if not shape:

@@ -3,11 +3,11 @@ raised at the next evaluation point (cases: ``tests/index_flag_cases.py``)."""
 
 import threading
 
+import index_flag_cases as cases
 import numpy as np
 import pytest
 
 import fusedarrays as fa
-import index_flag_cases as cases
 
 
 def test_in_range_without_host_copies(monkeypatch):
