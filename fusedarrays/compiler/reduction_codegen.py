@@ -196,7 +196,8 @@ class _ReduceRenderer:
 
     def fold_value(self, j: str) -> list[str]:
         """``fv``: partial ``j`` of output ``o`` as the fold's accumulator type."""
-        load = f"ld_{self.plan.operands[self.partials].access}(p{self.partials}, o{self.partials} + {j} * gstep)"
+        k = self.partials
+        load = f"ld_{self.plan.operands[k].access}(p{k}, o{k} + {j} * gstep)"
         have = self.pcode
         if have == self.facc or (self.facc != "f16" and COMPUTE_CODE[have] == self.facc):
             return [f"fv = {load}"]
