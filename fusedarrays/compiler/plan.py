@@ -42,16 +42,13 @@ class Operand:
 
     @property
     def access(self) -> str:
-        """The suffix of the ``ld_``/``st_`` intrinsics that read and write one element: the
-        dtype code, or ``<code>_split`` for a complex operand whose elements sit at addresses
-        that are not a multiple of their size (a complex128 buffer 8 bytes off 16, imported from
-        a view of float64 data): the hardware's one 16- or 8-byte access of the whole element
-        would fault there, so such an operand is read and written as its two parts, each needing
-        only the part's alignment. Strides count whole elements, so every element shares the
-        first one's address modulo the itemsize: the buffer's alignment class says it all."""
+        """The ``ld_``/``st_`` suffix of one element's access: the dtype code, or
+        ``<code>_split`` (by parts) for a complex operand whose elements are not aligned to
+        their size (a complex128 view of float64 data at an odd element), where the device's
+        whole-element access faults. Strides count elements: the buffer's class says it all."""
         code = CODES[self.dtype]
-        if self.dtype.kind == "c" and self.by_parts or self.dtype.kind == "c" and (
-                graph.align_class(getattr(self.buffer, "align", 256)) < self.dtype.itemsize):
+        if self.dtype.kind == "c" and (self.by_parts or graph.align_class(
+                getattr(self.buffer, "align", 256)) < self.dtype.itemsize):
             return code + "_split"
         return code
 
@@ -90,14 +87,6 @@ class Instr:
     #                         (operand, extent, stride) of a gather
     inputs: tuple[int, ...]
     code: str               # result dtype code (for a store, the stored operand's)
-
-
-def operands_part(operands) -> tuple[str, str]:
-    """The ``operands`` key part: per operand its direction, dtype (and access where a complex
-    one is read by parts, :attr:`Operand.access`) and class, so an aligned and a misaligned
-    complex operand never share a kernel."""
-    return ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.access}:{o.layout}"
-                                 for o in operands))
 
 
 def operand_params(schedule: str, cls: str, rank: int, k: int) -> list[str]:
@@ -306,7 +295,7 @@ def _finish(shape, views, scalars, body, sources=()) -> KernelPlan:
     canonical = "\n".join(_canonical(i) for i in body)
     parts = (
         ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
-        operands_part(operands),
+        keys.operands_part(operands),
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", str(len(dims))),
         ("schedule", schedule),
@@ -402,12 +391,11 @@ def plan_foreach(tensor: KernelPlan, columns: tuple[int, ...], globals: tuple = 
     # operands are 16-byte aligned (else that tensor goes element by element).
     width = 4 if all(o.code in ("f32", "i32", "u32") for k, o in enumerate(tensor.operands)
                      if k not in across) else 1
-    # complex elements by parts: a tensor's address may be only its parts' alignment (no
-    # vector path reads complex here, so no flag in meta can pick the whole-element access)
+    # complex by parts: a tensor's address may be only its parts' alignment
     tensor = dataclasses.replace(tensor, vector_width=1, operands=tuple(
         dataclasses.replace(o, by_parts=True) for o in tensor.operands))
     parts = tuple((name, str(width) if name == "vector_width" else
-                   operands_part(tensor.operands)[1] if name == "operands" else value)
+                   keys.operands_part(tensor.operands)[1] if name == "operands" else value)
                   for name, value in tensor.key_parts)
     parts += (("foreach", f"columns {','.join(map(str, columns))}, chunk "
                           f"2**{FOREACH_CHUNK_SHIFT}"),)
@@ -471,7 +459,7 @@ def plan_across(tensor: KernelPlan, columns: tuple[int, ...], table: int,
         tensor, operands=tuple(dataclasses.replace(o, by_parts=True) for o in inputs),
         vector_width=1, body=tuple(i for i in tensor.body if i.kind != "store"))
     parts = tuple((name, "1" if name == "vector_width" else
-                   operands_part(tensor.operands)[1] if name == "operands" else value)
+                   keys.operands_part(tensor.operands)[1] if name == "operands" else value)
                   for name, value in tensor.key_parts)
     parts += (("across", f"columns {','.join(map(str, columns))} of {table}, chunk "
                          f"2**{FOREACH_CHUNK_SHIFT}; " + "; ".join(

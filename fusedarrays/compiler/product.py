@@ -40,7 +40,7 @@ from ..ir import graph, layout
 from ..ir.dtypes import CODES
 from ..ir.products import accumulator_code
 from . import keys
-from .plan import Operand, operand_param_types, operands_part
+from .plan import Operand, operand_param_types
 
 # What a BLAS multiplies as NumPy does: float16 summed in float32 and rounded once (NumPy's own
 # float16 loop), the others in their own precision.
@@ -163,7 +163,7 @@ def plan_product(node: graph.Node, target: tuple, positions: dict) -> ProductPla
                     f"{CODES[np.dtype(dtype)]}, summed in {acc}"),
         ("loads", f"a along {along[0]}s, b along {along[1]}s"),
         ("rank", f"{len(batch)} batch"),
-        operands_part(operands),
+        keys.operands_part(operands),
         ("schedule", f"tiled {TILE_M}x{TILE_N}x{TILE_K}"),
         ("config", repr(config.codegen_settings())),
     ))

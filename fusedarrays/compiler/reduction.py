@@ -47,7 +47,6 @@ from .plan import (
     instructions,
     number_params,
     operand_param_types,
-    operands_part,
     plan_kernel,
 )
 from .product import (
@@ -179,7 +178,7 @@ def plan_reduce(node: graph.Node, source: graph.Node, target: tuple,
     parts = (
         ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
         ("reduction", f"{name} of v{var[source.serial]} into {CODES[np.dtype(dtype)]}"),
-        operands_part(operands),
+        keys.operands_part(operands),
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept, {len(red)} reduced"),
         ("schedule", schedule),

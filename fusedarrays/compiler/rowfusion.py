@@ -50,7 +50,6 @@ from .plan import (
     kernel_param_names,
     number_params,
     operand_param_types,
-    operands_part,
 )
 
 
@@ -127,7 +126,7 @@ def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, t
         ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
         ("rows", " then ".join(f"{n} of v{v} into operand {t}" for n, v, t in sections)
          + f", then v{stores[0][0]} stored"),
-        operands_part(operands),
+        keys.operands_part(operands),
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept, {len(red)} reduced"),
         ("vector_width", str(width)),

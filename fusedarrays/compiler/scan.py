@@ -37,7 +37,6 @@ from .plan import (
     instructions,
     number_params,
     operand_param_types,
-    operands_part,
 )
 
 SCAN_CHUNK = 8          # elements a thread scans serially per tile (cuda rows)
@@ -129,7 +128,7 @@ def plan_scan(node: graph.Node, source: graph.Node, target: tuple,
         ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
         ("scan", f"{name} of v{var[source.serial]} into {CODES[np.dtype(dtype)]}"
                  + (", initial element" if initial else "")),
-        operands_part(operands),
+        keys.operands_part(operands),
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept"),
         ("schedule", schedule),
