@@ -52,7 +52,7 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
     folded = {k for k, _, _ in plan.globals}
     # scalar-only instructions, and the reductions across the list (their folded values)
     hoisted = r.lines_at(0, "", lambda ins, ln: f"gv{ins.arg}" if ins.arg in folded
-                         else f"ld_{ins.code}(p{ins.arg}, 0)")
+                         else f"ld_{r.access(ins.arg)}(p{ins.arg}, 0)")
     element = r.scalar_element(lambda k: "i")
     scalars = [f"a{m}" for m in range(len(plan.tensor.scalars))]
     across = (["np_"] + [f"q{j}" for j in range(len(plan.globals))]) if plan.globals else []
@@ -202,7 +202,7 @@ class _AcrossRenderer:
                      for j, (name, var, _) in enumerate(plan.reductions)]
         pairs = list(zip(plan.reductions, self.accs))
         self.starts = [_start(name, code, acc) for (name, _, _), (acc, code) in pairs]
-        self.element = r.lines_at(2, "", lambda ins, ln: f"ld_{ins.code}(p{ins.arg}, i)")
+        self.element = r.lines_at(2, "", lambda ins, ln: f"ld_{r.access(ins.arg)}(p{ins.arg}, i)")
         for j, ((name, var, _), (acc, code)) in enumerate(pairs):
             self.element.append(f"u{j} = {r.convert(var, code, '')}")
             self.element += [s.format(v=f"u{j}").replace("acc", acc)

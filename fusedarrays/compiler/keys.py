@@ -173,3 +173,10 @@ def _operand_changes(before: list[str], after: list[str]) -> str:
             what.append(f"layout {old} → {new}")
         said.append(f"{b[0]}{k} " + ", ".join(what))
     return "; ".join(said)
+
+
+def operands_part(operands) -> tuple[str, str]:
+    """The ``operands`` key part: per operand its direction, access (:attr:`.plan.Operand.access`)
+    and class, so an aligned and a misaligned complex operand never share a kernel."""
+    return ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.access}:{o.layout}"
+                                 for o in operands))

@@ -32,10 +32,25 @@ class Operand:
     offset: int             # element offset of the view's first element
     layout: str             # class under the plan's schedule: C, B, S or T (see layout.schedule)
     output: bool
+    # a complex operand read and written by parts whatever its buffer: a foreach kernel's, whose
+    # addresses are many tensors' and unknown when it is planned (see :attr:`access`)
+    by_parts: bool = False
 
     @property
     def code(self) -> str:
         return CODES[self.dtype]
+
+    @property
+    def access(self) -> str:
+        """The ``ld_``/``st_`` suffix of one element's access: the dtype code, or
+        ``<code>_split`` (by parts) for a complex operand whose elements are not aligned to
+        their size (a complex128 view of float64 data at an odd element), where the device's
+        whole-element access faults. Strides count elements: the buffer's class says it all."""
+        code = CODES[self.dtype]
+        if self.dtype.kind == "c" and (self.by_parts or graph.align_class(
+                getattr(self.buffer, "align", 256)) < self.dtype.itemsize):
+            return code + "_split"
+        return code
 
     @property
     def folded(self) -> bool:
@@ -292,8 +307,7 @@ def _finish(shape, views, scalars, body, sources=()) -> KernelPlan:
     canonical = "\n".join(_canonical(i) for i in body)
     parts = (
         ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
-        ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.code}:{o.layout}"
-                              for o in operands)),
+        keys.operands_part(operands),
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", str(len(dims))),
         ("schedule", schedule),
@@ -389,8 +403,11 @@ def plan_foreach(tensor: KernelPlan, columns: tuple[int, ...], globals: tuple = 
     # operands are 16-byte aligned (else that tensor goes element by element).
     width = 4 if all(o.code in ("f32", "i32", "u32") for k, o in enumerate(tensor.operands)
                      if k not in across) else 1
-    tensor = dataclasses.replace(tensor, vector_width=1)
-    parts = tuple((name, str(width) if name == "vector_width" else value)
+    # complex by parts: a tensor's address may be only its parts' alignment
+    tensor = dataclasses.replace(tensor, vector_width=1, operands=tuple(
+        dataclasses.replace(o, by_parts=True) for o in tensor.operands))
+    parts = tuple((name, str(width) if name == "vector_width" else
+                   keys.operands_part(tensor.operands)[1] if name == "operands" else value)
                   for name, value in tensor.key_parts)
     parts += (("foreach", f"columns {','.join(map(str, columns))}, chunk "
                           f"2**{FOREACH_CHUNK_SHIFT}"),)
@@ -450,9 +467,11 @@ def plan_across(tensor: KernelPlan, columns: tuple[int, ...], table: int,
     stores = [i for i in tensor.body if i.kind == "store"]
     reductions = tuple((name, ins.inputs[0], partials_code(name, tensor.operands[ins.arg].dtype))
                        for name, ins in zip(names, stores))
-    tensor = dataclasses.replace(tensor, operands=tuple(inputs), vector_width=1,
-                                 body=tuple(i for i in tensor.body if i.kind != "store"))
-    parts = tuple((name, "1" if name == "vector_width" else value)
+    tensor = dataclasses.replace(  # complex by parts, as in plan_foreach
+        tensor, operands=tuple(dataclasses.replace(o, by_parts=True) for o in inputs),
+        vector_width=1, body=tuple(i for i in tensor.body if i.kind != "store"))
+    parts = tuple((name, "1" if name == "vector_width" else
+                   keys.operands_part(tensor.operands)[1] if name == "operands" else value)
                   for name, value in tensor.key_parts)
     parts += (("across", f"columns {','.join(map(str, columns))} of {table}, chunk "
                          f"2**{FOREACH_CHUNK_SHIFT}; " + "; ".join(

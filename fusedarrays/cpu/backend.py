@@ -238,6 +238,9 @@ class CpuBackend(HostMemory):
             ns[f"cv_{code}"] = cast
             ns[f"ld_{code}"] = self._jit(_ld, ns)
             ns[f"st_{code}"] = self._jit(_st, ns)
+        for code in ("c64", "c128"):   # by parts on the device; numba's own element access
+            # here (an array it types unaligned, as NumPy flags it, takes unaligned loads)
+            ns[f"ld_{code}_split"], ns[f"st_{code}_split"] = ns[f"ld_{code}"], ns[f"st_{code}"]
         ns["cv_b1"] = self._jit(_cv_b1, ns)
         ns["ld_b1"], ns["st_b1"] = self._jit(_ld, ns), self._jit(_st, ns)
         ns["cv_f16"] = self._jit(_cv_f16, ns)

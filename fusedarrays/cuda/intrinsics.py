@@ -76,6 +76,7 @@ SCALARS: dict[str, Scalar] = {
 }
 
 VECTOR4_CODES = ("f32", "i32", "u32")  # one 16-byte access = 4 lanes of a 4-byte dtype
+SPLIT_CODES = ("c64", "c128")  # ld_<code>_split: an element by parts (_make_load_split)
 MATH_FUNCTIONS = ("floor", "ceil", "trunc", "rint", "cbrt", "exp2", "fmod")  # libdevice names
 _VECTOR_BYTES = 16
 _HALF, _FLOAT = ir.HalfType(), ir.FloatType()
@@ -318,6 +319,47 @@ def _stv2_c64_typer(typingctx, p, j, a, b):
     return None
 
 
+# A complex element whose address is only a multiple of its part's size (a complex128 view of
+# float64 data starting at an odd element, imported zero-copy): the whole-element access above,
+# a {double, double} aligned to 16 (ld.global.v2.f64), faults with a misaligned address there
+# and leaves the CUDA context unusable. The planner names these for such operands
+# (compiler/plan.Operand.access): each part its own access, aligned to the part's size.
+def _part_ptrs(context, builder, sig, args, s: Scalar) -> list:
+    ptr = _element_ptr(context, builder, sig, args, s.llvm)
+    first = builder.bitcast(ptr, s.llvm.elements[0].as_pointer(1))
+    return [first, builder.gep(first, [_I32(1)], inbounds=True)]
+
+
+def _make_load_split(s: Scalar):
+    def codegen(context, builder, sig, args):
+        value = ir.Constant(s.llvm, ir.Undefined)
+        for k, ptr in enumerate(_part_ptrs(context, builder, sig, args, s)):
+            value = builder.insert_value(value, builder.load(ptr, align=s.itemsize // 2), k)
+        return value
+
+    def typer(typingctx, p, i):
+        if _is_int(p) and _is_int(i):
+            return signature(s.compute, p, i), codegen
+        return None
+
+    return _named(f"ld_{s.code}_split", typer)
+
+
+def _make_store_split(s: Scalar):
+    def codegen(context, builder, sig, args):
+        value = _to_storage(context, builder, args[2], sig.args[2], s)
+        for k, ptr in enumerate(_part_ptrs(context, builder, sig, args, s)):
+            builder.store(builder.extract_value(value, k), ptr, align=s.itemsize // 2)
+        return context.get_dummy_value()
+
+    def typer(typingctx, p, i, v):
+        if _is_int(p) and _is_int(i) and _is_value(v):
+            return signature(types.void, p, i, v), codegen
+        return None
+
+    return _named(f"st_{s.code}_split", typer)
+
+
 # A split reduction's counter (compiler/reduction.py): one integer atomic add on element i of an
 # int32 array at device address p, the value before it returned (``atom.global.add.u32``).
 # Relaxed ("monotonic"): the kernel orders its stores around it with cuda.threadfence(), as
@@ -367,6 +409,8 @@ def _build_typers() -> dict[str, Callable]:
     made = [make(s) for s in SCALARS.values() for make in (_make_load, _make_store, _make_cast)]
     made += [make(SCALARS[code]) for code in VECTOR4_CODES
              for make in (_make_load_vector, _make_store_vector)]
+    made += [make(SCALARS[code]) for code in SPLIT_CODES
+             for make in (_make_load_split, _make_store_split)]
     made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer),
              _named("ldv2_c64", _ldv2_c64_typer), _named("stv2_c64", _stv2_c64_typer),
              _named("fa_philox", randombits.philox_typer), _named("fa_div", division.div_typer),
