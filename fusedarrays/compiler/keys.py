@@ -28,6 +28,7 @@ from ..version import __version__ as _package_version
 KERNEL_CODE = (
     "compiler/codegen.py",    # the kernel source text
     "compiler/foreach_codegen.py",  # the multi-tensor (foreach) kernels' source text
+    "compiler/foreach_plan.py",  # the multi-tensor kernels' parameters, tables and key parts
     "ir/ops.py",              # each op's source template
     "ir/dtypes.py",           # compute dtypes (float16 computes in float32) and type names
     "compiler/plan.py",       # instructions; the kernel's parameters, order and types
@@ -49,6 +50,8 @@ KERNEL_CODE = (
     "cuda/intrinsics.py",     # loads, stores, casts and parameter types of the cuda target
     "cuda/division.py",       # the cuda target's float division
     "cuda/randombits.py",     # fa.random's Philox rounds and floor(log2) on the cuda target
+    "cuda/atomics.py",        # the split reductions' counter and the gathers' error word on cuda
+    "cuda/irhelpers.py",      # element addresses the cuda intrinsics compute
     "cuda/compile.py",        # compile options, numba's pass pipeline as trimmed, typing memos
     "cpu/backend.py",         # the cpu target's loads, stores, casts and math, compile options
     "cpu/half.py",            # float16 emulated on the cpu target

@@ -32,7 +32,9 @@ from numba.core.typing import signature
 from numba.cuda import libdevice
 from numba.cuda.extending import intrinsic
 
-from . import division, randombits
+from . import atomics, division, randombits
+from .irhelpers import element_ptr as _element_ptr
+from .irhelpers import is_int as _is_int
 
 
 @dataclass(frozen=True)
@@ -85,27 +87,10 @@ _HALF, _FLOAT = ir.HalfType(), ir.FloatType()
 # --- IR helpers ---------------------------------------------------------------------------------
 
 
-def _is_int(t) -> bool:
-    return isinstance(t, types.Integer)
-
-
 def _is_value(t) -> bool:
     # complex included: codegen casts a complex value only to a complex dtype (or takes its
     # real part first), and numba's casts between complex types and from real ones exist
     return isinstance(t, (types.Number, types.Boolean))
-
-
-def _element_ptr(context, builder, sig, args, elem: ir.Type):
-    """Address of element ``args[1]`` of an ``elem`` array at device address ``args[0]``.
-
-    The generic pointer is cast into the global address space (addrspace 1) so NVVM emits
-    ``ld.global``/``st.global`` (one ``cvta.to.global`` per pointer, hoisted out of the loop).
-    """
-    addr = context.cast(builder, args[0], sig.args[0], types.uint64)
-    generic = builder.inttoptr(addr, elem.as_pointer())
-    base = builder.addrspacecast(generic, elem.as_pointer(1))
-    index = context.cast(builder, args[1], sig.args[1], types.int64)
-    return builder.gep(base, [index], inbounds=True)
 
 
 def _to_half(context, builder, value, valty):
@@ -360,48 +345,6 @@ def _make_store_split(s: Scalar):
     return _named(f"st_{s.code}_split", typer)
 
 
-# A split reduction's counter (compiler/reduction.py): one integer atomic add on element i of an
-# int32 array at device address p, the value before it returned (``atom.global.add.u32``).
-# Relaxed ("monotonic"): the kernel orders its stores around it with cuda.threadfence(), as
-# CUDA's threadFenceReduction sample does.
-def _count_codegen(context, builder, sig, args):
-    ptr = _element_ptr(context, builder, sig, args, _I32)
-    return builder.atomic_rmw("add", ptr, ir.Constant(_I32, 1), "monotonic")
-
-
-def _count_typer(typingctx, p, i):
-    if _is_int(p) and _is_int(i):
-        return signature(types.int32, p, i), _count_codegen
-    return None
-
-
-# A flagged gather's out-of-range index (compiler/devicelib.fa_take_flagged,
-# runtime/indexflags.py): where ``bad``, a compare-and-swap of ``site`` into the error word's
-# slot 0 (from 0), and, for the thread that won it, a store of the index into slot 1, so the
-# first offender stays whole. Predicated instructions, not a branch: the normal case runs the
-# setp and two predicated-off instructions, and no branch splits a warp around the gather.
-_FLAG_ASM = ("{ .reg .pred p, w; .reg .b64 g, old; mov.b64 old, 1; setp.ne.s32 p, $0, 0; "
-             "cvta.to.global.u64 g, $1; @p atom.global.cas.b64 old, [g], 0, $2; "
-             "setp.eq.and.s64 w, old, 0, p; @w st.global.b64 [g+8], $3; }")
-
-
-def _flag_index_codegen(context, builder, sig, args):
-    bad = context.cast(builder, args[1], sig.args[1], types.int32)
-    address, site, value = (context.cast(builder, v, t, types.int64)
-                            for v, t in zip((args[0], args[2], args[3]),
-                                            (sig.args[0], sig.args[2], sig.args[3])))
-    asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [_I32, _I64, _I64, _I64]), _FLAG_ASM,
-                       "r,l,l,l,~{memory}", side_effect=True)
-    builder.call(asm, [bad, address, site, value])
-    return context.get_dummy_value()
-
-
-def _flag_index_typer(typingctx, e, bad, site, value):
-    if _is_int(e) and isinstance(bad, types.Boolean) and _is_int(site) and _is_int(value):
-        return signature(types.void, e, bad, site, value), _flag_index_codegen
-    return None
-
-
 # --- the namespace ------------------------------------------------------------------------------
 
 
@@ -417,8 +360,8 @@ def _build_typers() -> dict[str, Callable]:
              _named("fa_divrcp_f32", division.divrcp_typer),
              _named("fa_divby_f32", division.divby_typer),
              _named("fa_floor_log2", randombits.floor_log2_typer),
-             _named("fa_count_i32", _count_typer),
-             _named("fa_flag_index", _flag_index_typer)]
+             _named("fa_count_i32", atomics.count_typer),
+             _named("fa_flag_index", atomics.flag_index_typer)]
     return {typer.__name__: typer for typer in made}
 
 

@@ -14,12 +14,10 @@ from llvmlite import ir
 from numba import types
 from numba.core.typing import signature
 
+from .irhelpers import is_int as _is_int
+
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
-
-
-def _is_int(t) -> bool:
-    return isinstance(t, types.Integer)
 
 
 # Philox4x32-10 (fa.random) in 32-bit registers: the Python helper of the same name in
