@@ -356,3 +356,23 @@ def check_vector_writes(to_device=fa.asarray) -> None:
         assert (got[:start] == want[:start]).all() and (got[start + 1030:] ==
                                                         want[start + 1030:]).all(), label
         assert_close("multiply", got, want, label, C64)
+
+
+def misaligned(host: np.ndarray) -> fa.ndarray:
+    """``host`` (complex, C-contiguous) as a fa array of the host backends (cpu, sim) whose data
+    sits half an element off a multiple of its itemsize: a complex128 array at 8 bytes past a
+    16-byte boundary, a complex64 one at 4 past 8, as a CuPy or torch complex view of float data
+    starting at an odd element arrives through ``fa.asarray`` on cuda (each part aligned, the
+    element not). Built the way an import is (a Buffer over memory someone else owns)."""
+    from fusedarrays.ir import graph
+    from fusedarrays.runtime.backend import Buffer, get_backend
+
+    item = host.dtype.itemsize
+    raw = np.empty(host.nbytes + 2 * item, np.uint8)
+    start = (-raw.ctypes.data) % item + item // 2       # an odd multiple of half the itemsize
+    storage = raw[start:start + host.nbytes]
+    storage.view(host.dtype)[...] = host.reshape(-1)
+    buffer = Buffer(storage, host.nbytes, get_backend())
+    assert buffer.align == item // 2, (buffer.align, item)
+    return fa.ndarray(graph.leaf(buffer, np.dtype(host.dtype), host.shape,
+                                 tuple(s // item for s in host.strides), 0))

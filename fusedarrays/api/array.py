@@ -20,7 +20,7 @@ import numpy as np
 from .. import config
 from ..errors import AmbiguousTruthValueError
 from ..ir import dtypes, graph, layout
-from ..runtime import realize
+from ..runtime import indexflags, realize
 from ..runtime.backend import (
     Backend,
     Buffer,
@@ -141,6 +141,8 @@ class ndarray:
             view = profiling[0].evaluate(entry, self._contiguous_view)
         else:
             view = self._contiguous_view()
+        # an evaluation point: a flagged gather's out-of-range index raises here, once
+        indexflags.check(graph.leaf_view(self._node)[0].backend)
         if view is None:
             return np.empty(self.shape, self.dtype)
         buffer, shape, strides, offset = view
@@ -241,8 +243,11 @@ class ndarray:
         return self.reshape(-1)
 
     def __getitem__(self, key) -> ndarray:
-        if isinstance(key, _ADVANCED) or (
-                type(key) is tuple and any(isinstance(k, _ADVANCED) for k in key)):
+        if type(key) is tuple:
+            for k in key:   # slices, None, ints and ... are a view: one type test each
+                if type(k) not in _BASIC and isinstance(k, _ADVANCED):
+                    return self._take(key)
+        elif type(key) not in _BASIC and isinstance(key, _ADVANCED):
             return self._take(key)   # a gather (api/indexing.py); a view otherwise
         return self._view(lambda v: layout.getitem(v, key))
 
@@ -278,6 +283,7 @@ class ndarray:
 # Key entries that make an index advanced (a gather or a scatter, api/indexing.py): arrays,
 # lists and scalar booleans (NumPy's 0-d masks).
 _ADVANCED = (ndarray, np.ndarray, list, bool, np.bool_)
+_BASIC = frozenset((slice, type(None), int, type(Ellipsis)))   # never advanced (bool is no int)
 
 # Weak references to the pending arrays, in creation order: before a buffer is written, those
 # reading it are computed (compute_readers), so a write never changes a pending result. One

@@ -5,9 +5,19 @@ array among slices) are a gather node (``graph.gather``): the kernel that consum
 ``x``'s elements through the index values, with no copy of the gathered values. A pending
 elementwise ``x`` is gathered through its leaves (``ir/gathers.py``: ``fa.take(a * 2, idx)`` is
 ``a[idx] * 2``, one kernel); one holding a draw or a reduction is computed first. The index may
-be any pending integer expression. Index values are checked on the host when the gather is built
-(an out-of-range index raises NumPy's ``IndexError``); an index held by fusedarrays is copied to
-the host for that check (a synchronisation).
+be any pending integer expression.
+
+**Index checks.** Index values the host knows (a NumPy array, a list, an index this module
+uploaded: :func:`host_values`) are checked when the gather is built, and an out-of-range one
+raises NumPy's ``IndexError`` there. An index fusedarrays holds or computes is *not* copied to
+the host (that would synchronise in the middle of a lazy program): the gather is flagged
+(``graph.gather`` with a site), its kernel clamps each index into range (no out-of-bounds read)
+and records an out-of-range one in the device's error word, and the next evaluation point
+(``.get()``, ``np.asarray``, ``item``/``float``/``int``/``bool``, ``tolist``, ``str``,
+``__dlpack__``, ``__cuda_array_interface__``) raises NumPy's ``IndexError`` naming the index,
+the axis and the expression, once (``runtime/indexflags.py`` says how, and about threads).
+Several index arrays: each one the host does not know is wrapped and clamped on its own by a
+flagged gather of ``arange(extent)`` before the offsets are summed.
 
 Several index arrays, integers beside arrays and boolean masks (``x[i, j]``, ``x[0, :, idx]``,
 ``x[mask]``, ``x[:, mask]``) follow NumPy's advanced indexing (:mod:`.indexkeys` reads the key):
@@ -35,6 +45,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import gathers, graph, layout
+from ..runtime import indexflags
 from . import indexkeys
 from .array import _tracing, _wrap, asarray, ndarray
 
@@ -96,13 +107,15 @@ def take(x, indices, axis=None) -> ndarray:
     return take_axis(x, indices, axis % x.ndim)
 
 
-def take_axis(x: ndarray, indices, axis: int, named: int | None = None) -> ndarray:
+def take_axis(x: ndarray, indices, axis: int, named: int | None = None,
+              what: str = "fa.take") -> ndarray:
     """:func:`take` along ``axis`` (in range), an index out of bounds named as axis ``named``
-    (``x[key]`` names the indexed array's axis, not its view's)."""
-    index = checked_index(indices, x.shape[axis], axis if named is None else named)
+    (``x[key]`` names the indexed array's axis, not its view's) in the expression ``what``."""
+    named = axis if named is None else named
+    index, site = checked_index(indices, x.shape[axis], named, what)
     if axis:
         x = x.transpose([axis] + [a for a in range(x.ndim) if a != axis])
-    result = gather0(x, index)
+    result = gather0(x, index, site)
     if axis:    # the index's axes back to where the gathered axis was
         result = _move_front(result, index.ndim, axis)
     return result
@@ -119,10 +132,38 @@ def _move_front(result: ndarray, k: int, to: int) -> ndarray:
         return result.transpose(axes)
 
 
-def checked_index(indices, extent: int, axis: int) -> ndarray:
-    """The index array, its values checked on the host against ``extent``."""
+def checked_index(indices, extent: int, axis: int, what: str
+                  ) -> tuple[ndarray, graph.Node | None]:
+    """``(index array, site)``: values the host knows checked there against ``extent`` (site
+    None); an index fusedarrays computed or holds (values unknown here) checked on the device
+    instead, its gather flagged with a new site (``runtime/indexflags.py``): no copy to the
+    host, no synchronisation."""
+    if isinstance(indices, ndarray) and host_values(indices._resolved()) is None:
+        _integer_index(indices.dtype, indices.size, extent, axis)
+        return indices, flag_site(what, axis, extent)
     host = checked_host(indices, extent, axis)
-    return indices if isinstance(indices, ndarray) else upload_index(_narrow(host, extent))
+    return (indices if isinstance(indices, ndarray) else upload_index(_narrow(host, extent)),
+            None)
+
+
+def flag_site(what: str, axis: int, extent: int) -> graph.Node:
+    """The site scalar of a flagged gather of ``what`` along ``axis`` of ``extent``."""
+    return graph.scalar(indexflags.new_site(what, axis, extent), np.dtype(np.int64))
+
+
+def _integer_index(dtype: np.dtype, size: int = 0, extent: int = 1, axis: int = 0) -> None:
+    """Refuse an index array that is no integer array, and, for one whose values the host
+    does not know, any index into an axis of no elements (every value is out of bounds there,
+    and a clamp has nothing to clamp to)."""
+    if dtype == np.bool_:
+        raise IndexError("a boolean array as the index of fa.take selects by mask; use "
+                         "x[mask] or fa.take(x, fa.flatnonzero(mask))")
+    if dtype.kind not in "iu":
+        raise IndexError(f"arrays used as indices must be of integer (or boolean) type; got "
+                         f"{dtype}")
+    if size and not extent:
+        raise IndexError(f"index out of bounds for axis {axis} with size 0 (every index is: "
+                         f"{size} indices into an empty axis)")
 
 
 def _narrow(host: np.ndarray, extent: int) -> np.ndarray:
@@ -133,16 +174,15 @@ def _narrow(host: np.ndarray, extent: int) -> np.ndarray:
 
 
 def checked_host(indices, extent: int, axis: int) -> np.ndarray:
-    """The index values on the host, checked against ``extent`` (NumPy's ``IndexError``)."""
-    host = indices.get() if isinstance(indices, ndarray) else np.asarray(indices)
-    if host.dtype == np.bool_:
-        raise IndexError("a boolean array as the index of fa.take selects by mask; use "
-                         "x[mask] or fa.take(x, fa.flatnonzero(mask))")
-    if host.dtype.kind not in "iu":
-        if host.size == 0 and not isinstance(indices, (ndarray, np.ndarray)):
-            return host.astype(np.intp)     # [] indexes nothing, as in NumPy
-        raise IndexError(f"arrays used as indices must be of integer (or boolean) type; got "
-                         f"{host.dtype}")
+    """The index values on the host, checked against ``extent`` (NumPy's ``IndexError``); an
+    index array fusedarrays holds is copied there unless :func:`host_values` knows it."""
+    known = host_values(indices._resolved()) if isinstance(indices, ndarray) else None
+    host = (known if known is not None else indices.get() if isinstance(indices, ndarray)
+            else np.asarray(indices))
+    if host.dtype.kind not in "iu" and host.dtype != np.bool_ and host.size == 0 \
+            and not isinstance(indices, (ndarray, np.ndarray)):
+        return host.astype(np.intp)     # [] indexes nothing, as in NumPy
+    _integer_index(host.dtype)
     if host.size:
         low, high = int(host.min()), int(host.max())
         bad = high if high >= extent else low if low < -extent else None
@@ -151,9 +191,10 @@ def checked_host(indices, extent: int, axis: int) -> np.ndarray:
     return host
 
 
-def gather0(x: ndarray, index: ndarray) -> ndarray:
+def gather0(x: ndarray, index: ndarray, site: graph.Node | None = None) -> ndarray:
     """``x`` gathered along axis 0 at ``index``: shape ``index.shape + x.shape[1:]``. A
-    pending elementwise ``x`` is gathered through its leaves; anything else is computed first."""
+    pending elementwise ``x`` is gathered through its leaves; anything else is computed first.
+    ``site``: the gather is flagged (:func:`checked_index`)."""
     k, rest = index.ndim, x.ndim - 1
     idx = index._resolved()
     if rest:    # the index over the result's leading axes, constant along x's other axes
@@ -161,13 +202,13 @@ def gather0(x: ndarray, index: ndarray) -> ndarray:
     node = x._resolved()
     if not node.is_leaf:
         try:
-            return _wrap(gathers.gather_expression(node, idx, k))
+            return _wrap(gathers.gather_expression(node, idx, k, site=site))
         except layout.NotAView:
             node = x.compute()._resolved()
     buffer, shape, strides, offset = graph.leaf_view(node)
     source = graph.leaf(buffer, node.dtype, (1,) * k + shape[1:], (0,) * k + strides[1:],
                         offset)
-    return _wrap(graph.gather(source, idx, shape[0], strides[0]))
+    return _wrap(graph.gather(source, idx, shape[0], strides[0], site))
 
 
 def take_along_axis(x, indices, axis: int) -> ndarray:
@@ -185,7 +226,7 @@ def take_along_axis(x, indices, axis: int) -> ndarray:
         raise IndexError(f"fa.take_along_axis: axis {axis} is out of bounds for an array of "
                          f"dimension {x.ndim}")
     axis %= x.ndim
-    index = checked_index(indices, x.shape[axis], axis)
+    index, site = checked_index(indices, x.shape[axis], axis, "fa.take_along_axis")
     if index.ndim != x.ndim:
         raise ValueError(f"fa.take_along_axis: indices of dimension {index.ndim} for an array "
                          f"of dimension {x.ndim}; they must match (as in NumPy)")
@@ -194,7 +235,7 @@ def take_along_axis(x, indices, axis: int) -> ndarray:
     rest = tuple(1 if a == axis else e for a, e in enumerate(shape))
     source = graph.leaf(buffer, node.dtype, rest,
                         tuple(0 if a == axis else s for a, s in enumerate(strides)), offset)
-    return _wrap(graph.gather(source, index._resolved(), shape[axis], strides[axis]))
+    return _wrap(graph.gather(source, index._resolved(), shape[axis], strides[axis], site))
 
 
 def getitem_array(x: ndarray, key) -> ndarray:
@@ -206,7 +247,7 @@ def getitem_array(x: ndarray, key) -> ndarray:
     entries = indexkeys.index_arrays(parsed)
     if len(entries) == 1 and not isinstance(entries[0][1], (int, np.integer)):
         (axis, index), = entries          # one array: the gather of fa.take, along its axis
-        return take_axis(view, index, axis, parsed.x_axis(axis))
+        return take_axis(view, index, axis, parsed.x_axis(axis), "x[idx]")
     axes = [a for a, _ in entries]
     return gather_axes(view, axes, [i for _, i in entries], parsed.adjacent,
                        [parsed.x_axis(a) for a in axes])
@@ -230,7 +271,7 @@ def gather_axes(view: ndarray, axes: list, indices: list, adjacent: bool,
     moved = view.transpose(list(axes) + others) if list(axes) != list(range(len(axes))) \
         else view
     extents = moved.shape[:len(axes)]
-    hosts = [checked_host(i, n, a) for i, n, a in zip(indices, extents, named)]
+    hosts = [_checked_entry(i, n, a) for i, n, a in zip(indices, extents, named)]
     rest = moved.shape[len(axes):]
     if layout.size_of(bshape) == 0 or 0 in extents:
         result = empty(bshape + rest, view.dtype)
@@ -251,10 +292,24 @@ def gather_axes(view: ndarray, axes: list, indices: list, adjacent: bool,
     return result
 
 
+def _checked_entry(index, extent: int, axis: int):
+    """One entry of a several-array key: its host values, checked (an integer, or an array the
+    host knows), or for an index fusedarrays computed or holds, that index wrapped and clamped
+    into ``[0, extent)`` on the device by a flagged gather of ``arange(extent)`` (an
+    ``ndarray``: its out-of-range values are flagged, ``runtime/indexflags.py``; no copy to the
+    host). The combined offset of checked entries always lies in the span."""
+    if isinstance(index, ndarray) and host_values(index._resolved()) is None:
+        _integer_index(index.dtype, index.size, extent, axis)
+        table = upload_index(np.arange(extent, dtype=np.int64))
+        return gather0(table, index, flag_site("x[i, j, ...]", axis, extent))
+    return checked_host(index, extent, axis)
+
+
 def _offsets(indices: list, hosts: list, extents: tuple, strides: tuple, low: int,
              span: int) -> ndarray:
     """``sum(i_k * stride_k) - low`` (negative indices counted from the end): on the host when
-    every index is a host value, else a fused integer expression of the fa arrays."""
+    every index is a host value, else a fused integer expression of the fa arrays (an entry
+    checked on the device is already wrapped: :func:`_checked_entry`)."""
     if not any(isinstance(i, ndarray) for i in indices):
         total = np.zeros((), np.int64)
         for h, n, s in zip(hosts, extents, strides):
@@ -264,7 +319,10 @@ def _offsets(indices: list, hosts: list, extents: tuple, strides: tuple, low: in
     from .elementwise import FUNCTIONS
 
     total = None
-    for i, n, s in zip(indices, extents, strides):
+    for i, h, n, s in zip(indices, hosts, extents, strides):
+        if isinstance(h, ndarray):     # wrapped and clamped on the device
+            total = h * s if total is None else total + h * s
+            continue
         i = asarray(i).astype(np.int64)
         term = FUNCTIONS["where"](i < 0, i + n, i) * s
         total = term if total is None else total + term

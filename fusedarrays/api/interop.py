@@ -23,6 +23,7 @@ import ctypes
 
 from ..errors import UnsupportedOperationError
 from ..ir import graph
+from ..runtime import indexflags
 from .array import _backend_of, ndarray
 
 _KDL_CPU, _KDL_CUDA = 1, 2
@@ -95,8 +96,13 @@ def _destroy_capsule(capsule) -> None:
 
 
 def _leaf_of(array: ndarray) -> graph.Node:
+    """The computed array's leaf, for an export: an evaluation point, where an index a flagged
+    gather recorded raises (``runtime/indexflags.py``: a read only after such a gather ran,
+    so an export stays asynchronous otherwise)."""
     array.compute()
-    return array._resolved()
+    node = array._resolved()
+    indexflags.check(graph.leaf_view(node)[0].backend)
+    return node
 
 
 def _device_of(buffer) -> tuple[int, int]:

@@ -160,10 +160,15 @@ class _Renderer:
 
     def gather(self, ins: Instr, lane: str, load) -> str:
         """A gathered load: operand k (class S) read at its own index plus the index value
-        times the gathered axis's stride (``fa_take_index`` wraps negative values)."""
+        times the gathered axis's stride (``fa_take_index`` wraps negative values; a flagged
+        gather's ``fa_take_flagged`` also clamps and records an out-of-range index in the
+        error word ``err`` with its site, ``runtime/indexflags.py``)."""
         k, extent, stride = ins.arg
         plain = load(Instr(ins.var, "load", k, (), ins.code), lane)   # ld_<t>(p<k>, <index>)
         index = self.name(ins.inputs[0], lane)
+        if len(ins.inputs) == 2:
+            site = self.name(ins.inputs[1], lane)
+            return f"{plain[:-1]} + fa_take_flagged(err, {index}, {extent}, {site}) * {stride})"
         return f"{plain[:-1]} + fa_take_index({index}, {extent}) * {stride})"
 
     def stores(self, lane: str, index) -> list[str]:
@@ -171,14 +176,14 @@ class _Renderer:
         for ins in self.plan.body:
             if ins.kind == "store":
                 (src,) = ins.inputs
-                out.append(f"st_{ins.code}(p{ins.arg}, {index(ins.arg)}, "
+                out.append(f"st_{self.access(ins.arg)}(p{ins.arg}, {index(ins.arg)}, "
                            f"{self.convert(src, ins.code, lane)})")
         return out
 
     def scalar_element(self, index, lane: str = "") -> list[str]:
         """Loads, ops and stores of one element whose operand-k index is ``index(k)``."""
         def load(ins, ln):
-            return f"ld_{ins.code}(p{ins.arg}, {index(ins.arg)})"
+            return f"ld_{self.access(ins.arg)}(p{ins.arg}, {index(ins.arg)})"
         return self.lines_at(2, lane, load) + self.stores(lane, index)
 
     # -- vector lanes -------------------------------------------------------------------------
@@ -189,6 +194,12 @@ class _Renderer:
         accesses, of access ``m`` of the ``per`` that move the group (see :meth:`accesses`)."""
         loads, lanes, stores = self.vector_parts(vindex, lane_index, tile_value)
         return loads + lanes + stores
+
+    def access(self, k: int) -> str:
+        """The ``ld_``/``st_`` suffix of operand k's one-element accesses (its dtype code, or
+        ``<code>_split`` where a complex operand's elements are not aligned to their size:
+        :attr:`~.plan.Operand.access`)."""
+        return self.plan.operands[k].access
 
     def accesses(self, k: int) -> tuple[int, int]:
         """``(lanes, per)``: operand k's elements per 16-byte access and the accesses a group
@@ -201,8 +212,8 @@ class _Renderer:
         plan, width, tag = self.plan, self.plan.vector_width, self.tag
         loads, lanes, stores, loaded = [], [], [], set()
 
-        def access(code: str, n: int) -> str:   # one element per access: the element's own
-            return f"ldv{n}_{code}" if n > 1 else f"ld_{code}"
+        def access(code: str, n: int, k: int) -> str:   # one element per access: the element's own
+            return f"ldv{n}_{code}" if n > 1 else f"ld_{self.access(k)}"
         for ins in plan.body:
             if ins.kind == "load" and plan.operands[ins.arg].layout == "C" \
                     and ins.arg not in loaded:
@@ -212,8 +223,8 @@ class _Renderer:
                 if per == 1:
                     loads.append(f"w{k}{tag} = ldv{width}_{ins.code}(p{k}, {vindex(k, 1, 0)})")
                 else:
-                    loads += [f"w{k}{tag}_{m} = {access(ins.code, n)}(p{k}, {vindex(k, per, m)})"
-                              for m in range(per)]
+                    loads += [f"w{k}{tag}_{m} = {access(ins.code, n, k)}(p{k}, "
+                              f"{vindex(k, per, m)})" for m in range(per)]
             elif ins.kind == "random" and self.vshared \
                     and streams.shares_blocks(ins.arg, width):
                 names = [self.name(v, "") for v in ins.inputs]
@@ -227,7 +238,7 @@ class _Renderer:
                             f"w{ins.arg}{tag}_{lane // n}[{lane % n}]")
                 if plan.operands[ins.arg].layout == "T":
                     return tile_value(ins.arg, lane)
-                return f"ld_{ins.code}(p{ins.arg}, {lane_index(ins.arg, lane)})"
+                return f"ld_{self.access(ins.arg)}(p{ins.arg}, {lane_index(ins.arg, lane)})"
             lanes += self.lines_at(2, f"_{lane}", load)
         for ins in plan.body:
             if ins.kind != "store":
@@ -239,10 +250,10 @@ class _Renderer:
                 for m in range(per):
                     values = ", ".join(self.convert(src, ins.code, f"_{ln}")
                                        for ln in range(m * n, m * n + n))
-                    call = f"stv{n}_{ins.code}" if n > 1 else f"st_{ins.code}"
+                    call = f"stv{n}_{ins.code}" if n > 1 else f"st_{self.access(k)}"
                     stores.append(f"{call}(p{k}, {vindex(k, per, m)}, {values})")
             else:
-                stores += [f"st_{ins.code}(p{k}, {lane_index(k, ln)}, "
+                stores += [f"st_{self.access(k)}(p{k}, {lane_index(k, ln)}, "
                            f"{self.convert(src, ins.code, f'_{ln}')})" for ln in range(width)]
         return loads, lanes, stores
 
@@ -253,7 +264,7 @@ class _Renderer:
 
     def _constant_loads(self, level: int, index) -> list[str]:
         def load(ins, ln):
-            return f"ld_{ins.code}(p{ins.arg}, {index(ins.arg)})"
+            return f"ld_{self.access(ins.arg)}(p{ins.arg}, {index(ins.arg)})"
         return self.lines_at(level, "", load)
 
     def flat(self) -> list[str]:
@@ -339,7 +350,7 @@ class _Renderer:
         plan = self.plan
         wide, tall = TILE_THREADS
         stage = ["m = ty", f"while m < {TILE}:", "    h = tx", f"    while h < {TILE}:"]
-        loads = [f"tile{k}[m, h] = ld_{plan.operands[k].code}"
+        loads = [f"tile{k}[m, h] = ld_{self.access(k)}"
                  f"(p{k}, b{k} + (r0 + h) * s{k}_0 + (c0 + m) * s{k}_1)" for k in staged]
         stage += _indent(["if r0 + h < d0 and c0 + m < d1:"] + _indent(loads), 2)
         stage += [f"        h += {wide}", f"    m += {tall}"]
@@ -348,7 +359,7 @@ class _Renderer:
             if plan.operands[ins.arg].layout == "T":
                 value = f"tile{ins.arg}[c - c0, r - r0]"
                 return f"({value} != 0)" if ins.code == "b1" else value
-            return f"ld_{ins.code}(p{ins.arg}, {self._row_index(ins.arg, 'c')})"
+            return f"ld_{self.access(ins.arg)}(p{ins.arg}, {self._row_index(ins.arg, 'c')})"
         row = self._row_base() + self._constant_loads(1, self._rb)
         element = self.lines_at(2, "", load) + self.stores("", lambda k: self._row_index(k, "c"))
         compute = ["r = r0 + ty", f"while r < r0 + {TILE} and r < d0:"]

@@ -377,6 +377,15 @@ def fa_take_index(i, n):
         return cv_i64(n - 1)
     return j
 
+def fa_take_flagged(e, i, n, site):
+    # a gather's index the host never saw (runtime/indexflags.py): wrapped as fa_take_index,
+    # then clamped by selects (min/max: no branch, so the gather's load is never skipped), and
+    # an index outside [-n, n) recorded in the error word e by a predicated compare-and-swap
+    j = cv_i64(i)
+    w = j + n if j < 0 else j
+    fa_flag_index(e, (w < 0) | (w >= n), site, j)
+    return min(max(w, cv_i64(0)), cv_i64(n - 1))
+
 def fa_sign_i(a):
     if a > 0:
         return cv_i64(1)

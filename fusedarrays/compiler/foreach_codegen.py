@@ -4,7 +4,7 @@ before it where the function reduces across the list (``fa.global_norm``).
 Pure text, like :mod:`.codegen`, whose renderer writes the per-element lines: ``i`` is the
 element within its tensor, so they are the per-tensor plan's own. Both kernels walk the
 concatenation of the tensors through the same tables (``meta``, the pointer table: see
-:class:`~.plan.ForeachPlan`).
+:class:`~.foreach_plan.ForeachPlan`).
 
 A reduction across the list takes two launches and no atomics. The first
 (:func:`render_across_kernel`) stores ``np_`` partial results per reduction, each the fold of a
@@ -23,14 +23,15 @@ import dataclasses
 from ..ir.dtypes import BY_CODE
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
 from .codegen import _function, _indent, _Renderer
-from .plan import AcrossPlan, ForeachPlan
+from .foreach_plan import AcrossPlan, ForeachPlan
 
 _INF = "(1e308 * 10.0)"   # a float infinity every target folds (the simulator has no math.inf)
 _FOLD_SLOTS = 1024        # the largest CUDA block: the prologue's tree has a slot per thread
 
 
 def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
-    """The source of a multi-tensor kernel (see :class:`~.plan.ForeachPlan` for its parameters).
+    """The source of a multi-tensor kernel (see :class:`~.foreach_plan.ForeachPlan` for its
+    parameters).
 
     cuda (and sim): blocks walk the concatenated elements in chunks of ``2**chunk_shift``; a
     block finds its chunk's first tensor in ``meta`` and loads that tensor's operand addresses
@@ -52,7 +53,7 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
     folded = {k for k, _, _ in plan.globals}
     # scalar-only instructions, and the reductions across the list (their folded values)
     hoisted = r.lines_at(0, "", lambda ins, ln: f"gv{ins.arg}" if ins.arg in folded
-                         else f"ld_{ins.code}(p{ins.arg}, 0)")
+                         else f"ld_{r.access(ins.arg)}(p{ins.arg}, 0)")
     element = r.scalar_element(lambda k: "i")
     scalars = [f"a{m}" for m in range(len(plan.tensor.scalars))]
     across = (["np_"] + [f"q{j}" for j in range(len(plan.globals))]) if plan.globals else []
@@ -89,7 +90,7 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
 def _foreach_cpu(plan: ForeachPlan, params: list, hoisted: list, per_tensor: list) -> str:
     """The cpu multi-tensor kernel: tensors ``k0`` to ``k1`` one after another, tensor ``t``'s
     ``m`` elements by ``per_tensor``."""
-    # the real sizes follow the starts and the chunk table in meta (see plan.foreach_meta)
+    # the real sizes follow the starts and the chunk table in meta (see foreach_plan.foreach_meta)
     sizes = f"nt + 1 + ((n + {(1 << plan.chunk_shift) - 1}) >> {plan.chunk_shift})"
     return _function(plan.name, params, ["if k0 >= k1:", "    return nt"]
                      + _fold(plan, "cpu") + hoisted
@@ -176,7 +177,8 @@ def _fold(plan: ForeachPlan, target: str) -> list[str]:
 
 def render_across_kernel(plan: AcrossPlan, target: str) -> str:
     """The source of the first launch of a foreach reducing across its list (see
-    :class:`~.plan.AcrossPlan` for its parameters). cuda: a block per partial (grid-stride), its
+    :class:`~.foreach_plan.AcrossPlan` for its parameters). cuda: a block per partial
+    (grid-stride), its
     threads at elements ``lo + tx, lo + tx + bdim, …`` of the partial's range, each stepping
     along the tensors' starts as it crosses them (padding between tensors skipped), then the
     tree, and thread 0 stores. cpu: a partial per chunk, its range walked tensor by tensor."""
@@ -186,7 +188,8 @@ def render_across_kernel(plan: AcrossPlan, target: str) -> str:
 
 
 class _AcrossRenderer:
-    """The pieces of an :class:`~.plan.AcrossPlan` kernel: per reduction ``j`` its accumulator
+    """The pieces of an :class:`~.foreach_plan.AcrossPlan` kernel: per reduction ``j`` its
+    accumulator
     ``acc<j>`` (of :func:`accumulator_code`'s type), its element ``u<j>`` and its partials
     ``q<j>``."""
 
@@ -202,7 +205,7 @@ class _AcrossRenderer:
                      for j, (name, var, _) in enumerate(plan.reductions)]
         pairs = list(zip(plan.reductions, self.accs))
         self.starts = [_start(name, code, acc) for (name, _, _), (acc, code) in pairs]
-        self.element = r.lines_at(2, "", lambda ins, ln: f"ld_{ins.code}(p{ins.arg}, i)")
+        self.element = r.lines_at(2, "", lambda ins, ln: f"ld_{r.access(ins.arg)}(p{ins.arg}, i)")
         for j, ((name, var, _), (acc, code)) in enumerate(pairs):
             self.element.append(f"u{j} = {r.convert(var, code, '')}")
             self.element += [s.format(v=f"u{j}").replace("acc", acc)

@@ -28,6 +28,7 @@ from ..version import __version__ as _package_version
 KERNEL_CODE = (
     "compiler/codegen.py",    # the kernel source text
     "compiler/foreach_codegen.py",  # the multi-tensor (foreach) kernels' source text
+    "compiler/foreach_plan.py",  # the multi-tensor kernels' parameters, tables and key parts
     "ir/ops.py",              # each op's source template
     "ir/dtypes.py",           # compute dtypes (float16 computes in float32) and type names
     "compiler/plan.py",       # instructions; the kernel's parameters, order and types
@@ -48,6 +49,9 @@ KERNEL_CODE = (
     "compiler/streams.py",    # fa.random draws in the kernel source
     "cuda/intrinsics.py",     # loads, stores, casts and parameter types of the cuda target
     "cuda/division.py",       # the cuda target's float division
+    "cuda/randombits.py",     # fa.random's Philox rounds and floor(log2) on the cuda target
+    "cuda/atomics.py",        # the split reductions' counter and the gathers' error word on cuda
+    "cuda/irhelpers.py",      # element addresses the cuda intrinsics compute
     "cuda/compile.py",        # compile options, numba's pass pipeline as trimmed, typing memos
     "cpu/backend.py",         # the cpu target's loads, stores, casts and math, compile options
     "cpu/half.py",            # float16 emulated on the cpu target
@@ -172,3 +176,10 @@ def _operand_changes(before: list[str], after: list[str]) -> str:
             what.append(f"layout {old} → {new}")
         said.append(f"{b[0]}{k} " + ", ".join(what))
     return "; ".join(said)
+
+
+def operands_part(operands) -> tuple[str, str]:
+    """The ``operands`` key part: per operand its direction, access (:attr:`.plan.Operand.access`)
+    and class, so an aligned and a misaligned complex operand never share a kernel."""
+    return ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.access}:{o.layout}"
+                                 for o in operands))

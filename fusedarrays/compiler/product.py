@@ -163,6 +163,7 @@ def plan_product(node: graph.Node, target: tuple, positions: dict) -> ProductPla
                     f"{CODES[np.dtype(dtype)]}, summed in {acc}"),
         ("loads", f"a along {along[0]}s, b along {along[1]}s"),
         ("rank", f"{len(batch)} batch"),
+        keys.operands_part(operands),
         ("schedule", f"tiled {TILE_M}x{TILE_N}x{TILE_K}"),
         ("config", repr(config.codegen_settings())),
     ))

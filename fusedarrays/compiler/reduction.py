@@ -178,8 +178,7 @@ def plan_reduce(node: graph.Node, source: graph.Node, target: tuple,
     parts = (
         ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
         ("reduction", f"{name} of v{var[source.serial]} into {CODES[np.dtype(dtype)]}"),
-        ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.code}:{o.layout}"
-                              for o in operands)),
+        keys.operands_part(operands),
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept, {len(red)} reduced"),
         ("schedule", schedule),

@@ -145,7 +145,7 @@ class _ReduceRenderer:
     def fold(self) -> list[str]:
         """The element's lines (loads at index ``i<k>``) and its folding into ``acc``."""
         def load(ins, ln):
-            return f"ld_{ins.code}(p{ins.arg}, i{ins.arg})"
+            return f"ld_{self.plan.operands[ins.arg].access}(p{ins.arg}, i{ins.arg})"
         lines = self.element.lines_at(2, "", load)
         value = self.element.convert(self.plan.value, self.acc, "")
         lines.append(f"v = {value}")
@@ -187,7 +187,7 @@ class _ReduceRenderer:
         out = self.plan.operands[k].code
         if not self.row.arg and COMPUTE_CODE[out] != code:
             value = f"cv_{out}({value})"
-        return f"st_{out}(p{k}, {where}, {value})"
+        return f"st_{self.plan.operands[k].access}(p{k}, {where}, {value})"
 
     # -- the partials' fold (split) --------------------------------------------------------------
     def fold_statements(self, templates, value: str) -> list[str]:
@@ -196,7 +196,8 @@ class _ReduceRenderer:
 
     def fold_value(self, j: str) -> list[str]:
         """``fv``: partial ``j`` of output ``o`` as the fold's accumulator type."""
-        load = f"ld_{self.pcode}(p{self.partials}, o{self.partials} + {j} * gstep)"
+        k = self.partials
+        load = f"ld_{self.plan.operands[k].access}(p{k}, o{k} + {j} * gstep)"
         have = self.pcode
         if have == self.facc or (self.facc != "f16" and COMPUTE_CODE[have] == self.facc):
             return [f"fv = {load}"]

@@ -146,8 +146,7 @@ def plan_rows(reductions: list, sources: list, temps: list, final: graph.Node, t
         ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
         ("rows", " then ".join(f"{n} of v{v} into operand {t}" for n, v, t in sections)
          + f", then v{stores[0][0]} stored"),
-        ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.code}:{o.layout}"
-                              for o in operands)),
+        keys.operands_part(operands),
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept, {len(red)} reduced"),
         ("vector_width", str(width)),
@@ -263,7 +262,8 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
 
     def store(at: str, lanes=lambda lane: f"_{lane}") -> list[str]:
         if width == 1:
-            return [f"st_{code}(p{out}, i{out}, {final.convert(var, code, '')})"]
+            store = f"st_{plan.operands[out].access}"
+            return [f"{store}(p{out}, i{out}, {final.convert(var, code, '')})"]
         values = ", ".join(final.convert(var, code, lanes(lane)) for lane in range(width))
         return [f"stv{width}_{code}(p{out}, ov{out} + {at}, {values})"]
     if cache:
@@ -340,7 +340,7 @@ class _RowCache:
         (its fold) and ``after(at, lanes)`` (its store)."""
         plan, width, slots = self.plan, self.width, self.plan.row_slots
         lines = r.lines_at(1, "", lambda ins, lane: self.rows.get(ins.arg)
-                           or f"ld_{ins.code}(p{ins.arg}, o{ins.arg})")
+                           or f"ld_{plan.operands[ins.arg].access}(p{ins.arg}, o{ins.arg})")
         read = sorted({ins.arg for ins in r.plan.body if ins.kind == "load"
                        and ins.var not in r.skip and plan.operands[ins.arg].layout != "B"})
         # the first walk's (the plan has no other: row_slots): every slot's load in flight
@@ -368,10 +368,12 @@ def _walk(plan: RowPlan, r: _Renderer, target: str, width: int, per_element, aft
     vector ``at`` where vectorised). Vectorised, a loop turn takes ``turn`` of a thread's
     vectors, every load issued before the first is used, folded in the same order."""
     lines = r.lines_at(1, "", lambda ins, lane: rows.get(ins.arg)
-                       or f"ld_{ins.code}(p{ins.arg}, o{ins.arg})")
+                       or f"ld_{plan.operands[ins.arg].access}(p{ins.arg}, o{ins.arg})")
     if width == 1:
         walk = ("j = tx", "j += bdim") if target == "cuda" else ("j = 0", "j += 1")
-        element = r.lines_at(2, "", _load) + per_element("")
+        element = r.lines_at(2, "", lambda ins, lane: f"ld_{plan.operands[ins.arg].access}"
+                                                     f"(p{ins.arg}, i{ins.arg})")
+        element += per_element("")
         return lines + [walk[0], "while j < kk:"] + _indent(
             _coordinates(plan) + element + after("j") + [walk[1]])
     read = sorted({ins.arg for ins in r.plan.body
@@ -395,10 +397,6 @@ def _walk(plan: RowPlan, r: _Renderer, target: str, width: int, per_element, aft
             + [f"jv += {turn} * bdim"])
     loads, work = vector("jv", "")
     return lines + ["while jv < kv:"] + _indent(loads + work + ["jv += bdim"])
-
-
-def _load(ins, lane) -> str:
-    return f"ld_{ins.code}(p{ins.arg}, i{ins.arg})"
 
 
 def _coordinates(plan: RowPlan) -> list[str]:
@@ -467,7 +465,7 @@ def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int
                      FIRST_TURN if number == 0 else 1)
     lines = [f"{a} = cv_{acc}({text})"] + walk
     if not cuda:
-        return lines + [f"st_{out}(p{temp}, o{temp}, {result})"]
+        return lines + [f"st_{plan.operands[temp].access}(p{temp}, o{temp}, {result})"]
     sh = f"sacc_{acc}"
     shared[sh] = (BLOCK_THREADS, acc)
     # a slot per section: the next section's tree writes sacc while a slower thread may still

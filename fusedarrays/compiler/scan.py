@@ -31,7 +31,13 @@ from .. import config
 from ..ir import graph, layout
 from ..ir.dtypes import CODES
 from . import keys
-from .plan import Instr, Operand, instructions, number_params, operand_param_types
+from .plan import (
+    Instr,
+    Operand,
+    instructions,
+    number_params,
+    operand_param_types,
+)
 
 SCAN_CHUNK = 8          # elements a thread scans serially per tile (cuda rows)
 ROWS_MIN_LENGTH = 128   # shorter rows, a thread each: a block would idle most of its threads
@@ -122,8 +128,7 @@ def plan_scan(node: graph.Node, source: graph.Node, target: tuple,
         ("graph", hashlib.sha256(canonical.encode()).hexdigest()[:32]),
         ("scan", f"{name} of v{var[source.serial]} into {CODES[np.dtype(dtype)]}"
                  + (", initial element" if initial else "")),
-        ("operands", " ".join(f"{'out' if o.output else 'in'}:{o.code}:{o.layout}"
-                              for o in operands)),
+        keys.operands_part(operands),
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept"),
         ("schedule", schedule),

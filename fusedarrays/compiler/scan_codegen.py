@@ -76,7 +76,7 @@ class _ScanRenderer:
     def value(self, j: str) -> list[str]:
         """The element ``j``'s lines (loads at ``i<k>``), its value in ``v``."""
         def load(ins, ln):
-            return f"ld_{ins.code}(p{ins.arg}, i{ins.arg})"
+            return f"ld_{self.plan.operands[ins.arg].access}(p{ins.arg}, i{ins.arg})"
         lines = [f"i{k} = {self.index(k, j)}" for k in self.inputs]
         lines += self.element.lines_at(2, "", load)
         return lines + [f"v = {self.element.convert(self.plan.value, self.acc, '')}"]
@@ -86,12 +86,13 @@ class _ScanRenderer:
         code = self.plan.operands[self.out].code
         where = self.index(self.out, f"({j} + 1)" if self.plan.initial else j)
         value = value if COMPUTE_CODE[code] == self.acc else f"cv_{code}({value})"
-        return f"st_{code}(p{self.out}, {where}, {value})"
+        return f"st_{self.plan.operands[self.out].access}(p{self.out}, {where}, {value})"
 
     def initial(self) -> list[str]:
         code = self.plan.operands[self.out].code
         value = self.first if COMPUTE_CODE[code] == self.acc else f"cv_{code}({self.first})"
-        return [f"st_{code}(p{self.out}, o{self.out}, {value})"] if self.plan.initial else []
+        store = f"st_{self.plan.operands[self.out].access}"
+        return [f"{store}(p{self.out}, o{self.out}, {value})"] if self.plan.initial else []
 
     def serial(self) -> list[str]:
         """One thread's walk along its row, in order."""

@@ -123,6 +123,34 @@ def _fma_intrinsic(bits: int):
     return intrinsic(fma)
 
 
+def _cas_intrinsic():
+    """``fa_cas_i64(array, i, expected, new)``: an atomic compare-and-swap of element ``i`` of
+    an int64 array, the old value returned (the chunk threads share the error word)."""
+    from numba import types
+    from numba.core.extending import intrinsic
+
+    def cas(typingctx, array, i, expected, new):
+        def codegen(context, builder, sig, args):
+            data = context.make_array(sig.args[0])(context, builder, args[0]).data
+            index, old, value = (context.cast(builder, v, t, types.int64)
+                                 for v, t in zip(args[1:], sig.args[1:]))
+            ptr = builder.gep(data, [index])
+            pair = builder.cmpxchg(ptr, old, value, "monotonic", "monotonic")
+            return builder.extract_value(pair, 0)
+        return types.int64(array, i, expected, new), codegen
+
+    cas.__name__ = "fa_cas_i64"
+    return intrinsic(cas)
+
+
+def _flag_index(e, bad, site, value):
+    # A flagged gather's out-of-range index (runtime/indexflags.py): the site swapped into the
+    # error word's slot 0 if it is clear, and the index stored by the thread that swapped it.
+    if bad:
+        if fa_cas_i64(e[0], e[1], 0, site) == 0:   # noqa: F821 - the kernel namespace's
+            e[0][e[1] + 1] = value
+
+
 def _cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -210,6 +238,9 @@ class CpuBackend(HostMemory):
             ns[f"cv_{code}"] = cast
             ns[f"ld_{code}"] = self._jit(_ld, ns)
             ns[f"st_{code}"] = self._jit(_st, ns)
+        for code in ("c64", "c128"):   # by parts on the device; numba's own element access
+            # here (an array it types unaligned, as NumPy flags it, takes unaligned loads)
+            ns[f"ld_{code}_split"], ns[f"st_{code}_split"] = ns[f"ld_{code}"], ns[f"st_{code}"]
         ns["cv_b1"] = self._jit(_cv_b1, ns)
         ns["ld_b1"], ns["st_b1"] = self._jit(_ld, ns), self._jit(_st, ns)
         ns["cv_f16"] = self._jit(_cv_f16, ns)
@@ -220,6 +251,8 @@ class CpuBackend(HostMemory):
         ns["fa_fma_f64"], ns["fa_fma_f32"] = _fma_intrinsic(64), _fma_intrinsic(32)
         ns["fa_divrcp_f32"] = self._jit(_divrcp_f32, ns)
         ns["fa_divby_f32"] = self._jit(_divby_f32, ns)
+        ns["fa_cas_i64"] = _cas_intrinsic()
+        ns["fa_flag_index"] = self._jit(_flag_index, ns)
         for name, fn in helpers.items():
             ns[name] = self._jit(fn, ns)
         self._namespace = ns

@@ -182,6 +182,13 @@ class CudaBackend:
     def address(self, storage: memory.DeviceStorage) -> int:
         return storage.ptr
 
+    def zero(self, storage: memory.DeviceStorage, nbytes: int) -> None:
+        """Queue the first ``nbytes`` of ``storage`` set to zero (the error word of flagged
+        gathers: ``runtime/indexflags.py``)."""
+        if not self._thread.bound:
+            self._bind()
+        memory.zero(storage, nbytes)
+
     def counters(self, slots: int) -> int:
         """The address of this device's counters for split reductions
         (``compiler/reduction.py``): at least ``slots`` int32 zeros. Every launch leaves them

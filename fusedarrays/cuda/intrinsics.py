@@ -32,7 +32,9 @@ from numba.core.typing import signature
 from numba.cuda import libdevice
 from numba.cuda.extending import intrinsic
 
-from . import division
+from . import atomics, division, randombits
+from .irhelpers import element_ptr as _element_ptr
+from .irhelpers import is_int as _is_int
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ SCALARS: dict[str, Scalar] = {
 }
 
 VECTOR4_CODES = ("f32", "i32", "u32")  # one 16-byte access = 4 lanes of a 4-byte dtype
+SPLIT_CODES = ("c64", "c128")  # ld_<code>_split: an element by parts (_make_load_split)
 MATH_FUNCTIONS = ("floor", "ceil", "trunc", "rint", "cbrt", "exp2", "fmod")  # libdevice names
 _VECTOR_BYTES = 16
 _HALF, _FLOAT = ir.HalfType(), ir.FloatType()
@@ -84,27 +87,10 @@ _HALF, _FLOAT = ir.HalfType(), ir.FloatType()
 # --- IR helpers ---------------------------------------------------------------------------------
 
 
-def _is_int(t) -> bool:
-    return isinstance(t, types.Integer)
-
-
 def _is_value(t) -> bool:
     # complex included: codegen casts a complex value only to a complex dtype (or takes its
     # real part first), and numba's casts between complex types and from real ones exist
     return isinstance(t, (types.Number, types.Boolean))
-
-
-def _element_ptr(context, builder, sig, args, elem: ir.Type):
-    """Address of element ``args[1]`` of an ``elem`` array at device address ``args[0]``.
-
-    The generic pointer is cast into the global address space (addrspace 1) so NVVM emits
-    ``ld.global``/``st.global`` (one ``cvta.to.global`` per pointer, hoisted out of the loop).
-    """
-    addr = context.cast(builder, args[0], sig.args[0], types.uint64)
-    generic = builder.inttoptr(addr, elem.as_pointer())
-    base = builder.addrspacecast(generic, elem.as_pointer(1))
-    index = context.cast(builder, args[1], sig.args[1], types.int64)
-    return builder.gep(base, [index], inbounds=True)
 
 
 def _to_half(context, builder, value, valty):
@@ -318,80 +304,45 @@ def _stv2_c64_typer(typingctx, p, j, a, b):
     return None
 
 
-# Philox4x32-10 (fa.random) in 32-bit registers: the Python helper of the same name in
-# compiler/devicelib.py computes in numba's 64-bit integers, which NVVM keeps as 64-bit
-# multiplies, ands and xors (~2x the instructions); here the rounds are unrolled i32 operations
-# (one mul.wide.u32 per product). Same words: checked against Random123's
-# known answers on numba's CPU target (tests/ptx/test_random_ptx.py).
-_PHILOX_M = (0xD2511F53, 0xCD9E8D57)
-_PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+# A complex element whose address is only a multiple of its part's size (a complex128 view of
+# float64 data starting at an odd element, imported zero-copy): the whole-element access above,
+# a {double, double} aligned to 16 (ld.global.v2.f64), faults with a misaligned address there
+# and leaves the CUDA context unusable. The planner names these for such operands
+# (compiler/plan.Operand.access): each part its own access, aligned to the part's size.
+def _part_ptrs(context, builder, sig, args, s: Scalar) -> list:
+    ptr = _element_ptr(context, builder, sig, args, s.llvm)
+    first = builder.bitcast(ptr, s.llvm.elements[0].as_pointer(1))
+    return [first, builder.gep(first, [_I32(1)], inbounds=True)]
 
 
-def _mulwide32(builder, a, m: int):
-    """``(high, low)`` words of ``a * m``: one ``mul.wide.u32`` on NVPTX (ptxas makes it one
-    IMAD.WIDE.U32 where mul.hi and mul.lo are two instructions), else the 64-bit product's
-    halves (the tests run this IR on numba's CPU target)."""
-    if "nvptx" in (builder.module.triple or ""):
-        # both words out of the asm: a 64-bit result would let LLVM fold a later shift of the
-        # high word into a 64-bit one (and a u64 -> float conversion, I2F.U64)
-        pair = ir.LiteralStructType([_I32, _I32])
-        asm = ir.InlineAsm(ir.FunctionType(pair, [_I32]),
-                           f"{{ .reg .u64 w; mul.wide.u32 w, $2, {m}; mov.b64 {{$1, $0}}, w; }}",
-                           "=r,=r,r")
-        words = builder.call(asm, [a])
-        return builder.extract_value(words, 0), builder.extract_value(words, 1)
-    wide = builder.mul(builder.zext(a, _I64), ir.Constant(_I64, m))
-    return builder.trunc(builder.lshr(wide, ir.Constant(_I64, 32)), _I32), builder.trunc(wide, _I32)
+def _make_load_split(s: Scalar):
+    def codegen(context, builder, sig, args):
+        value = ir.Constant(s.llvm, ir.Undefined)
+        for k, ptr in enumerate(_part_ptrs(context, builder, sig, args, s)):
+            value = builder.insert_value(value, builder.load(ptr, align=s.itemsize // 2), k)
+        return value
+
+    def typer(typingctx, p, i):
+        if _is_int(p) and _is_int(i):
+            return signature(s.compute, p, i), codegen
+        return None
+
+    return _named(f"ld_{s.code}_split", typer)
 
 
-def _philox_codegen(context, builder, sig, args):
-    c0, c1, c2, c3, k0, k1 = (context.cast(builder, v, t, types.uint32)
-                              for v, t in zip(args, sig.args))
-    for _ in range(10):
-        hi0, lo0 = _mulwide32(builder, c0, _PHILOX_M[0])
-        hi1, lo1 = _mulwide32(builder, c2, _PHILOX_M[1])
-        c0, c1, c2, c3 = (builder.xor(builder.xor(hi1, c1), k0), lo1,
-                          builder.xor(builder.xor(hi0, c3), k1), lo0)
-        k0 = builder.add(k0, ir.Constant(_I32, _PHILOX_W[0]))
-        k1 = builder.add(k1, ir.Constant(_I32, _PHILOX_W[1]))
-    return context.make_tuple(builder, sig.return_type, [c0, c1, c2, c3])
+def _make_store_split(s: Scalar):
+    def codegen(context, builder, sig, args):
+        value = _to_storage(context, builder, args[2], sig.args[2], s)
+        for k, ptr in enumerate(_part_ptrs(context, builder, sig, args, s)):
+            builder.store(builder.extract_value(value, k), ptr, align=s.itemsize // 2)
+        return context.get_dummy_value()
 
+    def typer(typingctx, p, i, v):
+        if _is_int(p) and _is_int(i) and _is_value(v):
+            return signature(types.void, p, i, v), codegen
+        return None
 
-def _philox_typer(typingctx, c0, c1, c2, c3, k0, k1):
-    if all(map(_is_int, (c0, c1, c2, c3, k0, k1))):
-        return signature(types.UniTuple(types.uint32, 4), c0, c1, c2, c3, k0, k1), _philox_codegen
-    return None
-
-
-# floor(log2 k) of 0 < k <= 2**32 (fa.random's Box-Muller): 63 minus the leading zeros of the
-# 64-bit k, one FLO where compiler/philox.py's portable helper takes five compare-and-shift steps.
-def _floor_log2_codegen(context, builder, sig, args):
-    k = context.cast(builder, args[0], sig.args[0], types.int64)
-    i64 = ir.IntType(64)
-    ctlz = builder.module.declare_intrinsic("llvm.ctlz", [i64],
-                                            ir.FunctionType(i64, [i64, ir.IntType(1)]))
-    return builder.sub(ir.Constant(i64, 63), builder.call(ctlz, [k, ir.Constant(ir.IntType(1), 1)]))
-
-
-def _floor_log2_typer(typingctx, k):
-    if _is_int(k):
-        return signature(types.int64, k), _floor_log2_codegen
-    return None
-
-
-# A split reduction's counter (compiler/reduction.py): one integer atomic add on element i of an
-# int32 array at device address p, the value before it returned (``atom.global.add.u32``).
-# Relaxed ("monotonic"): the kernel orders its stores around it with cuda.threadfence(), as
-# CUDA's threadFenceReduction sample does.
-def _count_codegen(context, builder, sig, args):
-    ptr = _element_ptr(context, builder, sig, args, _I32)
-    return builder.atomic_rmw("add", ptr, ir.Constant(_I32, 1), "monotonic")
-
-
-def _count_typer(typingctx, p, i):
-    if _is_int(p) and _is_int(i):
-        return signature(types.int32, p, i), _count_codegen
-    return None
+    return _named(f"st_{s.code}_split", typer)
 
 
 # --- the namespace ------------------------------------------------------------------------------
@@ -401,13 +352,16 @@ def _build_typers() -> dict[str, Callable]:
     made = [make(s) for s in SCALARS.values() for make in (_make_load, _make_store, _make_cast)]
     made += [make(SCALARS[code]) for code in VECTOR4_CODES
              for make in (_make_load_vector, _make_store_vector)]
+    made += [make(SCALARS[code]) for code in SPLIT_CODES
+             for make in (_make_load_split, _make_store_split)]
     made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer),
              _named("ldv2_c64", _ldv2_c64_typer), _named("stv2_c64", _stv2_c64_typer),
-             _named("fa_philox", _philox_typer), _named("fa_div", division.div_typer),
+             _named("fa_philox", randombits.philox_typer), _named("fa_div", division.div_typer),
              _named("fa_divrcp_f32", division.divrcp_typer),
              _named("fa_divby_f32", division.divby_typer),
-             _named("fa_floor_log2", _floor_log2_typer),
-             _named("fa_count_i32", _count_typer)]
+             _named("fa_floor_log2", randombits.floor_log2_typer),
+             _named("fa_count_i32", atomics.count_typer),
+             _named("fa_flag_index", atomics.flag_index_typer)]
     return {typer.__name__: typer for typer in made}
 
 

@@ -388,6 +388,13 @@ def copy(dst: DeviceStorage, src: DeviceStorage, nbytes: int) -> None:
         check(driver.cuMemcpyDtoDAsync(dst.ptr, src.ptr, nbytes, _LEGACY))
 
 
+def zero(storage: DeviceStorage, nbytes: int) -> None:
+    """Queue the first ``nbytes`` of ``storage`` set to zero, on the legacy stream."""
+    _check_range(storage, 0, nbytes)
+    if nbytes:
+        check(driver.cuMemsetD8Async(storage.ptr, 0, nbytes, _LEGACY))
+
+
 def wrap_foreign(ptr: int, nbytes: int, owner: object) -> DeviceStorage:
     """Memory another library owns, used in place; ``owner`` is kept alive with it."""
     return DeviceStorage(ptr, nbytes, owner)

@@ -78,17 +78,49 @@ def _st(p, i, v):
     p[0][p[1] + i] = v
 
 
-def _vector_load(lanes: int):
+# The device's rule for every typed access: its address is a multiple of its size (a 16-byte
+# vector, a whole complex element as the ld_c64/ld_c128 intrinsics access it, one part of it
+# for the _split forms). The hardware stops the kernel with a misaligned-address error and the
+# CUDA context is lost for the process; here the kernel fails with the intrinsic and address.
+def _check_aligned(name: str, array, element: int, size: int) -> None:
+    if type(array) is np.ndarray:   # (a foreach pointer table is a Python list of operands)
+        address = array.ctypes.data + element * array.itemsize
+        if address % size:
+            raise MisalignedAccessError(
+                f"{name}: a {size}-byte access at address {address:#x} (element {element} of a "
+                f"{array.dtype} operand), not a multiple of {size}: the device raises a "
+                "misaligned address error here")
+
+
+class MisalignedAccessError(RuntimeError):
+    """A simulated access the device would refuse (see :func:`_check_aligned`)."""
+
+
+def _checked(name: str, size: int, access):
+    """``access`` (``_ld``, ``_st``, ``_ld_f16``) checking its address first."""
+    if size == 1:
+        return access
+
+    def checked(p, i, *value):
+        _check_aligned(name, p[0], p[1] + i, size)
+        return access(p, i, *value)
+    checked.__name__ = name
+    return checked
+
+
+def _vector_load(lanes: int, name: str = "ldv"):
     def ldv(p, j):  # j counts vectors: lanes * j is the first element; float16 lanes widen
         first = p[1] + lanes * j
+        _check_aligned(name, p[0], first, 16)
         values = p[0][first:first + lanes]
         return tuple(np.float32(v) if v.dtype == np.float16 else v for v in values)
     return ldv
 
 
-def _vector_store(lanes: int):
+def _vector_store(lanes: int, name: str = "stv"):
     def stv(p, j, *values):
         first = p[1] + lanes * j
+        _check_aligned(name, p[0], first, 16)
         p[0][first:first + lanes] = values
     return stv
 
@@ -105,6 +137,16 @@ def _count(p, i):
         old = p[0][p[1] + i]
         p[0][p[1] + i] = old + 1
     return old
+
+
+def _flag_index(e, bad, site, value):
+    # A flagged gather's out-of-range index (runtime/indexflags.py): the device's
+    # compare-and-swap of the site into the error word, and the index stored by its winner.
+    if bad:
+        with _counting:
+            if e[0][e[1]] == 0:
+                e[0][e[1]] = site
+                e[0][e[1] + 1] = value
 
 
 def _fma(a, b, c):
@@ -135,15 +177,18 @@ def _build_namespace(helpers: dict) -> dict:
     ns: dict = {"cuda": cuda, "math": types.SimpleNamespace(**_MATH_NAMES, **per_value),
                 "cmath": types.SimpleNamespace(**_CMATH_NAMES), "np": np}
     for code, dtype in BY_CODE.items():
+        size = np.dtype(dtype).itemsize
         ns[f"cv_{code}"] = _caster(dtype)
-        ns[f"ld_{code}"] = _ld
-        ns[f"st_{code}"] = _st
+        ns[f"ld_{code}"] = _checked(f"ld_{code}", size, _ld_f16 if code == "f16" else _ld)
+        ns[f"st_{code}"] = _checked(f"st_{code}", size, _st)
+        if np.dtype(dtype).kind == "c":     # by parts (cuda/intrinsics._make_load_split)
+            ns[f"ld_{code}_split"] = _checked(f"ld_{code}_split", size // 2, _ld)
+            ns[f"st_{code}_split"] = _checked(f"st_{code}_split", size // 2, _st)
     ns["cv_b1"] = lambda x: np.bool_(x != 0)
     ns["cv_f16"] = _cv_f16
-    ns["ld_f16"] = _ld_f16
     for code, lanes in (("f32", 4), ("i32", 4), ("u32", 4), ("f16", 8), ("c64", 2)):
-        ns[f"ldv{lanes}_{code}"] = _vector_load(lanes)
-        ns[f"stv{lanes}_{code}"] = _vector_store(lanes)
+        ns[f"ldv{lanes}_{code}"] = _vector_load(lanes, f"ldv{lanes}_{code}")
+        ns[f"stv{lanes}_{code}"] = _vector_store(lanes, f"stv{lanes}_{code}")
     for code in BY_CODE:  # shared-memory tiles hold compute-type values (bool as a byte)
         ns[f"sh_{code}"] = {"b1": np.uint8, "f16": np.float32}.get(code, BY_CODE[code])
     for name, fn in _BACKEND_MATH.items():
@@ -157,6 +202,7 @@ def _build_namespace(helpers: dict) -> dict:
     # block trees without a warp-synchronous end: the simulator's threads keep no warps
     ns["fa_warp_lanes"] = 1
     ns["fa_count_i32"] = _count
+    ns["fa_flag_index"] = _flag_index
     for name, fn in helpers.items():
         ns[name] = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
     return ns

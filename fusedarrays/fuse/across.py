@@ -8,7 +8,8 @@ each reduction that norm is made of out of the graph (:func:`cut`) and puts a 0-
 in its place, so the rest of the function — the step that reads the norm — is still one
 elementwise launch over the list, which reads the leaf as a constant. The reductions' inputs,
 resolved over the arguments' values before any write of the step, become an
-:class:`~..compiler.plan.AcrossPlan`: a first launch over the same tables stores a fixed number of
+:class:`~..compiler.foreach_plan.AcrossPlan`: a first launch over the same tables stores a
+fixed number of
 partial results per reduction, and the foreach kernel folds them in a fixed order before its
 first element (``compiler/foreach_codegen.py``). No atomics: the same tensors give the same bits
 on every call. Elsewhere ``fa.global_norm`` is ``fa.linalg.vector_norm`` of the concatenation, so
@@ -22,7 +23,8 @@ from ..api.array import asarray, ndarray
 from ..api.linalg import vector_norm
 from ..api.manipulation import concat
 from ..compiler import foreach_codegen
-from ..compiler.plan import across_partials, plan_across, plan_kernel
+from ..compiler.foreach_plan import across_partials, plan_across
+from ..compiler.plan import plan_kernel
 from ..compiler.reduction import TempBuffer, has_reduction, rebuild
 from ..errors import UnsupportedOperationError
 from ..ir import graph
@@ -81,7 +83,7 @@ def cut(tracer, node: graph.Node) -> graph.Node:
 
 class Across:
     """A foreach entry's first launch: the inputs of its reductions across the lists, as one
-    :class:`~..compiler.plan.AcrossPlan`, compiled, with its scalar packer.
+    :class:`~..compiler.foreach_plan.AcrossPlan`, compiled, with its scalar packer.
 
     ``found``: per reduction the trace cut, ``(index, name, input resolved over the arguments'
     values before the step, dtype)``; ``used``: the indices the foreach kernel folds, in its

@@ -4,7 +4,8 @@ Where it sits: :mod:`fuse` hands ``f.foreach(*args)`` here. The list arguments a
 tuples (one per index); tuples whose arrays have the same dtypes (and the same pattern of
 repeated buffers) form a group. Each group's signature traces ``f`` once on 1-D placeholders of
 one of its tensors (:mod:`trace`), checks that the result is elementwise — one launch, every
-load and store at the tensor's own elements — and compiles a :class:`~.plan.ForeachPlan`, whose
+load and store at the tensor's own elements — and compiles a
+:class:`~..compiler.foreach_plan.ForeachPlan`, whose
 kernel maps each element of the concatenated tensors to its tensor through a table of sizes and
 loads that tensor's operand addresses from a table of pointers
 (:func:`~.foreach_codegen.render_foreach_kernel`; each backend packs the tables in
@@ -28,7 +29,7 @@ import operator
 from ..api import array
 from ..api.array import ndarray
 from ..compiler import foreach_codegen
-from ..compiler.plan import foreach_meta, plan_foreach
+from ..compiler.foreach_plan import foreach_meta, plan_foreach
 from ..errors import ShapeError, UnsupportedOperationError
 from ..ir import graph, layout
 from ..runtime import realize

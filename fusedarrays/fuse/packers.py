@@ -51,6 +51,7 @@ def make_packer(plan, sources: tuple, roots: dict, backend):
         else:
             packer.pointer(f"A[{roots.get(k)}].attrs[0].storage", o.dtype, offset, memo=True)
     packer.counters(plan)
+    packer.index_errors(plan)
     packer.ints(plan)
     _scalars(packer, plan)
     return packer.function("A, O, T", f"packer {plan.name}")

@@ -205,7 +205,7 @@ def rebuild(node: graph.Node, leaf_fn, memo: dict) -> graph.Node:
     else:
         inputs = tuple(rebuild(i, leaf_fn, memo) for i in node.inputs)
         if node.kind == "gather":
-            out = graph.gather(inputs[0], inputs[1], *node.attrs)
+            out = graph.gather(inputs[0], inputs[1], *node.attrs, *inputs[2:])
         elif node.kind in ("reduce", "scan"):   # attrs (name, axes or axis, a flag)
             make = reduction_node if node.kind == "reduce" else scan_node
             out = make(node.attrs[0], inputs[0], node.attrs[1], node.attrs[2], node.dtype)

@@ -18,15 +18,17 @@ from . import graph, layout
 
 
 def gather_expression(node: graph.Node, index: graph.Node, k: int,
-                      replace: dict | None = None) -> graph.Node:
+                      replace: dict | None = None, site: graph.Node | None = None) -> graph.Node:
     """``node`` (shape ``(E,) + rest``) gathered along its first axis at ``index`` (an integer
     node of shape ``K + (1,) * len(rest)`` with ``len(K) == k``; negative values count from the
     end, as ``fa.take``'s): a node of shape ``K + rest``.
 
     ``replace`` maps node serials (nodes of ``node``'s graph, of its shape) to the nodes that
     stand for their gathered values (``api/scatter.py``: a selection of the array written back,
-    which reads the written element itself). Raises :class:`layout.NotAView` where the graph
-    holds a draw or a reduction, or a gather whose source varies along the first axis.
+    which reads the written element itself). ``site``: the leaves' gathers are flagged
+    (``graph.gather``: the index values were not checked on the host). Raises
+    :class:`layout.NotAView` where the graph holds a draw or a reduction, or a gather whose
+    source varies along the first axis.
     """
     shape = node.shape
     if not shape:
@@ -42,7 +44,7 @@ def gather_expression(node: graph.Node, index: graph.Node, k: int,
         if strides[0] == 0 or extent == 1:       # constant along the gathered axis
             return graph.leaf(buffer, n.dtype, out_shape, (0,) * k + strides[1:], offset)
         source = graph.leaf(buffer, n.dtype, (1,) * k + rest, (0,) * k + strides[1:], offset)
-        return graph.gather(source, index, extent, strides[0])
+        return graph.gather(source, index, extent, strides[0], site)
 
     def visit(n: graph.Node) -> graph.Node:
         n = n.realized if n.realized is not None else n
@@ -59,7 +61,8 @@ def gather_expression(node: graph.Node, index: graph.Node, k: int,
             source = visit(n.inputs[0])
             if source.kind != "leaf":
                 raise layout.NotAView("a gather whose source varies along the gathered axis")
-            result = graph.gather(source, visit(n.inputs[1]), *n.attrs)
+            result = graph.gather(source, visit(n.inputs[1]), *n.attrs,
+                                  *(visit(i) for i in n.inputs[2:]))
         elif n.kind == "cast":
             result = graph.cast(visit(n.inputs[0]), n.dtype)
         elif n.kind == "op":

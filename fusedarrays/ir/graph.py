@@ -34,13 +34,13 @@ holding that node, never by the graphs built on it, so a write into a result nev
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import weakref
 
 import numpy as np
 
 from . import layout
+from .nodekeys import digest, sha256_key
 from .params import (
     SHARE_FROM,
     Holder,
@@ -97,7 +97,7 @@ class Node:
     @property
     def key(self) -> str:
         """Structural sha256 of this node (kind, dtype, shape, attributes, inputs' keys)."""
-        return self._key if self._key is not None else _sha256_key(self)
+        return self._key if self._key is not None else sha256_key(self)
 
     @property
     def params(self) -> dict | None:
@@ -142,7 +142,7 @@ class Node:
         if self.kind == "random":
             return f"random.{self.attrs[0]}"
         if self.kind == "gather":
-            return "take"
+            return "take" if len(self.inputs) == 2 else "take (clamped, flagged)"
         if self.kind == "scalar":
             return repr(self.attrs[1])
         if self.kind == "reduce":
@@ -174,41 +174,6 @@ def _sweep() -> None:
     _sweep_at = max(4096, 2 * len(_interned))
 
 
-def _text_attrs(node: Node) -> tuple:
-    """The attributes a node's sha256 key covers, as text-stable values."""
-    if node.kind == "leaf":
-        return (node.attrs[0].uid, node.attrs[1])
-    if node.kind == "scalar":
-        return (node.attrs[0],)
-    if node.kind == "op":
-        return (node.attrs[0], tuple(d.str for d in node.attrs[1]))
-    if node.kind in ("random", "gather", "reduce", "scan", "matmul"):
-        return node.attrs
-    return ()
-
-
-def _sha256_key(node: Node) -> str:
-    """Merkle sha256 of ``node``: inputs first, iteratively (a deep chain must not recurse)."""
-    stack = [node]
-    while stack:
-        n = stack[-1]
-        pending = [i for i in n.inputs if i._key is None]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
-        if n._key is None:
-            n._key = _digest(n)
-    return node._key
-
-
-def _digest(node: Node) -> str:
-    """The sha256 of ``node``'s text, its inputs' keys known."""
-    text = repr((node.kind, node.dtype.str, node.shape, _text_attrs(node),
-                 tuple(i._key for i in node.inputs)))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def leaf_sid(buffer, dtype: np.dtype, view: tuple) -> int:
     """The sid of a leaf viewing ``buffer`` as ``dtype`` through ``view``."""
     return _sid(("leaf", dtype, view, align_class(buffer.align)))
@@ -225,8 +190,12 @@ def _leaf_node(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> 
 
 def leaf(buffer, dtype: np.dtype, shape: tuple, strides: tuple, offset: int) -> Node:
     """A view of ``buffer`` (an object with a ``uid``): element strides and element offset."""
-    view = (tuple(shape), tuple(strides), int(offset))
-    dtype = np.dtype(dtype)
+    return interned_leaf(buffer, np.dtype(dtype), (tuple(shape), tuple(strides), int(offset)))
+
+
+def interned_leaf(buffer, dtype: np.dtype, view: tuple) -> Node:
+    """:func:`leaf` with ``dtype`` a NumPy dtype and ``view`` a ``(shape, strides, offset)``
+    tuple of Python ints (as the layout functions return them): a view of a leaf's hot path."""
     ident = (buffer.uid, dtype, view)
     ref = _interned.get(ident)
     node = ref() if ref is not None else None
@@ -270,7 +239,7 @@ class _Scalar(Node):
     __slots__ = ()
     kind, shape, inputs, params, count, buffers = "scalar", (), (), None, 1, frozenset()
     realized = None     # a scalar is never evaluated on its own
-    _key = property(_digest)    # computed when asked (display only): nothing stored per scalar
+    _key = property(digest)    # computed when asked (display only): nothing stored per scalar
 
 
 # id(dtype) → (sid, dtype): hashing a NumPy dtype costs more than the rest of a scalar node; the
@@ -427,9 +396,14 @@ def random(dist: str, dtype: np.dtype, view: tuple, inputs: tuple[Node, ...]) ->
     return node
 
 
-def gather(source: Node, index: Node, extent: int, stride: int) -> Node:
+def gather(source: Node, index: Node, extent: int, stride: int, site: Node | None = None) -> Node:
     """A gather (``fa.take``, ``x[idx]``): ``source``'s buffer read at ``index`` along an axis of
     ``extent`` elements ``stride`` apart (a negative index counts from the end).
+
+    ``site`` (an int64 scalar, a third input) makes the gather *flagged*: its index values
+    were not checked on the host, so the kernel clamps each into range and records an
+    out-of-range one, with the site's number, in the device's error word
+    (``runtime/indexflags.py``); the number is a param, so it is in no key.
 
     ``source`` is a leaf viewing the gathered array without that axis, broadcast over the
     index's axes; ``index`` an integer node. Both are elementwise over the result's shape, so a
@@ -438,7 +412,8 @@ def gather(source: Node, index: Node, extent: int, stride: int) -> Node:
     """
     shape = layout.broadcast_shapes(source.shape, index.shape)
     attrs = (int(extent), int(stride))
-    node = _new("gather", source.dtype, shape, (source, index), attrs)
+    inputs = (source, index) if site is None else (source, index, site)
+    node = _new("gather", source.dtype, shape, inputs, attrs)
     _combine(node, node.inputs, ("gather",) + attrs)
     return node
 
@@ -462,8 +437,10 @@ def transform(node: Node, fn) -> Node:
         buffer, (shape, strides, offset) = root.attrs
         if 1 in shape:          # as visit below: size-1 axes get stride 0
             strides = layout.broadcast_strides(shape, strides, shape)
-        vshape, vstrides, voffset = fn((shape, strides, offset))
-        return leaf(buffer, root.dtype, vshape, vstrides, voffset)
+        view = fn((shape, strides, offset))
+        if type(view[2]) is int and type(view[0]) is tuple and type(view[1]) is tuple:
+            return interned_leaf(buffer, root.dtype, view)
+        return leaf(buffer, root.dtype, *view)
     memo: dict[tuple[int, tuple], Node] = {}
 
     def visit(n: Node, shape: tuple) -> Node:
@@ -487,7 +464,7 @@ def transform(node: Node, fn) -> Node:
         else:
             inputs = tuple(visit(i, shape) for i in n.inputs)
             if n.kind == "gather":
-                result = gather(inputs[0], inputs[1], *n.attrs)
+                result = gather(inputs[0], inputs[1], *n.attrs, *inputs[2:])
             else:
                 result = (cast(inputs[0], n.dtype) if n.kind == "cast"
                           else op(n.attrs[0], inputs, n.attrs[1]))

@@ -93,6 +93,9 @@ class HostMemory:
     def address(self, storage) -> int:
         return storage.ctypes.data
 
+    def zero(self, storage, nbytes: int) -> None:
+        storage[:nbytes] = 0
+
     _counter_array = np.zeros(0, np.int32)
 
     def counters(self, slots: int):
@@ -138,6 +141,8 @@ class Backend(Protocol):
     # a split reduction's counter buffer, zero between launches: an operand of int32 slots
     def counters(self, slots: int) -> Any: ...
     def address(self, storage: Any) -> int: ...
+    # the first nbytes of storage set to zero, ordered after the work queued before
+    def zero(self, storage: Any, nbytes: int) -> None: ...
     def synchronize(self) -> None: ...
     # fuse's foreach: the arguments after n of foreach_codegen.render_foreach_kernel, and what
     # must stay alive with them; rows[t][k] is (storage, dtype, element offset) of operand k of

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiler.plan import flags_index_errors
 from ..ir import layout
+from . import indexflags
 from .records import _add_time, _perf, _stats, profiling
 
 
@@ -68,7 +70,7 @@ class LaunchRecord:
     """A planned kernel, ready to launch: ``pack(*inputs)`` gives the arguments after ``n``."""
 
     __slots__ = ("backend", "kernel", "size", "geometry", "pack", "name", "launched",
-                 "result_sid", "traffic", "elements")
+                 "result_sid", "traffic", "elements", "flagged")
 
     def __init__(self, backend, kernel, pack, size: int = 0, geometry: tuple | None = None,
                  name: str = "", traffic: tuple = (0, 0), elements: int = 0):
@@ -80,12 +82,17 @@ class LaunchRecord:
         # per call): what fa.profile() reports as bytes moved
         self.traffic = traffic
         self.elements = elements or size   # elements a launch over `size` walks (fa.profile())
+        # the kernel records out-of-range indices in the device's error word: launched under
+        # its lock (runtime/indexflags.py)
+        self.flagged = False
 
     @classmethod
     def of_plan(cls, backend, kernel, plan, pack) -> LaunchRecord:
         """The record launching ``plan`` (a :class:`~..compiler.plan.KernelPlan`) whole."""
-        return cls(backend, kernel, pack, plan.size, plan.geometry() if plan.size else None,
-                   plan.name, (plan_traffic(plan), 0), plan_elements(plan))
+        record = cls(backend, kernel, pack, plan.size, plan.geometry() if plan.size else None,
+                     plan.name, (plan_traffic(plan), 0), plan_elements(plan))
+        record.flagged = flags_index_errors(plan)
+        return record
 
     def launch(self, *inputs) -> None:
         """Pack ``inputs`` (the signature's buffers and values) and launch."""
@@ -104,7 +111,10 @@ class LaunchRecord:
         if profiler is not None:
             timer = profiler.start(self.backend)
         start = _perf()
-        self.backend.launch(self.kernel, size, args, geometry)
+        if self.flagged:
+            indexflags.launch_flagged(self.backend, self.kernel, size, args, geometry)
+        else:
+            self.backend.launch(self.kernel, size, args, geometry)
         host = _perf() - start
         if profiler is not None:
             profiler.launched(self, size, timer, host)
@@ -166,6 +176,12 @@ class Packer:
             self.names["counters"] = self.backend.counters
             self.parts.append(f"counters({plan.counters})")
 
+    def index_errors(self, plan) -> None:
+        """The device's error word, for a plan holding a flagged gather (a constant: the word
+        lives as long as the backend)."""
+        if flags_index_errors(plan):
+            self.parts.append(self.name(indexflags.word_arg(self.backend)))
+
     def ints(self, plan) -> None:
         ints = plan.int_args()
         if ints:
@@ -196,6 +212,7 @@ def graph_packer(plan, nparams: int, backend):
     for k, o in enumerate(plan.operands[len(inputs):]):
         packer.pointer(f"O[{k}].storage", o.dtype, elem_offset(o))
     packer.counters(plan)
+    packer.index_errors(plan)
     packer.ints(plan)
     for (_, dtype), position in zip(plan.scalars, plan.scalar_sources):
         packer.scalar(f"p{position}.attrs[1]", dtype)

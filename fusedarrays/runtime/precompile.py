@@ -258,7 +258,7 @@ def _with_stand_in_buffers(nodes: list[graph.Node]) -> list[graph.Node]:
             built[n.serial] = n
         else:
             inputs = tuple(built[i.serial] for i in n.inputs)
-            built[n.serial] = (graph.gather(inputs[0], inputs[1], *n.attrs)
+            built[n.serial] = (graph.gather(inputs[0], inputs[1], *n.attrs, *inputs[2:])
                                if n.kind == "gather" else
                                reduction_node(n.attrs[0], inputs[0], n.attrs[1], n.attrs[2],
                                             n.dtype) if n.kind == "reduce" else

@@ -11,7 +11,7 @@ import pytest
 
 import fusedarrays as fa
 from fusedarrays import UnsupportedOperationError
-from fusedarrays.compiler import plan as plan_module
+from fusedarrays.compiler import foreach_plan as plan_module
 
 pytestmark = pytest.mark.usefixtures("cpu_backend")
 CLIPPED = fa.fuse(ex.clipped_adam)

@@ -54,3 +54,30 @@ def test_complex_operands_take_16_byte_accesses_where_aligned(name):
 
 def test_complex64_writes_into_aligned_and_misaligned_slices():
     complexcases.check_vector_writes()
+
+
+def test_misaligned_complex_imports_never_fault():
+    """A CuPy complex view of float data starting at an odd element (each part aligned, the
+    element not: complex128 8 bytes off 16, complex64 4 off 8), read and written zero-copy:
+    a whole-element access there would raise a misaligned-address error and lose the CUDA
+    context; afterwards another kernel proves the context healthy."""
+    cupy = pytest.importorskip("cupy")
+    import fusedarrays as fa
+
+    n = 1 << 16
+    rng = np.random.default_rng(7301)
+    print("seed 7301")
+    views = {}
+    for dtype, part in ((np.complex128, np.float64), (np.complex64, np.float32)):
+        data = cupy.asarray(rng.standard_normal(2 * n + 1).astype(part))
+        views[dtype] = data[1:].view(dtype)
+        assert views[dtype].data.ptr % np.dtype(dtype).itemsize != 0
+    for view in views.values():
+        z = fa.asarray(view)
+        assert fa.explain(z * 2 + 1).plan.operands[0].access.endswith("_split")
+        want = cupy.asnumpy(view) * 2 + 1
+        np.testing.assert_allclose((z * 2 + 1).get(), want, rtol=1e-6)
+        z[...] = z * 2 + 1              # written in place through the misaligned view
+        np.testing.assert_allclose(cupy.asnumpy(view), want, rtol=1e-6)
+    x = fa.asarray(rng.standard_normal(4096))
+    np.testing.assert_allclose((x * 3).get(), x.get() * 3)

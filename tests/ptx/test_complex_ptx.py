@@ -113,3 +113,17 @@ def test_misaligned_complex64_goes_element_by_element():
     ex = fa.explain(a[1:] * b[:-1], arch="sm_90")
     n = _accesses(ex.ptx)
     assert ex.vector_width == 1 and "ld.v4.f32" not in n and "ld.v2.f32" in n, n
+
+
+@pytest.mark.parametrize("dtype", list(PARTS), ids=lambda d: np.dtype(d).name)
+def test_misaligned_complex_is_read_and_written_by_parts(dtype):
+    """Elements half an element off their size (a CuPy view of float data at an odd element):
+    one access per part, never the whole-element access that faults there."""
+    rng = np.random.default_rng(86)
+    part, whole = PARTS[dtype]
+    z = complexcases.misaligned(complexcases.random_complex(rng, 4096, dtype))
+    n = _accesses(fa.explain(z * 2 + 1, arch="sm_90").ptx)
+    assert n.get(f"ld.{part}", 0) >= 2 and f"ld.{whole}" not in n, n
+    n = _accesses(fa.explain(fa.asarray(complexcases.random_complex(rng, 4096, dtype)) * 2 + 1,
+                             arch="sm_90").ptx)
+    assert f"ld.{whole}" in n, n    # aligned: the whole element in one access still

@@ -8,7 +8,7 @@ import pytest
 
 import fusedarrays as fa
 from fusedarrays import config
-from fusedarrays.compiler import plan as plan_module
+from fusedarrays.compiler import foreach_plan as plan_module
 
 CLIPPED = fa.fuse(ex.clipped_adam)
 KW = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8)
