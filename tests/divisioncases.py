@@ -77,6 +77,7 @@ def check_uniform_divisions(seed: int, size: int = 203) -> None:
             big = np.abs(finite).max(axis=-1, keepdims=True)
             fm = fa.asarray(finite)
             got = fm / fa.max(fa.abs(fm), axis=-1, keepdims=True)
+            assert "fa_rowdivby_f32" in fa.explain(got).kernels[0][1]   # the row kernels' form
             _same(got.get(), finite / big, f"{dtype.__name__} row kernel")
 
     @fa.fuse

@@ -75,6 +75,8 @@ class _Renderer:
                                        1 if cls == "B" else 2)
             else:
                 self.level[ins.var] = max((self.level[v] for v in ins.inputs), default=0)
+        # a row kernel's divisions keep the form without zeros on the fast path (cuda/division.py)
+        self.divby = "fa_rowdivby" if getattr(plan, "rows", False) else "fa_divby"
         # divisor's var → the name of its reciprocal, for the divisions by_reciprocal takes
         self.recips: dict[int, str] = {}
         self.divided: set[int] = set()       # those divisions' vars
@@ -99,8 +101,11 @@ class _Renderer:
             return False
         a, b = ins.inputs
         loop = ins.arg[1]
+        # a row kernel's per-row quotients (a mean's sum / n) divide plainly, as they did
+        # before the rule: once a row, and the row kernels' speed was measured with them so
         return (COMPUTE_CODE.get(loop[1]) == "f32" and self.codes[b] == loop[1]
-                and self.level[b] < self.level[a])
+                and self.level[b] < self.level[a] and (self.divby == "fa_divby" or
+                                                       self.level[a] == 2))
 
     # -- values -------------------------------------------------------------------------------
     def name(self, var: int, lane: str) -> str:
@@ -134,7 +139,7 @@ class _Renderer:
         loop_dtypes = tuple(BY_CODE[c] for c in loop)
         template = row.template(ops.template_kind(row, loop_dtypes))
         if ins.var in self.divided:
-            template = f"fa_divby_{{t}}({{0}}, {{1}}, {self.recip_name(ins.inputs[1])})"
+            template = f"{self.divby}_{{t}}({{0}}, {{1}}, {self.recip_name(ins.inputs[1])})"
         args = [self.convert(v, c, lane) for v, c in zip(ins.inputs, loop)]
         t = COMPUTE_CODE[loop[0] if row.rule == "ufunc" else loop[-1]]
         expr = template.format(*args, t=t, bits=loop_dtypes[0].itemsize * 8)

@@ -230,8 +230,9 @@ def step(operand, k: int, j: int, rank: int) -> str:
 
 
 class _Shim:
-    """What :class:`_Renderer` reads of a plan, for one section's instructions."""
+    """What :class:`_Renderer` reads of a plan, for one section (``rows``: ``fa_rowdivby``)."""
 
+    rows = True
     def __init__(self, plan: RowPlan, body: list):
         self.body, self.operands, self.schedule = body, plan.operands, "nd"
 

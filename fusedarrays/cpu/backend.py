@@ -250,7 +250,7 @@ class CpuBackend(HostMemory):
         ns["fa_exp2_f32"], ns["fa_exp2_f64"] = self._jit(_exp2_f32, ns), self._jit(_exp2_f64, ns)
         ns["fa_fma_f64"], ns["fa_fma_f32"] = _fma_intrinsic(64), _fma_intrinsic(32)
         ns["fa_divrcp_f32"] = self._jit(_divrcp_f32, ns)
-        ns["fa_divby_f32"] = self._jit(_divby_f32, ns)
+        ns["fa_divby_f32"] = ns["fa_rowdivby_f32"] = self._jit(_divby_f32, ns)
         ns["fa_cas_i64"] = _cas_intrinsic()
         ns["fa_flag_index"] = self._jit(_flag_index, ns)
         for name, fn in helpers.items():

@@ -359,6 +359,7 @@ def _build_typers() -> dict[str, Callable]:
              _named("fa_philox", randombits.philox_typer), _named("fa_div", division.div_typer),
              _named("fa_divrcp_f32", division.divrcp_typer),
              _named("fa_divby_f32", division.divby_typer),
+             _named("fa_rowdivby_f32", division.rowdivby_typer),
              _named("fa_floor_log2", randombits.floor_log2_typer),
              _named("fa_count_i32", atomics.count_typer),
              _named("fa_flag_index", atomics.flag_index_typer)]

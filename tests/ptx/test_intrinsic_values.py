@@ -142,12 +142,14 @@ def _float32_patterns(rng, size: int) -> np.ndarray:
                            -np.array(named, np.float32)])
 
 
-def test_division_by_a_uniform_divisor_is_numpys_quotient_with_its_zeros_signed():
+@pytest.mark.parametrize("divby", ["fa_divby_f32", "fa_rowdivby_f32"])  # elementwise, rows
+def test_division_by_a_uniform_divisor_is_numpys_quotient_with_its_zeros_signed(divby):
     """``fa_divby_f32(a, b, fa_divrcp_f32(b))`` (the division codegen gives a divisor computed
     outside its dividend's loop: a multiply and two fmas from b's reciprocal) against NumPy's
     ``a / b``, bit for bit: dividends of every kind (±0 on the fast path, whose sign the plain
     correction step would lose for -0 over a positive b; subnormals, huge values, infinities and
-    NaN through the plain division) over divisors of every kind."""
+    NaN through the plain division) over divisors of every kind. Row kernels' ``fa_rowdivby``
+    sends zeros through the zero-safe selects instead of its fast path: the same quotients."""
     seed = 1611
     rng = np.random.default_rng(seed)
     print(f"{seed=}")
@@ -155,7 +157,7 @@ def test_division_by_a_uniform_divisor_is_numpys_quotient_with_its_zeros_signed(
     divisors = _float32_patterns(rng, 64)
     namespace = dict(CPU_NAMESPACE)
     exec("def k(n, p0, p1, b):\n    y = fa_divrcp_f32(b)\n    for i in range(n):\n"
-         "        st_f32(p1, i, fa_divby_f32(ld_f32(p0, i), b, y))\n", namespace)
+         f"        st_f32(p1, i, {divby}(ld_f32(p0, i), b, y))\n", namespace)
     divide = njit(namespace["k"])
     out = np.empty_like(a)
     for b in divisors:
