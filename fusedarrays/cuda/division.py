@@ -82,27 +82,38 @@ def _divrcp_codegen(context, builder, sig, args):
                           builder.fdiv(one, b), zero)
 
 
-def _divby_codegen(context, builder, sig, args):
-    a, b, y = args
+def _markstein(builder, a, b, y, zeros_fast: bool):
+    """RN(a / b) from y = RN(1 / b): Markstein's correction where y is nonzero and a lies in the
+    span, else a division. ``zeros_fast`` (``fa_divby``): a zero dividend stays on the fast path
+    as ``a * y``, its sign exact, and the rest divide plainly; without it (``fa_rowdivby``) zeros
+    divide too, through the zero-safe selects of :func:`_div_selects`."""
     fty = a.type
     fma = builder.module.declare_intrinsic("llvm.fma", [fty], ir.FunctionType(fty, [fty] * 3))
     bits = _magnitude_bits(builder, a)
-    zero = builder.icmp_unsigned("==", bits, ir.Constant(_I32, 0))
-    fast = builder.and_(builder.fcmp_ordered("!=", y, ir.Constant(fty, 0.0)),
-                        builder.or_(_in_span(builder, bits), zero))
-    with builder.if_else(fast, likely=True) as (then, otherwise):
+    in_span = _in_span(builder, bits)
+    if zeros_fast:
+        zero = builder.icmp_unsigned("==", bits, ir.Constant(_I32, 0))
+        in_span = builder.or_(in_span, zero)
+    fast = builder.and_(builder.fcmp_ordered("!=", y, ir.Constant(fty, 0.0)), in_span)
+    with builder.if_else(fast, likely=True if zeros_fast else None) as (then, otherwise):
         with then:
             q = builder.fmul(a, y)
             r = builder.call(fma, [builder.fsub(ir.Constant(fty, -0.0), q), b, a])
-            corrected = builder.select(zero, q, builder.call(fma, [r, y, q]))
+            corrected = builder.call(fma, [r, y, q])
+            if zeros_fast:
+                corrected = builder.select(zero, q, corrected)
             then_block = builder.basic_block
         with otherwise:
-            divided = builder.fdiv(a, b)
+            divided = builder.fdiv(a, b) if zeros_fast else _div_selects(builder, a, b)
             otherwise_block = builder.basic_block
     quotient = builder.phi(fty)
     quotient.add_incoming(corrected, then_block)
     quotient.add_incoming(divided, otherwise_block)
     return quotient
+
+
+def _divby_codegen(context, builder, sig, args):
+    return _markstein(builder, *args, zeros_fast=True)
 
 
 # Row kernels (compiler/rowfusion.py: a softmax's sum, a layer norm's sqrt(var + eps)) keep the
@@ -130,24 +141,7 @@ def _div_selects(builder, a, b):
 
 
 def _rowdivby_codegen(context, builder, sig, args):
-    a, b, y = args
-    fty = a.type
-    fma = builder.module.declare_intrinsic("llvm.fma", [fty], ir.FunctionType(fty, [fty] * 3))
-    fast = builder.and_(builder.fcmp_ordered("!=", y, ir.Constant(fty, 0.0)),
-                        _in_span(builder, _magnitude_bits(builder, a)))
-    with builder.if_else(fast) as (then, otherwise):
-        with then:
-            q = builder.fmul(a, y)
-            r = builder.call(fma, [builder.fsub(ir.Constant(fty, -0.0), q), b, a])
-            corrected = builder.call(fma, [r, y, q])
-            then_block = builder.basic_block
-        with otherwise:
-            divided = _div_selects(builder, a, b)
-            otherwise_block = builder.basic_block
-    quotient = builder.phi(fty)
-    quotient.add_incoming(corrected, then_block)
-    quotient.add_incoming(divided, otherwise_block)
-    return quotient
+    return _markstein(builder, *args, zeros_fast=False)
 
 
 def rowdivby_typer(typingctx, a, b, y):
