@@ -184,14 +184,41 @@ def _var_dtype(compute: np.dtype, want: np.dtype) -> np.dtype:
     return dtypes.BY_CODE[dtypes.COMPLEX_PART[dtypes.CODES[want]]] if want.kind == "c" else want
 
 
+# (axis, dtype=, id of the input's dtype, its shape) → (dtype computed in, result dtype, the
+# count as a float, the input's dtype): what mean and var decide of their arguments, once per
+# kind of call (a layer norm takes two means per call; deciding anew cost a fifth of its host
+# time). The input's dtype rides along so that its id can't be reused while the entry lives.
+_STATS: dict[tuple, tuple] = {}
+
+
+def _stat_plan(x: ndarray, axis, dtype) -> tuple[np.dtype, np.dtype, float]:
+    """(dtype computed in, result dtype, element count per result as a float) of mean/var."""
+    node = x._resolved()
+    try:
+        key = (axis, dtype, id(node.dtype), node.shape)
+        found = _STATS.get(key)
+    except TypeError:       # an unhashable axis (a list) or dtype=
+        key = found = None
+    if found is None:
+        compute, want = _stat_dtypes(x, dtype)
+        found = (compute, want, float(_count(x, axis)), node.dtype)
+        if key is not None:
+            if len(_STATS) >= 1 << 12:
+                _STATS.clear()
+            _STATS[key] = found
+    return found[:3]
+
+
 def mean(x, /, axis=None, dtype=None, out=None, keepdims=False, *, where=_NO):
     """Arithmetic mean over the given axes (``np.mean``: integers give float64, float16 is
     summed in float32; an empty mean is NaN)."""
-    _check_out("mean", out, where=where)
-    x = asarray(x)
-    compute, want = _stat_dtypes(x, dtype)
-    total = reduce("sum", x, axis, keepdims, compute)
-    return FUNCTIONS["true_divide"](total, float(_count(x, axis))).astype(want)
+    if out is not None or where is not _NO:
+        _check_out("mean", out, where=where)
+    if type(x) is not ndarray:
+        x = asarray(x)
+    compute, want, n = _stat_plan(x, axis, dtype)
+    result = FUNCTIONS["true_divide"](reduce("sum", x, axis, keepdims, compute), n)
+    return result if result.dtype == want else result.astype(want)
 
 
 def var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NO,
@@ -202,10 +229,11 @@ def var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
-    x = asarray(x)
-    compute, want = _stat_dtypes(x, dtype)
-    n = _count(x, axis)
-    xc = x.astype(compute)
+    if type(x) is not ndarray:
+        x = asarray(x)
+    compute, want, n = _stat_plan(x, axis, dtype)
+    n = int(n)
+    xc = x if x.dtype == compute else x.astype(compute)
     centred = xc - FUNCTIONS["true_divide"](reduce("sum", xc, axis, True), float(n))
     if centred.dtype.kind == "c":   # |c|**2 as NumPy forms it: (c * conj(c)).real
         re, im = FUNCTIONS["real"](centred), FUNCTIONS["imag"](centred)

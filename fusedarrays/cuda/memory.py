@@ -11,12 +11,14 @@ copies between raw addresses go through ``cuda.bindings.driver``, every return c
 
 What is kept, and what goes back to the driver:
 
-- The block cache (:class:`_BlockCache`) keeps freed blocks of up to ``MAX_BLOCK`` = 32 MiB, at
-  most ``MAX_BYTES`` = 1 GiB in all, for reuse without a trip through the pool. That trip
-  (allocate and free) costs ~4-5 µs of host time, which is what a call on a small array costs;
-  the kernel writing a 32 MiB result takes over 10 µs of device time (3 TB/s), more than the
-  host spends on the call, so from there the trip hides behind the device and a cached block
-  would only hold memory.
+- The block cache (:class:`_BlockCache`) keeps freed blocks of up to ``MAX_BLOCK`` = 256 MiB,
+  at most ``MAX_BYTES`` = 1 GiB in all, for reuse without a trip through the pool. That trip
+  (allocate and free) costs ~4-5 µs of host time on a small block and 8-14 µs on a 64 MiB one
+  (H100 host), which is what a call on a small array costs, and it does not hide behind the
+  kernel where the host is the bottleneck: a lazy expression's graph is built in Python while
+  the previous result's kernel runs (Black-Scholes over 2^24 elements frees and allocates two
+  64 MiB results per call). Bigger blocks (a 2^26-element float64 array and up) go back to
+  the pool, so that a few of them don't fill the cap.
 - The pool is the device's current memory pool, whose *release threshold* is set to
   1/``RELEASE_FRACTION`` = 1/8 of the device's memory (9.9 GiB of the H100's 79.2): at any
   synchronisation (``to_host``, ``synchronize``, or another library's) the pool gives the memory
@@ -191,7 +193,7 @@ class _BlockCache:
     ``+=`` may lose an update of ``bytes`` or ``used``, figures only the cap and reports read."""
 
     MAX_BYTES = 1 << 30   # blocks kept at most; past that a freed block goes back to the pool
-    MAX_BLOCK = 32 << 20  # a bigger block always goes back to the pool (module docstring)
+    MAX_BLOCK = 256 << 20  # a bigger block always goes back to the pool (module docstring)
 
     def __init__(self):
         self.free: dict[tuple[int, int], _FreeList] = {}   # (id(pool), size class) → blocks
@@ -429,6 +431,21 @@ def _signed(stride: int, itemsize: int) -> int:
     return stride - wrap if stride >= wrap // 2 else stride
 
 
+def check_alignment(ptr: int, dtype: np.dtype, what: str) -> None:
+    """Refuse foreign data whose elements are not aligned to their component's size (a float32
+    at an odd address, a complex128 whose parts are not 8-byte aligned): every load the kernels
+    make is at least one component wide, and a misaligned one faults and loses the CUDA context.
+    (A complex element aligned only to its part is read by parts: ``Operand.access``.)"""
+    align = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
+    if ptr % align:
+        raise ValueError(
+            f"cannot import the {what}: its {dtype} data starts at address {ptr:#x}, which is not "
+            f"a multiple of {align} bytes ({'a part' if dtype.kind == 'c' else 'an element'} of "
+            f"{dtype}), and the GPU cannot load {dtype} values from there; copy it into a new "
+            "array first (e.g. cupy.ascontiguousarray(x.copy()) or x.clone() in PyTorch: new "
+            "allocations are aligned)")
+
+
 def import_array(obj, device_id: int):
     """Zero-copy view of a CUDA array from another library (DLPack, else CUDA array interface v3).
 
@@ -458,6 +475,7 @@ def import_array(obj, device_id: int):
                if view.strides is not None else _c_strides(shape))
     low, high = element_span(shape, strides)
     ptr = view.ptr + low * dtype.itemsize if high >= low else 0
+    check_alignment(ptr, dtype, type(obj).__name__)
     # The view owns the DLPack capsule (its deleter runs when the view goes) and the exporter.
     storage = wrap_foreign(ptr, (high - low + 1) * dtype.itemsize, view)
     return storage, dtype, shape, strides, -low

@@ -81,3 +81,19 @@ def test_misaligned_complex_imports_never_fault():
         np.testing.assert_allclose(cupy.asnumpy(view), want, rtol=1e-6)
     x = fa.asarray(rng.standard_normal(4096))
     np.testing.assert_allclose((x * 3).get(), x.get() * 3)
+
+
+def test_data_misaligned_even_for_its_parts_is_refused_and_the_context_lives():
+    """A CuPy float32 view one byte into its buffer (and complex64 two bytes in): no access
+    can read it, so fa.asarray refuses it with the dtype named, instead of a kernel faulting;
+    afterwards another kernel proves the context healthy."""
+    cupy = pytest.importorskip("cupy")
+    import fusedarrays as fa
+
+    raw = cupy.zeros(4 * 1024 + 8, dtype=cupy.uint8)
+    for dtype, skip in ((np.float32, 1), (np.complex64, 2)):
+        view = raw[skip:skip + 4 * 1024].view(dtype)
+        with pytest.raises(ValueError, match=f"{np.dtype(dtype)}.*copy it into a new array"):
+            fa.asarray(view)
+    x = fa.asarray(np.arange(4096, dtype=np.float32))
+    np.testing.assert_array_equal((x * 3).get(), np.arange(4096, dtype=np.float32) * 3)

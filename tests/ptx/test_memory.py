@@ -9,7 +9,12 @@ pytest.importorskip("cuda.core")
 
 from cudafakes import GIB, FakeDriver, FakePool, fake_backend  # noqa: E402
 
-from fusedarrays.cuda.memory import DeviceStorage, element_span, import_array  # noqa: E402
+from fusedarrays.cuda.memory import (  # noqa: E402
+    DeviceStorage,
+    check_alignment,
+    element_span,
+    import_array,
+)
 
 
 @pytest.mark.parametrize(("shape", "strides", "span"), [
@@ -35,6 +40,24 @@ def test_host_arrays_are_refused():
         import_array(np.zeros(3), 0)
     with pytest.raises(TypeError, match="__cuda_array_interface__"):
         import_array(object(), 0)
+
+
+@pytest.mark.parametrize("dtype, ptr, ok", [
+    (np.float32, 0x7F0000000004, True), (np.float32, 0x7F0000000002, False),
+    (np.float16, 0x7F0000000002, True), (np.float16, 0x7F0000000001, False),
+    (np.bool_, 0x7F0000000001, True), (np.int64, 0x7F0000000004, False),
+    (np.complex128, 0x7F0000000008, True), (np.complex128, 0x7F0000000004, False),
+    (np.complex64, 0x7F0000000004, True), (np.complex64, 0x7F0000000002, False)])
+def test_foreign_data_not_aligned_to_its_component_is_refused(dtype, ptr, ok):
+    """An import whose elements (a complex value's parts) are not aligned to their size would
+    fault in the first kernel that loads them; it is refused, naming the dtype and what to do.
+    A complex element aligned only to its part is accepted (it is read by parts)."""
+    dtype = np.dtype(dtype)
+    if ok:
+        check_alignment(ptr, dtype, "ndarray")
+        return
+    with pytest.raises(ValueError, match=f"{dtype}.*{ptr:#x}.*copy it into a new array"):
+        check_alignment(ptr, dtype, "ndarray")
 
 
 def test_storage_is_plain_data():
