@@ -23,7 +23,13 @@ import numpy as np
 
 from ..errors import DTypeError, UnsupportedOperationError
 from ..ir import dtypes, graph, layout
-from ..ir.reductions import BY_UFUNC, REDUCTIONS, reduction_node, result_dtype
+from ..ir.reductions import (
+    BY_UFUNC,
+    REDUCTIONS,
+    reduction_form,
+    reduction_node,
+    result_dtype,
+)
 from .array import _wrap, asarray, ndarray
 from .elementwise import FUNCTIONS, UFUNC_METHODS
 from .refusals import options_text, refusal
@@ -62,8 +68,9 @@ _PLACED: dict[int, bool] = {}
 
 
 # (name, axis, keepdims, dtype=, id of the input's dtype, its shape) → (axes, result dtype, the
-# dtype the input is cast to first or None, the input's dtype): what a reduction decides of its
-# arguments, checked once (a call that raises keeps nothing); every later call is a look-up.
+# dtype the input is cast to first or None, the input's dtype, the node's shape and id as
+# ir/reductions.reduction_form gives them): what a reduction decides of its arguments, checked
+# once (a call that raises keeps nothing); every later call is a look-up.
 _DECIDED: dict[tuple, tuple] = {}
 
 
@@ -83,7 +90,7 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarr
             if len(_DECIDED) >= 1 << 12:
                 _DECIDED.clear()
             _DECIDED[key] = decided
-    axes, out, cast_to, _ = decided
+    axes, out, cast_to, _, form = decided
     placed = _PLACED.get(node.sid)
     if placed is None:
         if len(_PLACED) >= 1 << 16:       # a process making new structures forever
@@ -96,7 +103,7 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarr
         node = x.compute()._resolved()
     if cast_to is not None:
         node = graph.cast(node, cast_to)
-    return _wrap(reduction_node(name, node, axes, keepdims, out))
+    return _wrap(reduction_node(name, node, axes, keepdims, out, form))
 
 
 def _decide(name: str, node: graph.Node, axis, keepdims: bool, dtype) -> tuple:
@@ -137,7 +144,8 @@ def _decide(name: str, node: graph.Node, axis, keepdims: bool, dtype) -> tuple:
     else:
         cast_to = None
     # max/argmax of bool read it as 0/1 (cast above) and store bool (max) or the index
-    return axes, out, (cast_to if cast_to != node.dtype else None), node.dtype
+    return (axes, out, (cast_to if cast_to != node.dtype else None), node.dtype,
+            reduction_form(name, node.shape, axes, bool(keepdims), out))
 
 
 def _primitive(name: str):
@@ -145,7 +153,8 @@ def _primitive(name: str):
     if row.takes_dtype:
         def function(x, /, axis=None, dtype=None, out=None, keepdims=False, initial=_NO,
                      where=_NO):
-            _check_out(name, out, initial=initial, where=where)
+            if out is not None or initial is not _NO or where is not _NO:
+                _check_out(name, out, initial=initial, where=where)
             return reduce(name, x, axis, keepdims, dtype)
     elif row.arg:
         def function(x, /, axis=None, out=None, *, keepdims=False):
@@ -153,7 +162,8 @@ def _primitive(name: str):
             return reduce(name, x, axis, keepdims)
     else:
         def function(x, /, axis=None, out=None, keepdims=False, initial=_NO, where=_NO):
-            _check_out(name, out, initial=initial, where=where)
+            if out is not None or initial is not _NO or where is not _NO:
+                _check_out(name, out, initial=initial, where=where)
             return reduce(name, x, axis, keepdims)
     function.__name__ = function.__qualname__ = name
     function.__doc__ = f"{row.doc} NumPy's ``np.{row.numpy}``: same arguments, dtypes, values."

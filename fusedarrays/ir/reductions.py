@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import graph
+from .sids import attrs_id
 
 
 @dataclass(frozen=True)
@@ -127,19 +128,38 @@ def accumulator_code(name: str, value_code: str, target: str) -> str:
 
 
 def reduction_node(name: str, node: graph.Node, axes: tuple[int, ...], keepdims: bool,
-                   dtype: np.dtype) -> graph.Node:
+                   dtype: np.dtype, decided: tuple | None = None) -> graph.Node:
     """The graph node of reduction ``name`` (a row above) of ``node`` over ``axes`` (sorted,
     non-negative), giving ``dtype``. Its params are its input's (a leaf or scalar input: that
     one), so a graph over reductions binds every leaf and scalar under them; its sid adds the
-    reduction's name, axes, keepdims and dtype to its input's."""
-    if type(dtype) not in graph._DTYPE_TYPES:
-        dtype = np.dtype(dtype)
-    axes = tuple(sorted(axes))
-    shape = tuple(1 if k in axes else e for k, e in enumerate(node.shape)
-                  if keepdims or k not in axes)
+    reduction's name, axes, keepdims and dtype (one interned number, :func:`reduction_id`) to
+    its input's. ``decided``: ``(shape, id)`` as :func:`reduction_form` gives them for these
+    arguments, which a caller that keeps them passes (hashing a dtype at every call costs more
+    than the rest of the node)."""
+    if decided is None:
+        if type(dtype) not in graph._DTYPE_TYPES:
+            dtype = np.dtype(dtype)
+        axes, keepdims = tuple(sorted(axes)), bool(keepdims)
+        decided = reduction_form(name, node.shape, axes, keepdims, dtype)
+    shape, rid = decided
     red = graph._new("reduce", dtype, shape, (node,), (name, axes, bool(keepdims)))
     red.params = node.params if node.params is not None else {node: 0}
-    red.sid = graph._sid(("reduce", name, axes, bool(keepdims), dtype, node.sid))
+    red.sid = graph._sid((rid, node.sid))
     red.count = 1 + node.count
     red.buffers = node.buffers
     return red
+
+
+def reduction_form(name: str, shape: tuple, axes: tuple[int, ...], keepdims: bool,
+                   dtype: np.dtype) -> tuple[tuple, int]:
+    """``(result shape, id)`` of reduction ``name`` over ``axes`` (sorted) of an input of
+    ``shape``: the id is :func:`reduction_id`'s."""
+    return (tuple(1 if k in axes else e for k, e in enumerate(shape) if keepdims or k not in axes),
+            reduction_id(name, axes, keepdims, dtype))
+
+
+def reduction_id(name: str, axes: tuple[int, ...], keepdims: bool, dtype: np.dtype) -> int:
+    """A small number for a reduction's name, axes, keepdims and result dtype, drawn from the
+    op attributes' numbers (``sids.attrs_id``: a tuple headed "reduce" is no op's), so a
+    reduction's sid ``(id, input's sid)`` is no other node's."""
+    return attrs_id(("reduce", name, axes, keepdims, dtype))
