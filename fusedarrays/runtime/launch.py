@@ -187,9 +187,14 @@ class Packer:
         if ints:
             self.parts.append("*" + self.name(tuple(ints)))
 
-    def scalar(self, value: str, dtype: np.dtype) -> None:
-        """A scalar parameter computed by the expression ``value``, converted to ``dtype``."""
-        self.parts.append(f"{self.name(converter(dtype))}({value})")
+    def scalar(self, value: str, dtype: np.dtype, memo: bool = False) -> None:
+        """A scalar parameter computed by the expression ``value``, converted to ``dtype``;
+        ``memo``: converted only when the value is another object than at the last call."""
+        convert = self.name(converter(dtype))
+        if memo:
+            self.memo(value, f"{convert}(s)")
+        else:
+            self.parts.append(f"{convert}({value})")
 
     def constant(self, value, dtype: np.dtype) -> None:
         self.parts.append(self.name(converter(dtype)(value)))
@@ -214,8 +219,11 @@ def graph_packer(plan, nparams: int, backend):
     packer.counters(plan)
     packer.index_errors(plan)
     packer.ints(plan)
+    # A lazy expression's scalars are new nodes at every call, but their values mostly the same
+    # objects (a function's constants, an optimizer's hyperparameters): converting each to its
+    # NumPy type cost more than the look that finds it converted (Black-Scholes has 40).
     for (_, dtype), position in zip(plan.scalars, plan.scalar_sources):
-        packer.scalar(f"p{position}.attrs[1]", dtype)
+        packer.scalar(f"p{position}.attrs[1]", dtype, memo=True)
     names = ", ".join(f"p{k}" for k in range(nparams))
     return packer.function("P, O", f"packer {plan.name}",
                            unpack=f"{names}{',' if nparams == 1 else ''} = P")
