@@ -123,8 +123,11 @@ def fa_bm_turn(r, cs, sn, q):
     cs, sn = fa_bm_quarter(cs, sn, q)
     return fa_fma_f64(r, cs, 0.0), fa_fma_f64(r, sn, 0.0)
 
-def fa_bm_turn_f32(r, cs, sn, q):
-    cs, sn = fa_bm_quarter(cs, sn, q)
+def fa_bm_turn_f32(r, cs, sn, w):
+    # the quarter turn q = w >> 30 of a 32-bit w (cuda: an intrinsic of the same name,
+    # cuda/randombits.py, the quarter's signs on r's bits and two selects: no branch a warp
+    # would split on)
+    cs, sn = fa_bm_quarter(cs, sn, cv_i64(cv_u32(w) >> cv_u32(30)))
     return fa_fma_f32(r, cs, cv_f32(0.0)), fa_fma_f32(r, sn, cv_f32(0.0))
 
 def fa_bm(a, b):
@@ -162,12 +165,11 @@ def fa_bm(a, b):
     pc = fa_fma_f64(z, pc, -0.5)
     return fa_bm_turn(r, fa_fma_f64(z, pc, 1.0), sn, quarter)
 
-def fa_bm_f32(a, b):
-    # Box-Muller to float32 accuracy (a few ulp) in float32 operations: + - * / sqrt and the
-    # fused multiply-adds of fa_fma_f32, each exact on every backend, so every backend gives
-    # the same bits, at a quarter of fa_bm's float64 work. u = (a + 1) / 2**32 = 2**(e - 32) m,
-    # m = t / one in [sqrt(1/2), sqrt(2)); s = (m - 1) / (m + 1) from the exact integers t - one
-    # and t + one, so no digits cancel near u = 1; ln m = 2 atanh s (|s| < 0.172, 6 terms)
+def fa_bm_ratio_f32(a):
+    # u = (a + 1) / 2**32 = 2**(e - 32) m, m = t / one in [sqrt(1/2), sqrt(2)); returns 2 s for
+    # s = (m - 1) / (m + 1), from the exact integers t - one and t + one (no digits cancel near
+    # u = 1), and f = e - 32 as float32 (cuda: an intrinsic of the same name, cuda/randombits.py,
+    # the same two values from 32-bit integers and a division without a slow path)
     k = cv_i64(a) + 1
     e = fa_floor_log2(k)
     t = k << (33 - e)
@@ -176,21 +178,39 @@ def fa_bm_f32(a, b):
         one = one + one
         e += 1
     s = cv_f32(t - one) / cv_f32(t + one)
-    z = s * s
-    h = fa_fma_f32(z, cv_f32(0.09090909090909091), cv_f32(0.1111111111111111))
-    h = fa_fma_f32(z, h, cv_f32(0.14285714285714285))
-    h = fa_fma_f32(z, h, cv_f32(0.2))
-    h = fa_fma_f32(z, h, cv_f32(0.3333333333333333))
-    q = fa_fma_f32(z, h, cv_f32(1.0))
+    return s + s, cv_f32(e - 32)
+
+def fa_bm_sqrt_f32(x):
+    # (cuda: an intrinsic of the same name, the IEEE square root without its range check)
+    return cv_f32(math.sqrt(x))
+
+def fa_bm_f32(a, b):
+    # Box-Muller to float32 accuracy (a few ulp) in float32 operations: + - * / sqrt and the
+    # fused multiply-adds of fa_fma_f32, each exact on every backend, so every backend gives
+    # the same bits, at a quarter of fa_bm's float64 work. ln m = 2 atanh s (|s| < 0.172,
+    # 6 terms), s from fa_bm_ratio_f32. Written for few instructions, the values those of
+    # s * s, q = 1 + z/3 + ... in z, ln u = (e - 32) ln 2 + 2 s q and r = sqrt(-2 ln u): this
+    # works with v = 2 s (s + s, a float's exact double) and z4 = v * v = 4 s s, and with -2 q
+    # and -2 ln u, every constant scaled by a power of two to match; each step is then the
+    # same rounding of a value scaled by a power of two (no subnormal is near), so the bits
+    # are those of the plain form. (Where u = 1, -2 ln u is +0 where the plain form had -0:
+    # r's zero's sign, which fa_bm_turn_f32's fma with +0 drops.)
+    v, f = fa_bm_ratio_f32(a)
+    z4 = v * v
+    h = fa_fma_f32(z4, cv_f32(-0.09090909090909091 / 512), cv_f32(-0.1111111111111111 / 128))
+    h = fa_fma_f32(z4, h, cv_f32(-0.14285714285714285 / 32))
+    h = fa_fma_f32(z4, h, cv_f32(-0.2 / 8))
+    h = fa_fma_f32(z4, h, cv_f32(-0.3333333333333333 / 2))
+    q = fa_fma_f32(z4, h, cv_f32(-2.0))
     # ln u = (e - 32) ln 2 + ln m; ln 2's high part has 9 bits, so (e - 32) times it is exact
-    f = cv_f32(e - 32)
-    lnu = fa_fma_f32(f, cv_f32(0.693359375),
-                     fa_fma_f32(s + s, q, f * cv_f32(-0.00021219444005469057)))
-    r = cv_f32(math.sqrt(cv_f32(-2.0) * lnu))
-    # the same integers in 32 bits: a float from an i32, not an i64 (a quarter-rate conversion)
+    x = fa_fma_f32(f, cv_f32(-1.38671875),
+                   fa_fma_f32(v, q, f * cv_f32(0.00021219444005469057 * 2)))
+    r = fa_bm_sqrt_f32(x)
+    # the angle 2 pi b / 2**32 as its nearest quarter turn w >> 30 and theta in [-pi/4, pi/4):
+    # theta's integer is b's low 30 bits, sign-extended, and a float from b << 2 (an i32:
+    # a quarter-rate conversion from an i64) is 4 times its float exactly
     w = cv_u32(cv_u32(b) + cv_u32(536870912))
-    theta = cv_f32(cv_i32(cv_i32(w & cv_u32(1073741823)) - cv_i32(536870912)))
-    theta = theta * cv_f32(1.4629180792671596e-09)
+    theta = cv_f32(cv_i32(cv_u32(b) << cv_u32(2))) * cv_f32(1.4629180792671596e-09 / 4)
     z = theta * theta
     # sin and cos on [-pi/4, pi/4] to float32 accuracy (Cephes' sinf and cosf coefficients)
     ps = fa_fma_f32(z, cv_f32(-0.00019515295891), cv_f32(0.0083321608736))
@@ -199,7 +219,7 @@ def fa_bm_f32(a, b):
     pc = fa_fma_f32(z, cv_f32(2.443315711809948e-05), cv_f32(-0.001388731625493765))
     pc = fa_fma_f32(z, pc, cv_f32(0.04166664568298827))
     cs = fa_fma_f32(z * z, pc, fa_fma_f32(z, cv_f32(-0.5), cv_f32(1.0)))
-    return fa_bm_turn_f32(r, cs, sn, cv_i64(w >> cv_u32(30)))
+    return fa_bm_turn_f32(r, cs, sn, w)
 
 def fa_rand_uniform_f32(seed, key, g):
     return fa_u01_f32(fa_word(fa_philox_at(seed, key, g >> 2), g & 3))
