@@ -361,6 +361,9 @@ def _build_typers() -> dict[str, Callable]:
              _named("fa_divby_f32", division.divby_typer),
              _named("fa_rowdivby_f32", division.rowdivby_typer),
              _named("fa_floor_log2", randombits.floor_log2_typer),
+             _named("fa_bm_ratio_f32", randombits.bm_ratio_typer),
+             _named("fa_bm_sqrt_f32", randombits.bm_sqrt_typer),
+             _named("fa_bm_turn_f32", randombits.bm_turn_typer),
              _named("fa_count_i32", atomics.count_typer),
              _named("fa_flag_index", atomics.flag_index_typer)]
     return {typer.__name__: typer for typer in made}

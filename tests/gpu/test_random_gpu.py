@@ -69,3 +69,47 @@ def test_distributions_on_the_device():
     assert abs(z.mean()) < 5e-3 and abs(z.var() - 1) < 6e-3
     stats = pytest.importorskip("scipy.stats")
     assert stats.kstest(u, "uniform").pvalue > 1e-3 and stats.kstest(z, "norm").pvalue > 1e-3
+
+
+def test_box_muller_intrinsics_equal_the_portable_helpers_for_every_word():
+    """The float32 Box-Muller with cuda's intrinsics (cuda/randombits.py: 32-bit integers, the
+    division's and square root's fast paths, the quarter turn by selects) against the portable
+    helpers compiled for the device (IEEE div.rn and sqrt.rn, the quarter turn by branches), bit
+    for bit: every first word a (the radius is a's alone) beside a fixed second word, then every
+    second word b beside a fixed a (the angle and its turn are b's alone, r's sign excepted)."""
+    from numba import cuda, types
+
+    from fusedarrays.compiler import philox
+    from fusedarrays.cuda import intrinsics
+
+    renamed = philox.RANDOM_SOURCE
+    for piece in ("fa_bm_ratio_f32", "fa_bm_sqrt_f32", "fa_bm_turn_f32", "fa_bm_f32"):
+        renamed = renamed.replace(piece + "(", piece.replace("fa_bm", "fa_ref_bm") + "(")
+    portable: dict = {}
+    exec(renamed, {"math": __import__("math")}, portable)
+    source = '''
+def check(bad, fixed, which):
+    i = cuda.grid(1)
+    count = 0
+    while i < 4294967296:
+        a, b = (cv_u32(i), cv_u32(fixed)) if which == 0 else (cv_u32(fixed), cv_u32(i))
+        got, want = fa_bm_f32(a, b), fa_ref_bm_f32(a, b)
+        for k in range(2):   # the same value and the same sign (zeros), never NaN
+            if (got[k] != want[k]
+                    or math.copysign(cv_f32(1.0), got[k]) != math.copysign(cv_f32(1.0), want[k])):
+                count += 1
+        i += cuda.gridsize(1)
+    if count:
+        cuda.atomic.add(bad, 0, count)
+'''
+    from fusedarrays.compiler import devicelib
+
+    helpers = dict(devicelib.helpers())
+    helpers.update((name, fn) for name, fn in portable.items() if name.startswith("fa_ref_bm"))
+    namespace = dict(intrinsics.device_namespace(helpers))
+    exec(source, namespace)
+    check = cuda.jit(types.void(types.int64[:], types.int64, types.int64))(namespace["check"])
+    for which, fixed in ((0, 12345), (0, 0xFFFFFFFF), (1, 777), (1, 0xFFFFFFFE)):
+        bad = cuda.to_device(np.zeros(1, np.int64))
+        check[132 * 32, 256](bad, fixed, which)
+        assert bad.copy_to_host()[0] == 0, (which, fixed)

@@ -29,6 +29,12 @@ def test_noise_add_ptx():
     assert stores >= 1 and loads == stores      # x only: the noise never touches memory
     assert "fma.rn.f32" in ptx
     assert not re.search(r"\.f64\b", ptx)       # a float32 normal takes float32 work only
+    # cuda/randombits.py's Box-Muller: 32-bit integers (no quarter-rate cvt from an s64), the
+    # division's and square root's fast paths alone, and no branch between a vector's load
+    # and its store (the quarter turn by selects)
+    assert "cvt.rn.f32.s64" not in ptx and "div.rn.f32" not in ptx and "sqrt.rn" not in ptx
+    body = ptx[ptx.index("ld.global.v4.f32"):ptx.index("st.global.v4.f32")]
+    assert "bra" not in body
     assert re.search(r"mul\.(wide|hi|lo)\.u32|mul\.lo\.s64|mad\.(wide|hi|lo)\.u32", ptx)
 
 
@@ -68,6 +74,46 @@ def test_philox_intrinsic_known_answers_on_the_cpu_target():
         assert tuple(int(w) for w in words) == expected, [hex(int(w)) for w in words]
     assert "mul.wide.u32" in fa.explain(fa.random.default_rng(3).random(64, dtype=np.float32),
                                       arch="sm_90").ptx
+
+
+def test_box_muller_intrinsics_on_the_cpu_target_match_the_portable_helpers():
+    """cuda/randombits.py's float32 Box-Muller pieces (the LLVM IR less its NVPTX-only inline
+    asm: there a plain division and square root), run by numba's CPU target, give the portable
+    helpers' bits on the words where their integer steps turn: u = 1 (a + 1 wraps), powers of
+    two, the sqrt(2) threshold, odd t, and random words (tests/gpu checks every word)."""
+    from numba import njit
+    from numba.extending import intrinsic
+
+    from fusedarrays.compiler import devicelib
+    from fusedarrays.cpu.backend import CpuBackend
+    from fusedarrays.cuda.intrinsics import TYPERS
+
+    ratio, sqrt, turn = (intrinsic(TYPERS[name]) for name in
+                         ("fa_bm_ratio_f32", "fa_bm_sqrt_f32", "fa_bm_turn_f32"))
+    portable = CpuBackend().namespace(devicelib.helpers())
+    p_ratio, p_sqrt, p_turn = (portable[name] for name in
+                               ("fa_bm_ratio_f32", "fa_bm_sqrt_f32", "fa_bm_turn_f32"))
+
+    @njit
+    def run(words, out, ref):
+        for i in range(words.size):
+            w = words[i]
+            v, f = ratio(w)
+            pv, pf = p_ratio(w)
+            x = np.float32(-2.0) * v + f
+            c, s = turn(sqrt(abs(x)), np.float32(0.75), np.float32(-0.5), w)
+            pc, ps = p_turn(p_sqrt(abs(x)), np.float32(0.75), np.float32(-0.5), w)
+            out[i, 0], out[i, 1], out[i, 2], out[i, 3] = v, f, c, s
+            ref[i, 0], ref[i, 1], ref[i, 2], ref[i, 3] = pv, pf, pc, ps
+
+    edges = [0, 1, 2, 3, 2**31 - 2, 2**31 - 1, 2**31, 2**32 - 2, 2**32 - 1]
+    edges += [(1 << j) + d for j in range(1, 32) for d in (-2, -1, 0)]
+    edges += [(3037000499 >> j) + d for j in range(0, 31) for d in (-1, 0, 1)]
+    words = np.r_[edges, np.random.default_rng(124).integers(0, 1 << 32, 1 << 16)]
+    words = words.astype(np.uint64).astype(np.uint32)
+    out, ref = np.zeros((words.size, 4), np.float32), np.zeros((words.size, 4), np.float32)
+    run(words, out, ref)
+    np.testing.assert_array_equal(out.view(np.uint32), ref.view(np.uint32))
 
 
 def test_gather_ptx_loads_through_the_index():
