@@ -85,6 +85,11 @@ class _Renderer:
                 self.recips[ins.inputs[1]] = f"y{ins.inputs[1]}"
                 self.divided.add(ins.var)
 
+    def half(self, divisor: int) -> bool:
+        """Whether the divisions by ``divisor`` are float16 ones outside a row kernel: those take
+        ``fa_divrcph`` and ``fa_divbyh``, whose operands are float16 values (cuda/division.py)."""
+        return self.codes[divisor] == "f16" and self.divby == "fa_divby"
+
     def by_reciprocal(self, ins: Instr) -> bool:
         """Whether a division takes its divisor's reciprocal, once where the divisor is computed,
         and ``fa_divby`` an element, in place of ``fa_div``. The one rule: a float division
@@ -139,7 +144,8 @@ class _Renderer:
         loop_dtypes = tuple(BY_CODE[c] for c in loop)
         template = row.template(ops.template_kind(row, loop_dtypes))
         if ins.var in self.divided:
-            template = f"{self.divby}_{{t}}({{0}}, {{1}}, {self.recip_name(ins.inputs[1])})"
+            divby = "fa_divbyh" if self.half(ins.inputs[1]) else self.divby
+            template = f"{divby}_{{t}}({{0}}, {{1}}, {self.recip_name(ins.inputs[1])})"
         args = [self.convert(v, c, lane) for v, c in zip(ins.inputs, loop)]
         t = COMPUTE_CODE[loop[0] if row.rule == "ufunc" else loop[-1]]
         expr = template.format(*args, t=t, bits=loop_dtypes[0].itemsize * 8)
@@ -159,8 +165,9 @@ class _Renderer:
                 rhs = load(ins, lane) if ins.kind == "load" else self.compute(ins, lane)
             out.append(f"{self.name(ins.var, lane)} = {rhs}")
             if ins.var in self.recips:
+                divrcp = "fa_divrcph" if self.half(ins.var) else "fa_divrcp"
                 out.append(f"{self.recip_name(ins.var)} = "
-                           f"fa_divrcp_f32({self.name(ins.var, lane)})")
+                           f"{divrcp}_f32({self.name(ins.var, lane)})")
         return out
 
     def gather(self, ins: Instr, lane: str, load) -> str:

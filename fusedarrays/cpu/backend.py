@@ -251,6 +251,7 @@ class CpuBackend(HostMemory):
         ns["fa_fma_f64"], ns["fa_fma_f32"] = _fma_intrinsic(64), _fma_intrinsic(32)
         ns["fa_divrcp_f32"] = self._jit(_divrcp_f32, ns)
         ns["fa_divby_f32"] = ns["fa_rowdivby_f32"] = self._jit(_divby_f32, ns)
+        ns["fa_divrcph_f32"], ns["fa_divbyh_f32"] = ns["fa_divrcp_f32"], ns["fa_divby_f32"]
         ns["fa_cas_i64"] = _cas_intrinsic()
         ns["fa_flag_index"] = self._jit(_flag_index, ns)
         for name, fn in helpers.items():

@@ -360,6 +360,8 @@ def _build_typers() -> dict[str, Callable]:
              _named("fa_divrcp_f32", division.divrcp_typer),
              _named("fa_divby_f32", division.divby_typer),
              _named("fa_rowdivby_f32", division.rowdivby_typer),
+             _named("fa_divrcph_f32", division.divrcph_typer),
+             _named("fa_divbyh_f32", division.divbyh_typer),
              _named("fa_floor_log2", randombits.floor_log2_typer),
              _named("fa_bm_ratio_f32", randombits.bm_ratio_typer),
              _named("fa_bm_sqrt_f32", randombits.bm_sqrt_typer),

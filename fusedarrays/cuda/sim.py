@@ -199,7 +199,8 @@ def _build_namespace(helpers: dict) -> dict:
     # the reciprocal unused
     ns["fa_divrcp_f32"] = lambda b: b
     ns["fa_divby_f32"] = lambda a, b, y: np.true_divide(a, b)
-    ns["fa_rowdivby_f32"] = ns["fa_divby_f32"]
+    ns["fa_rowdivby_f32"] = ns["fa_divbyh_f32"] = ns["fa_divby_f32"]
+    ns["fa_divrcph_f32"] = ns["fa_divrcp_f32"]
     # block trees without a warp-synchronous end: the simulator's threads keep no warps
     ns["fa_warp_lanes"] = 1
     ns["fa_count_i32"] = _count

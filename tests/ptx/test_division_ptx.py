@@ -71,12 +71,18 @@ def test_division_by_a_rows_constant_takes_its_reciprocal_once_a_row():
 
 def test_dropout_divides_by_the_reciprocal_of_1_minus_p():
     """``x * mask / (1 - p)`` in float16: every masked element is a zero dividend, which
-    div.rn.f32 would send to its slow-path subroutine; here it stays on the fast path."""
+    div.rn.f32 would send to its slow-path subroutine. float16 operands all lie in the
+    reciprocal's span, so the division is ``fa_divbyh``: one reciprocal, a multiply and two fmas
+    a lane and a select, with no div.rn and no branch in the loop (cuda/division.py)."""
     x = fa.asarray(np.random.default_rng(123).standard_normal(4096).astype(np.float16))
     rng = fa.random.default_rng(4)
-    ptx = fa.explain(x * (rng.random(x.shape, dtype=np.float32) > 0.1) / (1 - 0.1),
-                     arch="sm_90").ptx
-    _uniform_divisions(ptx, 8)
+    ex = fa.explain(x * (rng.random(x.shape, dtype=np.float32) > 0.1) / (1 - 0.1),
+                    arch="sm_90")
+    assert "fa_divbyh_f32" in ex.source and "fa_divrcph_f32" in ex.source
+    assert len(re.findall(r"rcp\.rn\.f32", ex.ptx)) == 1
+    assert "div.rn" not in ex.ptx
+    assert len(re.findall(r"fma\.rn\.f32", ex.ptx)) >= 2 * 8
+    assert len(re.findall(r"selp\.f32", ex.ptx)) >= 8
 
 
 @pytest.mark.parametrize("kind", ["f32", "f64"])

@@ -171,3 +171,30 @@ def test_division_by_a_uniform_divisor_is_numpys_quotient_with_its_zeros_signed(
     divide(4, np.array([0.0, -0.0, 0.0, -0.0], np.float32).ctypes.data, out.ctypes.data,
            np.float32(3.0))
     assert np.signbit(out[:4]).tolist() == [False, True, False, True]
+
+
+def test_float16_division_by_a_uniform_divisor_is_numpys_float16_quotient():
+    """``fa_divbyh_f32(a, b, fa_divrcph_f32(b))``, the float16 division by a uniform divisor
+    (float16 values computed in float32: selects, no plain division), rounded to float16, against
+    NumPy's float16 ``a / b`` bit for bit: every float16 dividend (zeros, subnormals, infinities
+    and NaN among them) over divisors of every kind, 0, ±inf and NaN too (their true reciprocal
+    makes ``a * y`` the IEEE quotient)."""
+    seed = 1612
+    rng = np.random.default_rng(seed)
+    print(f"{seed=}")
+    a = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    named = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 6e-8, -6e-8, 65504.0, 0.9, 1.0, -3.0,
+                      1e-5, 2.0 ** -14], np.float16)
+    sampled = rng.integers(0, 1 << 16, 48, dtype=np.uint64).astype(np.uint16).view(np.float16)
+    namespace = dict(CPU_NAMESPACE)
+    exec("def k(n, p0, p1, b):\n    y = fa_divrcph_f32(b)\n    for i in range(n):\n"
+         "        st_f16(p1, i, fa_divbyh_f32(cv_f32(ld_f16(p0, i)), b, y))\n", namespace)
+    divide = njit(namespace["k"])
+    out = np.empty_like(a)
+    for b in np.concatenate([named, sampled]):
+        divide(a.size, a.ctypes.data, out.ctypes.data, np.float32(b))
+        with np.errstate(all="ignore"):
+            want = a / b
+        same = (out.view(np.uint16) == want.view(np.uint16)) | (np.isnan(out) & np.isnan(want))
+        assert same.all(), (f"{int((~same).sum())} differ over b={b!r}: first "
+                            f"a={a[~same][0]!r} gave {out[~same][0]!r}, NumPy {want[~same][0]!r}")
