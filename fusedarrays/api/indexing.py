@@ -34,6 +34,16 @@ selection's size is known once the mask is on the host, so no count reduction ru
 compaction on the device (a count, a scan of the mask, a store through the scanned positions)
 needs a scan kernel, which fusedarrays does not have yet.
 
+**Inside fa.fuse.** ``fa.take``, ``x[idx]``, ``x[i, idx]`` and ``fa.take_along_axis`` with an
+index the function gets as an argument or computes are flagged gathers of the traced program:
+one kernel with their consumer, no copy of the index, no synchronisation; each call replays
+them with its own arguments, and an out-of-range index of any call raises at the next
+evaluation point after it (``.get()`` of a result, ``np.asarray``, an export: as for a lazy
+gather; a fused call is not one), naming the fused function. The site is a constant of the
+program, so new index values never recompile. An index given as a NumPy array or a list is a
+constant of the trace, checked on the host when the function is traced. A mask array is
+refused there (the result's size depends on its values); a NumPy mask is a constant too.
+
 Writes through index arrays and masks are :mod:`.scatter`'s.
 """
 
@@ -86,6 +96,39 @@ def _no_tracing(what: str) -> None:
             "host); index outside the fused function and pass the result")
 
 
+def _no_mask_while_tracing(key) -> None:
+    """Inside ``fa.fuse``, refuse ``x[mask]`` with a mask array fusedarrays holds (an argument,
+    a value the function computes, a captured array): the selection's size depends on the
+    mask's values, and a traced program has one shape for every call. A NumPy mask is a
+    constant of the trace: its ``nonzero()`` is taken once, when the function is traced."""
+    if _tracing.tracer is None:
+        return
+    for k in key if type(key) is tuple else (key,):
+        if isinstance(k, ndarray) and k.dtype == np.bool_:
+            raise UnsupportedOperationError(
+                f"x[mask] with a fusedarrays mask (shape {k.shape}) inside fa.fuse is not "
+                "supported: the result's size depends on the mask's values, and a fused "
+                "function is traced once into kernels of fixed shapes. Use fa.where(mask, x, "
+                "0) for a result of x's shape, x[mask] = v for a masked write, a NumPy mask "
+                "(a constant of the trace), or select outside the fused function")
+
+
+def _leaf_of(x: ndarray, what: str) -> graph.Node:
+    """``x``'s leaf: an array holding memory, or inside ``fa.fuse`` an argument's placeholder,
+    as it is; a pending expression computed first. Inside ``fa.fuse`` there is no "first"
+    (the trace is one program of fused kernels), so a pending value is refused there."""
+    node = x._resolved()
+    if node.is_leaf:
+        return node
+    if _tracing.tracer is not None:
+        raise UnsupportedOperationError(
+            f"{what} of a pending {node.label()} inside fa.fuse is not supported: this gather "
+            "reads its source from memory, and the source would need a launch of its own "
+            "first. Gather from the arguments (an elementwise expression of them is gathered "
+            "through its leaves: fa.take(a * 2, idx) is one kernel), or split the function")
+    return x.compute()._resolved()
+
+
 def take(x, indices, axis=None) -> ndarray:
     """Elements of ``x`` at ``indices`` along ``axis`` (None: of ``x`` flattened), as
     ``numpy.take``, gathered inside the kernel that consumes the result.
@@ -94,7 +137,6 @@ def take(x, indices, axis=None) -> ndarray:
     >>> fa.take(fa.asarray(np.arange(10.0) * 2), np.array([[3, -1], [0, 0]])).get().tolist()
     [[6.0, 18.0], [0.0, 0.0]]
     """
-    _no_tracing("fa.take and x[idx]")
     x = asarray(x)
     if axis is None:
         try:
@@ -115,7 +157,7 @@ def take_axis(x: ndarray, indices, axis: int, named: int | None = None,
     index, site = checked_index(indices, x.shape[axis], named, what)
     if axis:
         x = x.transpose([axis] + [a for a in range(x.ndim) if a != axis])
-    result = gather0(x, index, site)
+    result = gather0(x, index, site, what)
     if axis:    # the index's axes back to where the gathered axis was
         result = _move_front(result, index.ndim, axis)
     return result
@@ -147,8 +189,14 @@ def checked_index(indices, extent: int, axis: int, what: str
 
 
 def flag_site(what: str, axis: int, extent: int) -> graph.Node:
-    """The site scalar of a flagged gather of ``what`` along ``axis`` of ``extent``."""
-    return graph.scalar(indexflags.new_site(what, axis, extent), np.dtype(np.int64))
+    """The site scalar of a flagged gather of ``what`` along ``axis`` of ``extent``. Inside
+    ``fa.fuse`` the site is a constant of the traced program, named after the function and
+    kept while the program lives (``Tracer.sites``): every call launches it again."""
+    tracer = _tracing.tracer
+    if tracer is None:
+        return graph.scalar(indexflags.new_site(what, axis, extent), np.dtype(np.int64))
+    number = tracer.sites.new(f"{what} in fa.fuse function {tracer.name}", axis, extent)
+    return graph.scalar(number, np.dtype(np.int64))
 
 
 def _integer_index(dtype: np.dtype, size: int = 0, extent: int = 1, axis: int = 0) -> None:
@@ -191,10 +239,12 @@ def checked_host(indices, extent: int, axis: int) -> np.ndarray:
     return host
 
 
-def gather0(x: ndarray, index: ndarray, site: graph.Node | None = None) -> ndarray:
+def gather0(x: ndarray, index: ndarray, site: graph.Node | None = None,
+            what: str = "fa.take") -> ndarray:
     """``x`` gathered along axis 0 at ``index``: shape ``index.shape + x.shape[1:]``. A
-    pending elementwise ``x`` is gathered through its leaves; anything else is computed first.
-    ``site``: the gather is flagged (:func:`checked_index`)."""
+    pending elementwise ``x`` is gathered through its leaves; anything else is computed first
+    (refused inside ``fa.fuse``, :func:`_leaf_of`, naming ``what``). ``site``: the gather is
+    flagged (:func:`checked_index`)."""
     k, rest = index.ndim, x.ndim - 1
     idx = index._resolved()
     if rest:    # the index over the result's leading axes, constant along x's other axes
@@ -204,7 +254,7 @@ def gather0(x: ndarray, index: ndarray, site: graph.Node | None = None) -> ndarr
         try:
             return _wrap(gathers.gather_expression(node, idx, k, site=site))
         except layout.NotAView:
-            node = x.compute()._resolved()
+            node = _leaf_of(x, what)
     buffer, shape, strides, offset = graph.leaf_view(node)
     source = graph.leaf(buffer, node.dtype, (1,) * k + shape[1:], (0,) * k + strides[1:],
                         offset)
@@ -213,14 +263,14 @@ def gather0(x: ndarray, index: ndarray, site: graph.Node | None = None) -> ndarr
 
 def take_along_axis(x, indices, axis: int) -> ndarray:
     """``numpy.take_along_axis``: ``x`` gathered along ``axis`` at ``indices`` (an integer array
-    of ``x``'s rank, broadcast with it on the other axes), inside the consuming kernel.
+    of ``x``'s rank, broadcast with it on the other axes), inside the consuming kernel. A
+    pending elementwise ``x`` is gathered through its leaves, as :func:`take`'s.
 
     >>> import fusedarrays as fa, numpy as np
     >>> x = fa.asarray(np.array([[10.0, 30.0, 20.0], [60.0, 40.0, 50.0]]))
     >>> fa.take_along_axis(x, np.array([[1], [0]]), axis=1).get().tolist()
     [[30.0], [60.0]]
     """
-    _no_tracing("fa.take_along_axis")
     x = asarray(x)
     if not -x.ndim <= axis < x.ndim:
         raise IndexError(f"fa.take_along_axis: axis {axis} is out of bounds for an array of "
@@ -230,7 +280,12 @@ def take_along_axis(x, indices, axis: int) -> ndarray:
     if index.ndim != x.ndim:
         raise ValueError(f"fa.take_along_axis: indices of dimension {index.ndim} for an array "
                          f"of dimension {x.ndim}; they must match (as in NumPy)")
-    node = x.compute()._resolved()
+    node = x._resolved()
+    if not node.is_leaf:
+        try:
+            return _along_expression(x, index, axis, site)
+        except layout.NotAView:
+            node = _leaf_of(x, "fa.take_along_axis")
     buffer, shape, strides, offset = graph.leaf_view(node)
     rest = tuple(1 if a == axis else e for a, e in enumerate(shape))
     source = graph.leaf(buffer, node.dtype, rest,
@@ -238,10 +293,28 @@ def take_along_axis(x, indices, axis: int) -> ndarray:
     return _wrap(graph.gather(source, index._resolved(), shape[axis], strides[axis], site))
 
 
+def _along_expression(x: ndarray, index: ndarray, axis: int, site) -> ndarray:
+    """:func:`take_along_axis` of a pending elementwise ``x`` through its leaves: both moved to
+    gather along their first axis and broadcast on the others, the index varying along them
+    (``gathers.gather_expression`` takes any index of the result's shape); raises
+    ``layout.NotAView`` where the expression can't be gathered so."""
+    order = [axis] + [a for a in range(x.ndim) if a != axis]
+    moved, taken = x.transpose(order), index.transpose(order)
+    rest = layout.broadcast_shapes(moved.shape[1:], taken.shape[1:])
+    node = graph.transform(moved._resolved(),
+                           lambda v: layout.broadcast_to(v, moved.shape[:1] + rest))
+    idx = graph.transform(taken._resolved(),
+                          lambda v: layout.broadcast_to(v, taken.shape[:1] + rest))
+    result = _wrap(gathers.gather_expression(node, idx, 1, site=site))
+    return _move_front(result, 1, axis) if axis else result
+
+
 def getitem_array(x: ndarray, key) -> ndarray:
     """``x[key]`` for a key with index arrays or masks: NumPy's advanced indexing (module
-    docstring), one gather node."""
-    _no_tracing("x[idx] and x[mask]")
+    docstring), one gather node. Inside ``fa.fuse`` an index array the function gets or
+    computes is a flagged gather of the traced program; a mask array is refused
+    (:func:`_no_mask_while_tracing`)."""
+    _no_mask_while_tracing(key)
     parsed = indexkeys.parse(x.shape, key)
     view = x[parsed.basic] if parsed.basic else x
     entries = indexkeys.index_arrays(parsed)
@@ -276,7 +349,7 @@ def gather_axes(view: ndarray, axes: list, indices: list, adjacent: bool,
     if layout.size_of(bshape) == 0 or 0 in extents:
         result = empty(bshape + rest, view.dtype)
     else:
-        node = moved.compute()._resolved()
+        node = _leaf_of(moved, "x[i, j, ...]")
         buffer, _, strides, offset = graph.leaf_view(node)
         lead, tail = strides[:len(axes)], strides[len(axes):]
         low = sum(s * (n - 1) for s, n in zip(lead, extents) if s < 0)

@@ -39,7 +39,7 @@ from . import across
 from .arguments import Imports, classify, hashable
 from .packers import make_scalar_packer
 from .signature import codegen_settings, describe_change, prepare_write, traced_call
-from .trace import span
+from .views import span
 
 _NODE = operator.attrgetter("_node")
 _ELEMENTWISE = ("foreach: {name} must be elementwise over its list arguments: one kernel, every "
@@ -56,6 +56,13 @@ class Entry:
                  found: list = ()):
         self.program, self.backend, self.why, self.key = program, backend, why, key
         message = _ELEMENTWISE.format(name=fused.__qualname__)
+        if any(i.kind == "gather" for plan, _ in program.launches
+               for i in getattr(plan, "body", ())):
+            raise UnsupportedOperationError(
+                f"foreach: {fused.__qualname__} gathers (x[idx], fa.take, "
+                "fa.take_along_axis): a gather loads its array at index values, which a "
+                "foreach launch, walking its tensors element by element through one table, "
+                "does not do; call the fused function per tensor instead")
         if len(program.launches) != 1 or program.temps:
             raise UnsupportedOperationError(message)
         plan, sources = program.launches[0]

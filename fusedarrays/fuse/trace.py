@@ -26,7 +26,6 @@ After the function returns, :meth:`Tracer.program` turns the record into launche
 
 from __future__ import annotations
 
-import math
 import operator
 from dataclasses import dataclass
 
@@ -37,11 +36,13 @@ from ..api.array import ScalarParam, ndarray
 from ..compiler.plan import plan_kernel
 from ..compiler.reduction import has_reduction, plan_program
 from ..errors import TracerConversionError, UnsupportedOperationError
-from ..ir import graph, layout
+from ..ir import gathers, graph, layout
 from ..ir.params import roots_params
 from ..ir.reductions import reduction_node
 from ..ir.scans import scan_node
+from ..runtime import indexflags
 from ..runtime.backend import Buffer
+from .views import compose, disjoint, gathered_span, span
 
 _HINT = ("traced functions must be straight-line array code; pass values that choose code paths "
          "as static arguments (fa.fuse(fn, static_argnames=...)) or as bools")
@@ -130,71 +131,11 @@ def _install_scalar_operators() -> None:
 _install_scalar_operators()
 
 
-# -- views ----------------------------------------------------------------------------------------
-def span(view) -> tuple[int, int]:
-    """Lowest and highest element offsets a ``(shape, strides, offset)`` view reaches."""
-    shape, strides, offset = view
-    if 0 in shape:
-        return 0, -1
-    low = sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0)
-    high = sum(s * (n - 1) for n, s in zip(shape, strides) if s > 0)
-    return offset + low, offset + high
-
-
-def disjoint(a, b) -> bool:
-    """True when views ``a`` and ``b`` of one buffer provably share no element."""
-    (lo1, hi1), (lo2, hi2) = span(a), span(b)
-    if hi1 < lo1 or hi2 < lo2 or hi1 < lo2 or hi2 < lo1:
-        return True
-    steps = [s for v in (a, b) for n, s in zip(v[0], v[1]) if n > 1]
-    g = math.gcd(*steps) if steps else 0
-    return g > 1 and (a[2] - b[2]) % g != 0   # interleaved, e.g. x[::2] and x[1::2]
-
-
-def _digits(d: int, axes: list, strides: tuple, rank: int) -> list | None:
-    coords = [0] * rank
-    for j in axes:
-        q = abs(d) // abs(strides[j]) * (1 if (d >= 0) == (strides[j] > 0) else -1)
-        coords[j], d = q, d - q * strides[j]
-    return coords if d == 0 else None
-
-
-def compose(view, target):
-    """A view function taking a leaf over ``target``'s index space to ``view``'s, or None.
-
-    Defined when ``target`` addresses each element once and every element ``view`` reads lies in
-    ``target`` at coordinates linear in ``view``'s index: then the value written through
-    ``target`` is read through ``view`` by re-viewing the written expression's leaves.
-    """
-    (vshape, vstrides, voffset), (tshape, tstrides, toffset) = view, target
-    axes = sorted((j for j, n in enumerate(tshape) if n > 1), key=lambda j: -abs(tstrides[j]))
-    if any(tstrides[j] == 0 for j in axes) or any(
-            abs(tstrides[a]) < abs(tstrides[b]) * tshape[b] for a, b in zip(axes, axes[1:])):
-        return None
-    rank = len(tshape)
-    base = _digits(voffset - toffset, axes, tstrides, rank)
-    steps = [_digits(s, axes, tstrides, rank) if n > 1 else [0] * rank
-             for n, s in zip(vshape, vstrides)]
-    if base is None or any(s is None for s in steps):
-        return None
-    if 0 not in vshape:
-        for j in range(rank):
-            moves = [(n - 1) * s[j] for n, s in zip(vshape, steps)]
-            low = base[j] + sum(m for m in moves if m < 0)
-            high = base[j] + sum(m for m in moves if m > 0)
-            if low < 0 or high > tshape[j] - 1:
-                return None
-
-    def fn(v):
-        _, strides, offset = layout.broadcast_to(v, tshape)
-        return (vshape, tuple(sum(c * s for c, s in zip(st, strides)) for st in steps),
-                offset + sum(c * s for c, s in zip(base, strides)))
-    return fn
-
-
-def rebuild(node: graph.Node, leaf_fn, memo: dict) -> graph.Node:
+def rebuild(node: graph.Node, leaf_fn, memo: dict, gather_fn=None) -> graph.Node:
     """``node`` with every leaf replaced by ``leaf_fn(leaf)``, memoised by node serial (unique
-    per node of the process, and cheap: the sha256 key is computed only when asked for)."""
+    per node of the process, and cheap: the sha256 key is computed only when asked for).
+    ``gather_fn(gather, inputs)``, where given, rebuilds each gather from its rebuilt index
+    (and site) ``inputs``, its source being the caller's to map."""
     found = memo.get(node.serial)
     if found is not None:
         return found
@@ -202,8 +143,11 @@ def rebuild(node: graph.Node, leaf_fn, memo: dict) -> graph.Node:
         out = leaf_fn(node)
     elif node.kind in ("scalar", "random"):    # a draw reads no leaf
         out = node
+    elif node.kind == "gather" and gather_fn is not None:
+        out = gather_fn(node, tuple(rebuild(i, leaf_fn, memo, gather_fn)
+                                    for i in node.inputs[1:]))
     else:
-        inputs = tuple(rebuild(i, leaf_fn, memo) for i in node.inputs)
+        inputs = tuple(rebuild(i, leaf_fn, memo, gather_fn) for i in node.inputs)
         if node.kind == "gather":
             out = graph.gather(inputs[0], inputs[1], *node.attrs, *inputs[2:])
         elif node.kind in ("reduce", "scan"):   # attrs (name, axes or axis, a flag)
@@ -237,6 +181,7 @@ class Program:
     items: tuple | None        # the result: None, ("one", item) or ("tuple", items); an item is
                                # ("out", k) or ("arg", position)
     written: tuple             # roots stored into
+    sites: object = None       # indexflags.Sites of its flagged gathers, kept while it lives
 
 
 class Tracer:
@@ -252,6 +197,8 @@ class Tracer:
         self._made: dict[int, _Write] = {}          # TraceBuffer uid → the write that made it
         self._fresh: list[TraceBuffer] = []         # outputs and temporaries
         self.across: list | None = None  # foreach: the reductions across its lists (fuse.across)
+        # the sites of flagged gathers traced (api/indexing.flag_site), named after the function
+        self.sites = indexflags.Sites()
 
     # -- building the call --------------------------------------------------------------------
     def array(self, position: int, leaf: graph.Node) -> ndarray:
@@ -301,14 +248,24 @@ class Tracer:
         """Refuse ``what`` (a host conversion or an evaluation) of an array read from the
         arguments: while tracing, its values don't exist."""
         for a in arrays:
-            if any(isinstance(b, TraceBuffer) for b in a._resolved().buffers):
+            node = a._resolved()
+            if not any(isinstance(b, TraceBuffer) for b in node.buffers):
+                continue
+            if what == ".compute()" and any(n.kind == "gather" for n in graph.walk([node])):
+                # api/reductions.py and api/scans.py compute a gathered input first
                 raise TracerConversionError(
-                    f"fuse: {self.name} calls {what} on a traced array (shape {a.shape}, "
-                    f"{a.dtype}); inside a fused function an array computed from the "
-                    "arguments has no host value: the function is traced once into a kernel. "
-                    "Use fa.where(cond, a, b) for a data-dependent choice; pass a host value "
-                    "that chooses a code path as a static argument (fa.fuse(fn, "
-                    "static_argnames=...)) or as a bool")
+                    f"fuse: {self.name} reduces, scans or computes a gather of its arguments "
+                    f"(shape {a.shape}, {a.dtype}): its values would be computed first, a "
+                    "launch of their own that a traced function does not make. Gather in one "
+                    "fused function and reduce the result outside it (or in another), or "
+                    "reduce before gathering")
+            raise TracerConversionError(
+                f"fuse: {self.name} calls {what} on a traced array (shape {a.shape}, "
+                f"{a.dtype}); inside a fused function an array computed from the "
+                "arguments has no host value: the function is traced once into a kernel. "
+                "Use fa.where(cond, a, b) for a data-dependent choice; pass a host value "
+                "that chooses a code path as a static argument (fa.fuse(fn, "
+                "static_argnames=...)) or as a bool")
 
     def _move_views(self, root: int, made: TraceBuffer) -> None:
         """Every placeholder array viewing ``root`` (views found through ``_views``) now reads
@@ -330,7 +287,31 @@ class Tracer:
     # -- step 1: resolve ----------------------------------------------------------------------
     def resolve(self, node: graph.Node, memo: dict) -> graph.Node:
         """``node`` over the arguments' original contents only."""
-        return rebuild(node, lambda leaf: self._resolve_leaf(leaf, memo), memo)
+        return rebuild(node, lambda leaf: self._resolve_leaf(leaf, memo), memo,
+                       lambda gather, inputs: self._resolve_gather(gather, inputs, memo))
+
+    def _resolve_gather(self, node: graph.Node, inputs: tuple, memo: dict) -> graph.Node:
+        """A gather over the original contents. Its source views the gathered array without
+        the gathered axis, so a read of a written version is resolved over the whole array
+        (the axis put back in front) and the value found is gathered through its leaves
+        (``ir/gathers.py``): a gather of an argument written earlier in the function reads
+        the written expression at the index, in the same kernel."""
+        source, (extent, stride) = node.inputs[0], node.attrs
+        buffer, shape, strides, offset = graph.leaf_view(source)
+        if not isinstance(buffer, TraceBuffer) or buffer.role != "arg" or buffer.version == 0:
+            return graph.gather(source, inputs[0], extent, stride, *inputs[1:])
+        whole = graph.leaf(buffer, source.dtype, (extent,) + shape, (stride,) + strides, offset)
+        try:
+            out = gathers.gather_expression(self.resolve(whole, memo), inputs[0], 0,
+                                            site=inputs[1] if len(inputs) > 1 else None)
+        except layout.NotAView:     # the written value reduces: no leaves to gather through
+            raise UnsupportedOperationError(
+                f"fuse: {self.name} gathers from an argument after an in-place write into it "
+                "whose value has a reduction; gather before the write, or split the "
+                "function") from None
+        if out.shape != node.shape:     # every leaf was constant along the gathered axis
+            out = graph.transform(out, lambda v: layout.broadcast_to(v, node.shape))
+        return out
 
     def _resolve_leaf(self, leaf: graph.Node, memo: dict) -> graph.Node:
         buffer, shape, strides, offset = graph.leaf_view(leaf)
@@ -402,14 +383,23 @@ class Tracer:
         return outputs, (("tuple", tuple(items)) if many else ("one", items[0]))
 
     # -- step 3: hazards ----------------------------------------------------------------------
-    def _hazardous(self, groups: list, k: int, leaf: graph.Node) -> bool:
+    def _hazardous(self, groups: list, k: int, leaf: graph.Node, reach=None) -> bool:
+        """Whether ``leaf`` reads what a store of launch ``k`` or before overwrites; ``reach``:
+        the span a gather through ``leaf`` loads (:func:`gathered_span`), any element of it
+        (the index is known only on the device)."""
         buffer, shape, strides, offset = graph.leaf_view(leaf)
         if not isinstance(buffer, TraceBuffer) or buffer.role != "arg":
             return False
         for j, group in enumerate(groups[:k + 1]):
             for _, (tb, _, tshape, tstrides, toffset) in group:
-                if not _is_root(tb, buffer.index) or disjoint((shape, strides, offset),
-                                                              (tshape, tstrides, toffset)):
+                if not _is_root(tb, buffer.index):
+                    continue
+                if reach is not None:
+                    low, high = span((tshape, tstrides, toffset))
+                    if high >= low and reach[0] <= high and low <= reach[1]:
+                        return True
+                    continue
+                if disjoint((shape, strides, offset), (tshape, tstrides, toffset)):
                     continue
                 if j < k:
                     return True
@@ -421,16 +411,25 @@ class Tracer:
 
     def _stage_copies(self, groups: list, temps: list) -> list:
         """Redirect hazardous loads to copies of the original; return the copy launches."""
-        hazards: dict[tuple, list] = {}   # (root, dtype) → [(launch, view)]
+        hazards: dict[tuple, list] = {}   # (root, dtype) → [(launch, view, span read)]
         for k, group in enumerate(groups):
-            for n in graph.walk([node for node, _ in group]):
-                if n.kind == "leaf" and self._hazardous(groups, k, n):
+            nodes = list(graph.walk([node for node, _ in group]))
+            gathered: dict[int, list] = {}    # a gather source's serial → (extent, stride)s
+            for n in nodes:
+                if n.kind == "gather":
+                    gathered.setdefault(n.inputs[0].serial, []).append(n.attrs)
+            for n in nodes:
+                if n.kind != "leaf":
+                    continue
+                reach = gathered_span(n, gathered[n.serial]) if n.serial in gathered else None
+                if self._hazardous(groups, k, n, reach):
                     buffer, shape, strides, offset = graph.leaf_view(n)
+                    view = (shape, strides, offset)
                     hazards.setdefault((buffer.index, n.dtype), []).append(
-                        (k, (shape, strides, offset)))
+                        (k, view, reach or span(view)))
         copies = []
         for (root, dtype), uses in hazards.items():
-            spans = [span(view) for _, view in uses]
+            spans = [read for _, _, read in uses]
             low, count = min(s[0] for s in spans), max(s[1] for s in spans) + 1
             count -= low
             tmp = self._fresh_buffer("tmp", count * dtype.itemsize)
@@ -438,14 +437,14 @@ class Tracer:
             source = graph.leaf(self.originals[root], dtype, (count,), (1,), low)
             copies.append([(graph.op("copy", (source,), (dtype, dtype)),
                             (tmp, dtype, (count,), (1,), 0))])
-            views = {view for _, view in uses}
+            views = {view for _, view, _ in uses}
 
             def leaf_fn(leaf, root=root, views=views, tmp=tmp, low=low):
                 buffer, shape, strides, offset = graph.leaf_view(leaf)
                 if _is_root(buffer, root) and (shape, strides, offset) in views:
                     return graph.leaf(tmp, leaf.dtype, shape, strides, offset - low)
                 return leaf
-            for k in {k for k, _ in uses}:
+            for k in {k for k, _, _ in uses}:
                 memo: dict = {}
                 groups[k] = [(rebuild(node, leaf_fn, memo), t) for node, t in groups[k]]
         return copies
@@ -471,7 +470,7 @@ class Tracer:
         written = tuple(sorted({t[0].index for _, _, t in stores if t[0].role == "arg"}))
         for b in (*self.originals, *self.latest, *self._fresh):
             b.storage = None  # a cached program must not hold the tracing call's memory
-        return Program(launches, outputs, temps, items, written)
+        return Program(launches, outputs, temps, items, written, self.sites)
 
 
     def _plans(self, group: list, temps: list) -> list:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -45,19 +46,50 @@ import numpy as np
 # scalar param of its gather (never in a key), so a loop that builds gathers never recompiles
 MAX_SITES = 1 << 16
 _sites: OrderedDict[int, tuple[str, int, int]] = OrderedDict()
+# the sites of fa.fuse programs, kept while their program lives (release): a traced gather runs
+# at every call of its function, however many lazy gathers were built since its trace
+_kept: dict[int, tuple[str, int, int]] = {}
 _numbers = itertools.count(1)
 _sites_lock = threading.Lock()
 
 
-def new_site(expression: str, axis: int, extent: int) -> int:
+def new_site(expression: str, axis: int, extent: int, keep: bool = False) -> int:
     """A site number (> 0) for a flagged gather of ``expression`` along ``axis`` of ``extent``
-    elements, as its kernel records it."""
+    elements, as its kernel records it. ``keep``: the site of a traced program (``fa.fuse``),
+    kept until :func:`release`, not among the newest MAX_SITES."""
     with _sites_lock:
         number = next(_numbers)
+        if keep:
+            _kept[number] = (expression, int(axis), int(extent))
+            return number
         _sites[number] = (expression, int(axis), int(extent))
         if len(_sites) > MAX_SITES:
             _sites.popitem(last=False)
     return number
+
+
+def release(numbers) -> None:
+    """Forget kept sites (their traced program is gone: nothing launches them again)."""
+    with _sites_lock:
+        for number in numbers:
+            _kept.pop(number, None)
+
+
+class Sites:
+    """The kept sites of one traced program (``fuse/trace.py``: the tracer makes them, its
+    program holds them), released when the last of those is collected: a trace that fails, a
+    signature table that starts over, a fused function let go."""
+
+    __slots__ = ("numbers", "__weakref__")
+
+    def __init__(self):
+        self.numbers: list[int] = []
+        weakref.finalize(self, release, self.numbers)
+
+    def new(self, expression: str, axis: int, extent: int) -> int:
+        number = new_site(expression, axis, extent, keep=True)
+        self.numbers.append(number)
+        return number
 
 
 class _Word:
@@ -119,10 +151,10 @@ def check(backend) -> None:
 
 
 def _error(site: int, index: int) -> IndexError:
-    found = _sites.get(site)
+    found = _sites.get(site) or _kept.get(site)
     if found is None:   # more than MAX_SITES gathers built since: the index alone
         return IndexError(f"index {index} is out of bounds (a gather through an index computed "
-                          "on the device, built long ago)")
+                          "on the device, built long ago or in a fused program since dropped)")
     expression, axis, extent = found
     return IndexError(f"index {index} is out of bounds for axis {axis} with size {extent} (in "
                       f"{expression}, whose index was computed on the device: fusedarrays "
