@@ -1,0 +1,109 @@
+"""Gathers inside fa.fuse on the cpu backend at its default settings (cases:
+``tests/fuse_gather_cases.py``), and what a traced program adds to a lazy gather: reads of an
+argument written earlier in the function, a store racing the gather's loads, indices given as
+constants, and the refusals that stay (a mask array, a reduction of a gather, foreach)."""
+
+import fuse_gather_cases as cases
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+
+
+def test_embedding_vector_and_row_paths(monkeypatch):
+    cases.embedding_matches_numpy(monkeypatch, seed=1501, rows=300, cols=400, n=1000)
+    cases.embedding_matches_numpy(monkeypatch, seed=1502, rows=300, cols=1, n=1 << 16)
+
+
+def test_embedding_small(monkeypatch):
+    cases.embedding_matches_numpy(monkeypatch, seed=1503, rows=7, cols=3, n=5)
+
+
+def test_axes_match_numpy():
+    cases.axes_match_numpy(seed=1504, shape=(300, 400), n=1 << 16)
+    cases.axes_match_numpy(seed=1505, shape=(6, 5), n=4)
+
+
+def test_out_of_range_raises_once():
+    cases.out_of_range_raises_once(seed=1506, rows=300, cols=400, n=1 << 12)
+
+
+def test_a_gather_of_a_written_argument_reads_the_written_value():
+    seed = 1507
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((300, 400))
+
+    @fa.fuse
+    def scaled_then_read(t, idx):
+        t *= 2.0
+        return t[idx]
+
+    @fa.fuse
+    def permuted_in_place(t, idx):      # every row written from another: a staged copy
+        t[...] = t[idx] + 1.0
+
+    t = fa.asarray(host.copy())
+    raw = rng.integers(-300, 300, 1000)
+    np.testing.assert_array_equal(scaled_then_read(t, fa.asarray(raw)).get(), (host * 2)[raw],
+                                  err_msg=f"{seed=}")
+    np.testing.assert_array_equal(t.get(), host * 2, err_msg=f"{seed=}")
+    for _ in range(2):
+        order, before = rng.permutation(300), t.get()
+        permuted_in_place(t, fa.asarray(order))
+        np.testing.assert_array_equal(t.get(), before[order] + 1.0, err_msg=f"{seed=}")
+
+
+def test_constant_indices_are_checked_when_traced():
+    seed = 1508
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((6, 4))
+
+    @fa.fuse
+    def fixed(x):
+        return x[np.array([1, -6, 5])] + fa.take(x, [3, -1], axis=1)[:3, :1]
+
+    np.testing.assert_array_equal(fixed(fa.asarray(host)).get(),
+                                  host[[1, -6, 5]] + np.take(host, [3, -1], axis=1)[:3, :1],
+                                  err_msg=f"{seed=}")
+
+    @fa.fuse
+    def wrong(x):
+        return x[np.array([0, 6])]
+
+    with pytest.raises(IndexError, match="index 6 is out of bounds for axis 0 with size 6"):
+        wrong(fa.asarray(host))
+
+
+def test_what_stays_refused():
+    host = np.arange(12.0).reshape(3, 4)
+
+    @fa.fuse
+    def selected(x, m):
+        return x[m]
+
+    with pytest.raises(fa.UnsupportedOperationError,
+                       match="the result's size depends on the mask's values"):
+        selected(fa.asarray(host), fa.asarray(host > 4))
+
+    @fa.fuse
+    def summed(x, i):
+        return fa.sum(x[i], axis=1)
+
+    with pytest.raises(fa.UnsupportedOperationError, match="reduces, scans or computes a gather"):
+        summed(fa.asarray(host), fa.asarray(np.array([2, 0])))
+
+    @fa.fuse
+    def pairs_of_expression(x, i):
+        return (x * 2)[i, i]
+
+    with pytest.raises(fa.UnsupportedOperationError, match=r"x\[i, j, ...\] of a pending"):
+        pairs_of_expression(fa.asarray(host), fa.asarray(np.array([2, 0])))
+
+    @fa.fuse
+    def gathered(x, i):
+        return x[i]
+
+    with pytest.raises(fa.UnsupportedOperationError, match=r"foreach: .*gathered gathers"):
+        gathered.foreach([fa.asarray(np.arange(4.0))], [fa.asarray(np.array([3, 2, 1, 0]))])
