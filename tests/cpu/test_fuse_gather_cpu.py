@@ -107,3 +107,34 @@ def test_what_stays_refused():
 
     with pytest.raises(fa.UnsupportedOperationError, match=r"foreach: .*gathered gathers"):
         gathered.foreach([fa.asarray(np.arange(4.0))], [fa.asarray(np.array([3, 2, 1, 0]))])
+
+
+def test_a_fused_site_outlives_lazy_sites_and_goes_with_its_program(monkeypatch):
+    """A traced gather's site is kept while its program lives, however many lazy gathers are
+    built since (the lazy ones keep only the newest MAX_SITES), and released with it."""
+    import gc
+
+    from fusedarrays.runtime import indexflags
+
+    seed = 1509
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    monkeypatch.setattr(indexflags, "MAX_SITES", 4)
+    x = fa.asarray(rng.standard_normal(10))
+
+    @fa.fuse
+    def picked(a, i):
+        return a[i] * 2.0
+
+    picked(x, fa.asarray(np.array([0, 1])))
+    kept = list(picked._entries.values())[0].program.sites.numbers
+    for _ in range(8):                                # lazy flagged gathers push sites out
+        fa.take(x, fa.asarray(np.array([1])) + 0)
+    bad = picked(x, fa.asarray(np.array([3, 10])))
+    with pytest.raises(IndexError, match="axis 0 with size 10 \\(in x\\[idx\\] in fa.fuse "
+                                         "function .*picked"):
+        bad.get()
+    assert all(n in indexflags._kept for n in kept)
+    del picked, bad
+    gc.collect()
+    assert not any(n in indexflags._kept for n in kept)
