@@ -26,7 +26,10 @@ host per call: Python arithmetic and ``np.<ufunc>`` on them inside the function 
 ``static_argnames`` and any other Python object are static: baked in, a new value retraces.
 Arrays the function captures from outside are baked by reference. A traced array has no host
 value: ``if``, ``bool``, ``float``, ``.get()``, ``np.asarray`` on one raise
-``TracerConversionError`` (``fa.where`` chooses per element). Returned arrays are new arrays
+``TracerConversionError`` (``fa.where`` chooses per element). ``x[idx]``, ``fa.take`` and
+``fa.take_along_axis`` through an index argument are gathers in the kernel, their index checked
+on the device: an out-of-range one raises ``IndexError`` at the next evaluation point after the
+call, such as ``.get()`` of a result (``api/indexing.py``). Returned arrays are new arrays
 (an argument returned as itself is returned as it is). A fused function called while another is
 traced is inlined into it.
 

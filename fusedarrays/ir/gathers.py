@@ -20,8 +20,9 @@ from . import graph, layout
 def gather_expression(node: graph.Node, index: graph.Node, k: int,
                       replace: dict | None = None, site: graph.Node | None = None) -> graph.Node:
     """``node`` (shape ``(E,) + rest``) gathered along its first axis at ``index`` (an integer
-    node of shape ``K + (1,) * len(rest)`` with ``len(K) == k``; negative values count from the
-    end, as ``fa.take``'s): a node of shape ``K + rest``.
+    node of shape ``K + (1,) * len(rest)`` with ``len(K) == k``, or varying along ``rest`` too,
+    ``K + rest``, as ``take_along_axis``'s; negative values count from the end, as
+    ``fa.take``'s): a node of shape ``K + rest``.
 
     ``replace`` maps node serials (nodes of ``node``'s graph, of its shape) to the nodes that
     stand for their gathered values (``api/scatter.py``: a selection of the array written back,
