@@ -380,7 +380,8 @@ def fa_take_index(i, n):
 def fa_take_flagged(e, i, n, site):
     # a gather's index the host never saw (runtime/indexflags.py): wrapped as fa_take_index,
     # then clamped by selects (min/max: no branch, so the gather's load is never skipped), and
-    # an index outside [-n, n) recorded in the error word e by a predicated compare-and-swap
+    # an index outside [-n, n) recorded in the error word e by a compare-and-swap behind a
+    # branch that only such an index takes (cuda/atomics.py)
     j = cv_i64(i)
     w = j + n if j < 0 else j
     fa_flag_index(e, (w < 0) | (w >= n), site, j)

@@ -1,6 +1,6 @@
 """The cuda target's atomics as numba-cuda intrinsics: a split reduction's counter
 (``fa_count_i32``, ``atom.global.add.u32``) and a flagged gather's error word
-(``fa_flag_index``, a predicated compare-and-swap). Integer atomics only: no float accumulates
+(``fa_flag_index``, a compare-and-swap behind a branch). Integer atomics only: no float accumulates
 through an atomic, so results keep their bits run to run.
 
 Where it sits: beside :mod:`.division` and :mod:`.randombits`; :mod:`.intrinsics` puts both in
@@ -36,11 +36,16 @@ def count_typer(typingctx, p, i):
 # A flagged gather's out-of-range index (compiler/devicelib.fa_take_flagged,
 # runtime/indexflags.py): where ``bad``, a compare-and-swap of ``site`` into the error word's
 # slot 0 (from 0), and, for the thread that won it, a store of the index into slot 1, so the
-# first offender stays whole. Predicated instructions, not a branch: the normal case runs the
-# setp and two predicated-off instructions, and no branch splits a warp around the gather.
-_FLAG_ASM = ("{ .reg .pred p, w; .reg .b64 g, old; mov.b64 old, 1; setp.ne.s32 p, $0, 0; "
-             "cvta.to.global.u64 g, $1; @p atom.global.cas.b64 old, [g], 0, $2; "
-             "setp.eq.and.s64 w, old, 0, p; @w st.global.b64 [g+8], $3; }")
+# first offender stays whole. The record sits behind a branch that every thread of the normal
+# case takes (so no warp diverges; the gathered load is outside it, never skipped), and only
+# the record reads the compare-and-swap's result. Why not predication: ptxas gives the CAS a
+# scoreboard that the kernel's loads share, and a read of its result after the predicated-off
+# CAS waited on that scoreboard, so each gathered load waited for the previous one: four
+# round trips to L2 per thread and vector, not one. Labels in braces are local to the block,
+# so the asm inlines any number of times.
+_FLAG_ASM = ("{ .reg .pred p, w; .reg .b64 g, old; setp.eq.s32 p, $0, 0; @p bra FA_FLAG_DONE; "
+             "cvta.to.global.u64 g, $1; atom.global.cas.b64 old, [g], 0, $2; "
+             "setp.eq.s64 w, old, 0; @w st.global.b64 [g+8], $3; FA_FLAG_DONE: }")
 
 
 def _flag_index_codegen(context, builder, sig, args):
