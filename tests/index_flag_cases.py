@@ -79,3 +79,27 @@ def host_known_indices_raise_at_build(seed: int) -> None:
         fa.take(x, np.array([1, 10]))
     with pytest.raises(IndexError, match="index -11 is out of bounds for axis 0 with size 10"):
         x[[0, -11]]
+
+
+def narrow_indices(seed: int, n: int) -> None:
+    """Index arrays of every integer width, the device's (flagged) and the host's: NumPy's
+    values at both ends of the axis and, flagged, offenders beyond either end (the widest
+    value of each width included) reported with their own value."""
+    rng = np.random.default_rng(seed)
+    extent = 100
+    table = rng.standard_normal(extent).astype(np.float32)
+    x = fa.asarray(table)
+    for dtype in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32):
+        low = 0 if np.dtype(dtype).kind == "u" else -extent
+        raw = rng.integers(low, extent, n)
+        raw[:3] = (low, extent - 1, 0)
+        held = fa.asarray(raw.astype(dtype))
+        for got, factor in ((fa.take(x, held), 1), (x[held] * 2, 2),
+                            (fa.take(x, raw.astype(dtype)), 1)):
+            np.testing.assert_array_equal(got.get(), table[raw] * factor,
+                                          err_msg=f"{seed=} {dtype=}")
+        top = int(np.iinfo(dtype).max)
+        for bad in ({extent, top} | ({-extent - 1, int(np.iinfo(dtype).min)} if low else set())):
+            index = held * 0 + np.array(bad, dtype)
+            assert index.dtype == dtype
+            _raises_once(fa.take(x, index), bad, 0, extent, "fa.take")

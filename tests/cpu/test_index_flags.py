@@ -58,3 +58,7 @@ def test_another_thread_sees_it_once():
     for t in threads:
         t.join()
     assert len(seen) == 1 and "with size 10 (in fa.take" in seen[0], seen
+
+
+def test_narrow_indices():
+    cases.narrow_indices(seed=935, n=1003)

@@ -34,3 +34,7 @@ def test_out_of_range_raises_once_and_the_context_stays_healthy():
                                   err_msg=f"{seed=}")
     total = float(fa.sum(fa.asarray(table)))      # the context still launches and reads
     assert total == pytest.approx(float(table.sum(dtype=np.float64)), rel=1e-4, abs=1e-2)
+
+
+def test_narrow_indices():
+    cases.narrow_indices(seed=953, n=4099)

@@ -19,3 +19,7 @@ def test_in_range_without_host_copies(monkeypatch):
 
 def test_out_of_range_raises_once():
     cases.out_of_range_raises_once(seed=941)
+
+
+def test_narrow_indices():
+    cases.narrow_indices(seed=942, n=37)
