@@ -9,7 +9,8 @@
   ``F.dropout``;
 - gather ``table[idx] * w``: a 2^20 float32 table (it fits in L2), 2^26 int32 indices and
   float32 weights, as a fraction of a copy moving ``idx``, ``w`` and the result; the gather is
-  built once (its index check copies ``idx`` to the host) and ``(g * w).compute()`` timed; peers
+  built once (``idx`` is a fa array, so the gather is flagged: checked on the device, no copy
+  to the host) and ``(g * w).compute()`` timed; peers
   ``torch.compile`` and eager ``table[idx] * w``;
 - host µs per ``torch.from_dlpack(y)`` of a computed fa array (cuda with PyTorch only).
 
