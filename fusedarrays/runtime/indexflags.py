@@ -12,7 +12,8 @@ The word is two int64s in a buffer the backend keeps (``[site, index]``, zero wh
 kernel records an offender with a compare-and-swap of ``site`` into slot 0 (from 0), and the
 thread that won stores the index into slot 1: the first offender stays, and a site is never
 paired with another offender's index (two plain stores from two threads could tear). The CAS
-runs only for an out-of-range index, predicated, so the normal case costs the clamp alone.
+runs only for an out-of-range index, behind a branch every thread of the normal case takes
+(``cuda/atomics.py``), so the normal case costs the clamp alone.
 
 **Evaluation points.** :func:`check` runs wherever fusedarrays hands values to the host or to
 another library: ``x.get()``, ``np.asarray(x)``, ``.item()`` / ``float()`` / ``int()`` /
