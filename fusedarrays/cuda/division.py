@@ -83,13 +83,21 @@ def _divrcp_codegen(context, builder, sig, args):
                           builder.fdiv(one, b), zero)
 
 
+def _correction(builder, a, b, y):
+    """``(q, corrected)``: q = RN(a * y) and Markstein's RN(q + r * y), r = a - q * b by an fma."""
+    fty = a.type
+    fma = builder.module.declare_intrinsic("llvm.fma", [fty], ir.FunctionType(fty, [fty] * 3))
+    q = builder.fmul(a, y)
+    r = builder.call(fma, [builder.fsub(ir.Constant(fty, -0.0), q), b, a])
+    return q, builder.call(fma, [r, y, q])
+
+
 def _markstein(builder, a, b, y, zeros_fast: bool):
     """RN(a / b) from y = RN(1 / b): Markstein's correction where y is nonzero and a lies in the
     span, else a division. ``zeros_fast`` (``fa_divby``): a zero dividend stays on the fast path
     as ``a * y``, its sign exact, and the rest divide plainly; without it (``fa_rowdivby``) zeros
     divide too, through the zero-safe selects of :func:`_div_selects`."""
     fty = a.type
-    fma = builder.module.declare_intrinsic("llvm.fma", [fty], ir.FunctionType(fty, [fty] * 3))
     bits = _magnitude_bits(builder, a)
     in_span = _in_span(builder, bits)
     if zeros_fast:
@@ -98,9 +106,7 @@ def _markstein(builder, a, b, y, zeros_fast: bool):
     fast = builder.and_(builder.fcmp_ordered("!=", y, ir.Constant(fty, 0.0)), in_span)
     with builder.if_else(fast, likely=True if zeros_fast else None) as (then, otherwise):
         with then:
-            q = builder.fmul(a, y)
-            r = builder.call(fma, [builder.fsub(ir.Constant(fty, -0.0), q), b, a])
-            corrected = builder.call(fma, [r, y, q])
+            q, corrected = _correction(builder, a, b, y)
             if zeros_fast:
                 corrected = builder.select(zero, q, corrected)
             then_block = builder.basic_block
@@ -169,17 +175,13 @@ def _divrcph_codegen(context, builder, sig, args):
 def _finite_nonzero(builder, x):
     """Whether float32 ``x`` is finite and nonzero: its magnitude bits less one, unsigned, below
     those of infinity less one."""
-    return builder.icmp_unsigned("<", builder.sub(_magnitude_bits(builder, x), ir.Constant(_I32, 1)),
-                                 ir.Constant(_I32, 0x7F800000 - 1))
+    less_one = builder.sub(_magnitude_bits(builder, x), ir.Constant(_I32, 1))
+    return builder.icmp_unsigned("<", less_one, ir.Constant(_I32, 0x7F800000 - 1))
 
 
 def _divbyh_codegen(context, builder, sig, args):
     a, b, y = args
-    fty = a.type
-    fma = builder.module.declare_intrinsic("llvm.fma", [fty], ir.FunctionType(fty, [fty] * 3))
-    q = builder.fmul(a, y)
-    r = builder.call(fma, [builder.fsub(ir.Constant(fty, -0.0), q), b, a])
-    corrected = builder.call(fma, [r, y, q])
+    q, corrected = _correction(builder, a, b, y)
     both = builder.and_(_finite_nonzero(builder, a), _finite_nonzero(builder, y))
     return builder.select(both, corrected, q)
 
