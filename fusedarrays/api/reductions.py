@@ -85,11 +85,7 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarr
     except TypeError:       # an unhashable axis (a list) or dtype=
         key = decided = None
     if decided is None:
-        decided = _decide(name, node, axis, keepdims, dtype)
-        if key is not None:
-            if len(_DECIDED) >= 1 << 12:
-                _DECIDED.clear()
-            _DECIDED[key] = decided
+        decided = _remember(_DECIDED, key, _decide(name, node, axis, keepdims, dtype))
     axes, out, cast_to, _, form = decided
     placed = _PLACED.get(node.sid)
     if placed is None:
@@ -104,6 +100,16 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarr
     if cast_to is not None:
         node = graph.cast(node, cast_to)
     return _wrap(reduction_node(name, node, axes, keepdims, out, form))
+
+
+def _remember(table: dict, key: tuple | None, decided: tuple) -> tuple:
+    """Keep ``decided`` under ``key`` (None: an unhashable call, kept nowhere) in ``table``,
+    which starts over past 4096 entries (a process making new shapes forever); return it."""
+    if key is not None:
+        if len(table) >= 1 << 12:
+            table.clear()
+        table[key] = decided
+    return decided
 
 
 def _decide(name: str, node: graph.Node, axis, keepdims: bool, dtype) -> tuple:
@@ -210,12 +216,8 @@ def _stat_plan(x: ndarray, axis, dtype) -> tuple[np.dtype, np.dtype, float]:
     except TypeError:       # an unhashable axis (a list) or dtype=
         key = found = None
     if found is None:
-        compute, want = _stat_dtypes(x, dtype)
-        found = (compute, want, float(_count(x, axis)), node.dtype)
-        if key is not None:
-            if len(_STATS) >= 1 << 12:
-                _STATS.clear()
-            _STATS[key] = found
+        found = _remember(_STATS, key, (*_stat_dtypes(x, dtype), float(_count(x, axis)),
+                                        node.dtype))
     return found[:3]
 
 
