@@ -76,6 +76,9 @@ SETTINGS: dict[str, Setting] = {
                 "A pending graph with more distinct nodes than this evaluates by itself "
                 "(a shared subexpression counts once).",
                 affects_codegen=False),
+        Setting("NATIVE", _parse_bool, lambda: True,
+                "Build lazy expressions' nodes in C where the extension was built (0: the "
+                "Python path, the reference it matches). Read once, at import."),
         Setting("CACHE", _parse_bool, lambda: True, "0 turns the disk cache off."),
         Setting("CACHE_DIR", str, _default_cache_dir,
                 "Folder of the disk cache (default $XDG_CACHE_HOME/fusedarrays)."),

@@ -20,6 +20,7 @@ import numpy as np
 from .. import config
 from ..errors import AmbiguousTruthValueError
 from ..ir import dtypes, graph, layout
+from ..ir.native import ArrayBase, fastgraph
 from ..runtime import indexflags, realize
 from ..runtime.backend import (
     Backend,
@@ -28,6 +29,7 @@ from ..runtime.backend import (
     get_backend,
 )
 from ..runtime.records import profiling
+from . import pending
 
 
 class _Tracing(threading.local):
@@ -55,10 +57,10 @@ class ScalarParam:
     __slots__ = ()
 
 
-class ndarray:
+class ndarray(ArrayBase):
     """A lazy n-dimensional array on the active backend."""
 
-    __slots__ = ("_node", "_view_of", "_views", "__weakref__")
+    __slots__ = ()      # the fields are ArrayBase's (C members where the extension is built)
     __array_priority__ = 100
 
     def __init__(self, node: graph.Node, view_of: tuple | None = None):
@@ -67,9 +69,7 @@ class ndarray:
         # views by id: arrays are unhashable (``__hash__ = None``, as NumPy's), so no WeakSet
         self._views: weakref.WeakValueDictionary | None = None
         if node.kind != "leaf":
-            _pending.append(weakref.ref(self))
-            if len(_pending) > _prune_at[0]:
-                _prune_pending()
+            pending.register(self)
         elif view_of is None or _tracing.tracer is None:
             # A view holding memory (of a base holding memory) is never pending, so its base
             # never needs to settle it (_settle); only fuse's tracer moves such views to a new
@@ -285,38 +285,10 @@ class ndarray:
 _ADVANCED = (ndarray, np.ndarray, list, bool, np.bool_)
 _BASIC = frozenset((slice, type(None), int, type(Ellipsis)))   # never advanced (bool is no int)
 
-# Weak references to the pending arrays, in creation order: before a buffer is written, those
-# reading it are computed (compute_readers), so a write never changes a pending result. One
-# append per pending array, nothing per buffer: intermediate arrays are made by the thousand and
-# die at once, writes are fewer. Dead and computed entries are pruned at every write's scan and
-# whenever the list doubles; appends need no lock (they only add at the end), prunes take one
-# and replace only the part they scanned.
-_pending: list[weakref.ref] = []
-_prune_at = [1024]
-_pruning = threading.Lock()
-
-
-def _prune_pending(buffer=None) -> list[ndarray]:
-    """Drop dead and computed entries; return the pending arrays reading ``buffer``."""
-    found = []
-    with _pruning:
-        n = len(_pending)
-        live = []
-        for ref in _pending[:n]:
-            a = ref()
-            if a is not None and a.pending:
-                live.append(ref)
-                if buffer is not None and buffer in a._node.buffers:
-                    found.append(a)
-        _pending[:n] = live
-        _prune_at[0] = max(1024, 2 * len(live))
-    return found
-
-
 def compute_readers(buffer, keep: tuple = ()) -> None:
     """Before ``buffer`` is written: compute the pending arrays that read it (but those in
     ``keep``, whose caller gives them a node that reads the written values instead)."""
-    readers = _prune_pending(buffer)
+    readers = pending.readers(buffer)
     if keep:
         readers = [a for a in readers if all(a is not k for k in keep)]
     if readers:
@@ -328,12 +300,10 @@ _max_nodes: list = [None, 0]   # (config generation, MAX_NODES): read once per s
 
 def _wrap(node: graph.Node) -> ndarray:
     """A new array over the op node ``node``: ``ndarray(node)``, written out (every operator
-    returns one), then the node limit."""
+    returns one), then the node limit. In C where the extension is built (:mod:`..ir.native`)."""
     array = _new_array(ndarray)
     array._node, array._view_of, array._views = node, None, None
-    _pending.append(weakref.ref(array))
-    if len(_pending) > _prune_at[0]:
-        _prune_pending()
+    pending.register(array)
     if node.count > _max_nodes[1] or _max_nodes[0] != config._generation:
         _check_node_limit(node, array)
     return array
@@ -351,6 +321,11 @@ def _check_node_limit(node: graph.Node, array: ndarray) -> None:
         # the graph walked for the exact number, which the node then keeps.
         if graph.count_nodes(node, limit) > limit:
             array.compute()
+
+
+if fastgraph is not None:
+    fastgraph.configure_arrays(ndarray, _max_nodes, config, _check_node_limit)
+    _wrap = fastgraph.wrap  # noqa: F811 - the same function, in C
 
 
 def _as_node(value, weak_to=None) -> graph.Node:
@@ -373,7 +348,7 @@ def runtime_write(target: tuple, node: graph.Node, keep: tuple = ()) -> None:
     if profiling[0] is not None and profiling[0].outside():
         return profiling[0].evaluate("x[...] = ...", runtime_write, target, node)
     buffer = target[0]
-    if _pending:
+    if pending.any_registered():
         compute_readers(buffer, keep)
     # A graph reads a buffer only through its leaves (its params), so one look at its buffers
     # clears the usual write, whose value never reads its destination.

@@ -8,12 +8,14 @@ operator methods on ``fa.ndarray`` (``__add__``, ``__radd__``, ``__iadd__``), an
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import dtypes, graph, ops, scalarops
+from ..ir.native import fastgraph
 from . import products
 from .array import (
     ScalarParam,
@@ -121,10 +123,17 @@ def build(row: ops.Op, args) -> graph.Node:
             if row.nin == 1 or not python:
                 _FAST[row.name][tuple(map(id, kinds)) if row.nin == 2 else id(kinds[0])] = (
                     *found, kinds)
+                if fastgraph is not None:
+                    OPERATORS[row.name].remember(-1, kinds[0], kinds[1] if row.nin == 2 else
+                                                 None, *found, None, 0, False)
             elif len(python) == 1:   # an array and a Python scalar: the scalar's dtype and sid
                 k = python[0]
                 _FAST_SCALAR[row.name][k, kinds[k]][id(kinds[1 - k])] = (
                     *found, kinds, loop[k], graph.scalar_sid(loop[k]))
+                if fastgraph is not None:
+                    OPERATORS[row.name].remember(
+                        _NATIVE_KINDS[k, kinds[k]], kinds[1 - k], None, *found, loop[k],
+                        graph.scalar_sid(loop[k]), kinds[k] is int and loop[k].kind in "iu")
     return node
 
 
@@ -165,6 +174,16 @@ _FAST: dict[str, dict] = {row.name: {} for row in ops.OPS.values() if row.nin <=
 # look-up hashes one int, not a tuple.
 _FAST_SCALAR: dict[str, dict] = {row.name: {(k, t): {} for k in (0, 1) for t in (float, int)}
                                  for row in ops.OPS.values() if row.nin == 2}
+
+
+# The C operator path (ir/native.py): one Operator per row of at most two operands, told each
+# loop the Python path above resolved (build), its fallback that Python path. Its kinds of
+# scalar entries, by (position, Python type), as _fastgraph.c numbers them.
+_NATIVE_KINDS = {(1, float): 0, (1, int): 1, (0, float): 2, (0, int): 3}
+OPERATORS: dict = {} if fastgraph is None else {
+    row.name: fastgraph.Operator(row.name, row.nin, functools.partial(
+        lambda row, *args: apply(row, *args), row), dtypes.check_scalar_fits)
+    for row in ops.OPS.values() if row.nin <= 2}
 
 
 def _binary_method(row: ops.Op, reflected: bool = False):
@@ -221,6 +240,9 @@ def _binary_method(row: ops.Op, reflected: bool = False):
             dtypes.check_scalar_fits(a, found[3], name)
         return _wrap(scalarops.op_scalar(nb, a, found[3], found[4], found[0], found[1], True))
 
+    if fastgraph is not None:   # the same cases, in C
+        method = OPERATORS[row.name]
+        scalar_first = method
     if reflected:   # b.__r<op>__(a): mostly a Python scalar a, one call straight to its case
         def reflected_method(b, a):
             ka = type(a)
@@ -234,6 +256,12 @@ def _binary_method(row: ops.Op, reflected: bool = False):
 def _unary_method(row: ops.Op):
     """``fa.<op>(x)`` / ``-x`` on an array whose loop was resolved before, written out."""
     fast = _FAST[row.name]
+    if fastgraph is not None:   # the same case, in C
+        native = OPERATORS[row.name]
+
+        def method(a, out=None):
+            return native(a) if out is None else apply(row, a, out=out)
+        return method
 
     def method(a, out=None):
         if type(a) is ndarray and out is None:
@@ -308,18 +336,25 @@ SPECIAL = {name: _function(row) for name, row in ops.SPECIAL.items()}
 
 
 def _install_operators() -> None:
+    # in C, the array type's own slots (forward and reflected) where the extension is built
+    slots = set(fastgraph.slot_dunders()) if fastgraph is not None else set()
+    if slots:
+        fastgraph.install_operators({row.dunder: OPERATORS[row.name] for row in ops.OPS.values()
+                                     if row.dunder in slots})
     for row in ops.OPS.values():
         if row.dunder is None:
             continue
         name = row.dunder.strip("_")
+        if row.nin == 2 and row.reflected:
+            setattr(ndarray, f"__i{name}__", lambda self, other, _r=row: inplace(_r, self, other))
+        if row.dunder in slots:
+            continue
         if row.nin == 1:
             setattr(ndarray, row.dunder, _unary_method(row))
             continue
-        method = _binary_method(row)
-        setattr(ndarray, row.dunder, method)
+        setattr(ndarray, row.dunder, _binary_method(row))
         if row.reflected:
             setattr(ndarray, f"__r{name}__", _binary_method(row, reflected=True))
-            setattr(ndarray, f"__i{name}__", lambda self, other, _r=row: inplace(_r, self, other))
 
 
 _install_operators()

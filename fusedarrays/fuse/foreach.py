@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import operator
 
-from ..api import array
+from ..api import pending
 from ..api.array import ndarray
 from ..compiler import foreach_codegen
 from ..compiler.foreach_plan import foreach_meta, plan_foreach
@@ -143,7 +143,7 @@ class _Group:
         """Before any launch of the call: the pending readers of what it writes computed, the
         outputs allocated, the tables made (or the last call's)."""
         entry = self.entry
-        if array._pending:
+        if pending.any_registered():
             for buffer in self.written:
                 prepare_write(buffer)
         backend = entry.backend

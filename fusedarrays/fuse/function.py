@@ -58,7 +58,7 @@ import inspect
 import logging
 
 from .. import config
-from ..api import array
+from ..api import array, pending
 from ..api.array import ndarray
 from ..compiler.reduction_codegen import render_plan
 from ..errors import UnsupportedOperationError
@@ -309,7 +309,7 @@ class _Entry:
         backend = self.backend
         for p in self.written:
             buffer = values[p].attrs[0]
-            if array._pending:
+            if pending.any_registered():
                 prepare_write(buffer)
             if buffer in self.consts:
                 raise UnsupportedOperationError(

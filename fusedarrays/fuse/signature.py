@@ -12,7 +12,7 @@ import logging
 import numpy as np
 
 from .. import config
-from ..api import array
+from ..api import array, pending
 from . import trace
 
 log = logging.getLogger("fusedarrays.compile")
@@ -63,7 +63,7 @@ def traced_call(fused, backend, leaves: dict, values: list, key, why: str,
 def prepare_write(buffer) -> None:
     """Before a fused call overwrites ``buffer``: compute the pending arrays that read it (as
     ``array.runtime_write`` does)."""
-    if array._pending:
+    if pending.any_registered():
         array.compute_readers(buffer)
 
 

@@ -40,6 +40,7 @@ import weakref
 import numpy as np
 
 from . import layout
+from .native import NodeBase, fastgraph
 from .nodekeys import digest, sha256_key
 from .params import (
     SHARE_FROM,
@@ -69,11 +70,11 @@ def new_uid() -> int:
     return next(_uids)
 
 
-class Node:
-    """One immutable graph node. Build with the constructors below, never directly."""
+class Node(NodeBase):
+    """One immutable graph node. Build with the constructors below, never directly. Its fields
+    are :class:`.native.NodeBase`'s (C members where the extension is built)."""
 
-    __slots__ = ("kind", "dtype", "shape", "inputs", "attrs", "sid", "_params", "_nparams",
-                 "_open", "_key", "count", "buffers", "realized", "__weakref__")
+    __slots__ = ()
 
     kind: str
     dtype: np.dtype
@@ -111,13 +112,6 @@ class Node:
     def params(self, value: dict | None) -> None:
         self._params, self._open = value, None
         self._nparams = 0 if value is None else len(value)
-
-    def __init_subclass__(cls, **kwargs):
-        # a kind that fixes its params on the class (as _Scalar does) fixes what op_of reads too
-        super().__init_subclass__(**kwargs)
-        if "params" in vars(cls) and "_params" not in vars(cls):
-            cls._params, cls._open = cls.params, None
-            cls._nparams = 0 if cls.params is None else len(cls.params)
 
     @property
     def ndim(self) -> int:
@@ -233,13 +227,14 @@ def fresh_leaf(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> 
 
 
 class _Scalar(Node):
-    """A scalar node: what every scalar shares is on the class (one made per Python scalar in an
-    expression: an op's ``x * 2.0`` builds two nodes)."""
+    """A scalar node (one made per Python scalar in an expression: an op's ``x * 2.0`` builds
+    two nodes)."""
 
     __slots__ = ()
-    kind, shape, inputs, params, count, buffers = "scalar", (), (), None, 1, frozenset()
-    realized = None     # a scalar is never evaluated on its own
     _key = property(digest)    # computed when asked (display only): nothing stored per scalar
+
+
+_NO_BUFFERS = frozenset()
 
 
 # id(dtype) → (sid, dtype): hashing a NumPy dtype costs more than the rest of a scalar node; the
@@ -251,10 +246,19 @@ def scalar(value, dtype: np.dtype) -> Node:
     """A scalar kernel parameter of ``dtype``; each call makes a distinct parameter."""
     if type(dtype) not in _DTYPE_TYPES:
         dtype = np.dtype(dtype)
+    if fastgraph is not None:
+        return fastgraph.scalar(value, dtype, scalar_sid(dtype))
+    return new_scalar(value, dtype, scalar_sid(dtype))
+
+
+def new_scalar(value, dtype: np.dtype, sid: int) -> Node:
+    """The Python path of a scalar node: ``dtype`` a NumPy dtype, ``sid`` its scalar sid."""
     node = _Scalar()
-    node.dtype = dtype
+    node.kind, node.dtype, node.shape, node.inputs = "scalar", dtype, (), ()
     node.attrs = (next(_uids), value)
-    node.sid = scalar_sid(dtype)
+    node.sid, node.count, node.buffers = sid, 1, _NO_BUFFERS
+    node.realized = node._params = node._open = None
+    node._nparams = 0
     return node
 
 
@@ -288,7 +292,15 @@ def op(name: str, inputs: tuple[Node, ...], loop: tuple[np.dtype, ...]) -> Node:
 def op_of(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
     """:func:`op` with ``attrs`` = ``(name, loop)`` as :func:`op` makes it (a tuple of NumPy
     dtypes) and ``aid`` its :func:`attrs_id`: the operator path keeps both per op and operand
-    types, so nothing is converted or hashed but the sid's numbers."""
+    types, so nothing is converted or hashed but the sid's numbers. One or two inputs are built
+    in C where the extension is (the same node: :mod:`.native`)."""
+    if fastgraph is not None and len(inputs) <= 2:
+        return fastgraph.op_of(inputs, attrs, aid)
+    return op_of_python(inputs, attrs, aid)
+
+
+def op_of_python(inputs: tuple[Node, ...], attrs: tuple, aid: int) -> Node:
+    """:func:`op_of`'s Python path, the reference the C one matches."""
     node = Node()
     node.kind, node.dtype, node.inputs, node.attrs = "op", attrs[1][-1], inputs, attrs
     node._key = node.realized = None
@@ -472,3 +484,7 @@ def transform(node: Node, fn) -> Node:
         return result
 
     return visit(node, node.shape)
+
+
+if fastgraph is not None:
+    fastgraph.configure(Node, _Scalar, _sids, _sid, _uids, layout.broadcast_shapes, SHARE_FROM)

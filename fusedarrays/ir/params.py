@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import itertools
 
+from .native import fastgraph
+
 
 def merge_params(first, other) -> tuple[dict, object]:
     """``(params, placement)`` of a node over ``first`` and ``other``: ``first``'s params, then
@@ -67,9 +69,10 @@ def merge_node(first, pa: dict | None, other, pb: dict) -> tuple[dict, object]:
     return params, tuple(map(params.__getitem__, pb))
 
 
-def roots_params(roots: list) -> tuple[dict, tuple]:
+def roots_params_python(roots: list) -> tuple[dict, tuple]:
     """The params of several roots evaluated together, merged as an op's inputs are, and the
-    structure of the whole (the roots' sids and placements) for the evaluation's key."""
+    structure of the whole (the roots' sids and placements) for the evaluation's key. In C
+    where the extension is built (``fastgraph.roots_params``, the same result)."""
     params = roots[0].params if roots[0].params is not None else {roots[0]: 0}
     structure = [roots[0].sid]
     for root in roots[1:]:
@@ -77,6 +80,15 @@ def roots_params(roots: list) -> tuple[dict, tuple]:
         params, placement = merge_params(holder, root)
         structure += [root.sid, placement]
     return params, tuple(structure)
+
+
+def roots_params(roots) -> tuple[dict, tuple]:
+    """:func:`roots_params_python` in C where the extension is built."""
+    return fastgraph.roots_params(list(roots))
+
+
+if fastgraph is None:
+    roots_params = roots_params_python  # noqa: F811
 
 
 # Below this many params a copy costs less than the token (a list made per node, one pop).

@@ -7,21 +7,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import Node, _Scalar, _uids
+from .graph import Node, new_scalar
+from .native import fastgraph
 from .params import SHARE_FROM, append_param
 from .sids import _sid, _sids
 
 
-def op_scalar(node: Node, value, dtype: np.dtype, sid: int, attrs: tuple, aid: int,
-              scalar_first: bool = False) -> Node:
+def op_scalar_python(node: Node, value, dtype: np.dtype, sid: int, attrs: tuple, aid: int,
+                     scalar_first: bool = False) -> Node:
     """:func:`op_of` on ``(node, scalar(value, dtype))`` (``scalar_first``: reversed), written
     out for the operator path (``x * 1.5``, ``1.0 - x``): the same node, sid and params.
     ``sid`` is the scalar's (``graph.scalar_sid(dtype)``, which the caller keeps). The scalar is
-    made here, so it is no param or input of ``node``: only the op's sid is looked up."""
-    s = _Scalar()
-    s.dtype = dtype
-    s.attrs = (next(_uids), value)
-    s.sid = sid
+    made here, so it is no param or input of ``node``: only the op's sid is looked up. The
+    Python path; :func:`op_scalar` is built in C where the extension is (:mod:`.native`)."""
+    s = new_scalar(value, dtype, sid)
     op = Node()
     op.kind, op.dtype, op.attrs, op.shape = "op", attrs[1][-1], attrs, node.shape
     op._key = op.realized = None
@@ -45,3 +44,6 @@ def op_scalar(node: Node, value, dtype: np.dtype, sid: int, attrs: tuple, aid: i
     sid = _sids.get(structure)
     op.sid = sid if sid is not None else _sid(structure)
     return op
+
+
+op_scalar = fastgraph.op_scalar if fastgraph is not None else op_scalar_python

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..compiler.plan import flags_index_errors
 from ..ir import layout
+from ..ir.native import fastgraph
 from . import indexflags
 from .records import _add_time, _perf, _stats, profiling
 
@@ -209,7 +210,10 @@ class Packer:
 
 def graph_packer(plan, nparams: int, backend):
     """``pack(P, O)`` for lazy evaluation: ``P`` the evaluated graph's params (a leaf's buffer
-    and a scalar's value sit where the plan's graph had them), ``O`` the output buffers."""
+    and a scalar's value sit where the plan's graph had them), ``O`` the output buffers. The
+    same steps in C where the extension is built (``ir/fastgraph/packing.c``)."""
+    if fastgraph is not None:
+        return native_graph_packer(plan, nparams, backend)
     packer = Packer(backend)
     inputs = [o for o in plan.operands if not o.output]
     for o, position in zip(inputs, plan.sources):
@@ -227,3 +231,24 @@ def graph_packer(plan, nparams: int, backend):
     names = ", ".join(f"p{k}" for k in range(nparams))
     return packer.function("P, O", f"packer {plan.name}",
                            unpack=f"{names}{',' if nparams == 1 else ''} = P")
+
+
+def native_graph_packer(plan, nparams: int, backend):
+    """:func:`graph_packer` as a ``_fastgraph.GraphPacker``: the same arguments in the same
+    order, each scalar's conversion kept while its value is the same object."""
+    inputs = [o for o in plan.operands if not o.output]
+    middle = []
+    if getattr(plan, "counters", 0):
+        middle.append(("call", backend.counters, plan.counters))
+    if flags_index_errors(plan):
+        middle.append(("const", indexflags.word_arg(backend), None))
+    if plan.int_args():
+        middle.append(("extend", tuple(plan.int_args()), None))
+    return fastgraph.GraphPacker(
+        nparams,
+        tuple((position, o.dtype, elem_offset(o)) for o, position in zip(inputs, plan.sources)),
+        tuple((k, o.dtype, elem_offset(o)) for k, o in enumerate(plan.operands[len(inputs):])),
+        tuple(middle),
+        tuple((position, converter(dtype))
+              for (_, dtype), position in zip(plan.scalars, plan.scalar_sources)),
+        backend.operand_arg)

@@ -124,14 +124,13 @@ def test_an_op_on_two_nodes_never_appends_to_a_dict_handed_out():
     assert values(times(same, 1.0)) == [*xs, 1.0] and values(base) == xs == list(handed)
 
 
-def test_a_node_kind_with_its_params_on_the_class_is_an_operand_as_scalars_are():
-    # new kinds may follow _Scalar: what op_of reads of params comes with them
-    class Draw(graph.Node):
-        __slots__ = ()
-        kind, shape, inputs, params, count, buffers = "draw", (), (), None, 1, frozenset()
-
-    draw = Draw()
-    draw.dtype, draw.attrs, draw.sid = F32, (0, "draw"), -1
+def test_a_node_kind_with_its_fields_set_is_an_operand_as_scalars_are():
+    # new kinds set every field a node has at creation, as scalars do (graph.new_scalar): the
+    # C path (ir/fastgraph) reads them from the node, never from its class
+    draw = graph.Node()
+    draw.kind, draw.dtype, draw.shape, draw.inputs = "draw", F32, (), ()
+    draw.attrs, draw.sid, draw.count, draw.buffers = (0, "draw"), -1, 1, frozenset()
+    draw.params = draw.realized = None
     base, xs = wide()
     assert values(op("add", base, draw)) == [*xs, "draw"]
     assert values(op("add", xs[0], draw)) == [xs[0], "draw"]
