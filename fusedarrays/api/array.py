@@ -371,6 +371,11 @@ def compute(*arrays: ndarray, out=None):
     if out is not None:
         return _compute_into(arrays, out)
     _no_host_value_while_tracing(arrays, "fa.compute()")
+    backend = _plain_group(arrays)
+    if backend is not None:     # the common case, kept short: it is on every evaluation
+        for a, leaf in zip(arrays, realize.compute_nodes([a._node for a in arrays], backend)):
+            a._node = leaf
+        return arrays[0] if len(arrays) == 1 else arrays
     todo = []
     for a in arrays:
         root = a
@@ -389,6 +394,25 @@ def compute(*arrays: ndarray, out=None):
     for a in arrays:
         _settle(a)
     return arrays[0] if len(arrays) == 1 else arrays
+
+
+def _plain_group(arrays: tuple) -> Backend | None:
+    """The backend of ``arrays`` where they are distinct pending expressions of one shape on one
+    backend, none a view or viewed (what :func:`compute` then does is one launch and nothing
+    to settle); else None."""
+    shape = backend = None
+    for k, a in enumerate(arrays):
+        node = a._node
+        if (type(a) is not ndarray or a._view_of is not None or a._views is not None
+                or node.realized is not None or not node.inputs
+                or any(a is b for b in arrays[:k])):
+            return None
+        mine = _backend_of(node)
+        if k == 0:
+            shape, backend = node.shape, mine
+        elif node.shape != shape or mine is not backend:
+            return None
+    return backend
 
 
 def _compute_into(arrays: tuple, out):
