@@ -73,7 +73,7 @@ class Launcher:
     """
 
     __slots__ = ("kernel", "param_types", "_nargs", "_n_type", "_typed", "_parts", "_sm_count",
-                 "_configs", "_stream")
+                 "_configs", "_stream", "_types")
 
     def __init__(self, kernel: Kernel, param_types: tuple[str, ...], sm_count: int):
         known = _AS_IS | set(_NUMPY_TYPES) | set(_COMPLEX_PARTS)
@@ -91,6 +91,10 @@ class Launcher:
         # (position in args, part type) of each complex argument, split in two at launch
         self._parts = tuple((k, _COMPLEX_PARTS[t]) for k, t in enumerate(param_types[1:])
                             if t in _COMPLEX_PARTS)
+        # the type of each argument that needs no conversion: one tuple comparison on the hot
+        # path (a lazy evaluation's packer passes them so: Black-Scholes has 48)
+        self._types = None if self._parts else tuple(
+            _NUMPY_TYPES.get(t, int) for t in param_types[1:])
         self._sm_count = sm_count
         self._configs: dict[int, LaunchConfig] = {}
         self._stream = LEGACY_DEFAULT_STREAM
@@ -151,12 +155,13 @@ class Launcher:
             config = self._config(n, geometry)
         if len(args) != self._nargs:  # a short list would launch a kernel reading garbage
             raise ValueError(f"{self!r} takes {self._nargs} arguments after n, got {len(args)}")
-        for k, numpy_type in self._typed:
-            if type(args[k]) is not numpy_type:
-                args = self._converted(args)
-                break
-        if self._parts:
-            args = self._split(args)
+        if tuple(map(type, args)) != self._types:
+            for k, numpy_type in self._typed:
+                if type(args[k]) is not numpy_type:
+                    args = self._converted(args)
+                    break
+            if self._parts:
+                args = self._split(args)
         launch(self._stream, config, self.kernel, n if self._n_type is None else self._n_type(n),
                *args)
 

@@ -9,9 +9,9 @@
 #include "fastgraph.h"
 
 PyMemberDef array_members[] = {
-    {"_node", T_OBJECT, offsetof(Array, node), 0, NULL},
-    {"_view_of", T_OBJECT, offsetof(Array, view_of), 0, NULL},
-    {"_views", T_OBJECT, offsetof(Array, views), 0, NULL},
+    {"_node", T_OBJECT_EX, offsetof(Array, node), 0, NULL},
+    {"_view_of", T_OBJECT_EX, offsetof(Array, view_of), 0, NULL},
+    {"_views", T_OBJECT_EX, offsetof(Array, views), 0, NULL},
     {"__weaklistoffset__", T_PYSSIZET, offsetof(Array, weakrefs), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
@@ -148,6 +148,8 @@ PyObject *wrap(PyObject *node) {
         return NULL;
     }
     array->node = node;
+    array->view_of = ref(Py_None);
+    array->views = ref(Py_None);
     if (pending_add(array) < 0)
         goto fail;
     /* the node limit, read again when a setting may have changed (config._generation) */
@@ -166,7 +168,8 @@ PyObject *wrap(PyObject *node) {
         PyErr_Clear();
         same = 0;
     }
-    if (!same || ((Node *)node)->count > limit) {
+    PyObject *count = ((Node *)node)->count;
+    if (!same || count == NULL || PyLong_AsSsize_t(count) > limit) {
         PyObject *r = PyObject_CallFunctionObjArgs(CheckLimitFn, node, (PyObject *)array, NULL);
         if (r == NULL)
             goto fail;

@@ -30,12 +30,12 @@
 typedef struct {
     PyObject_HEAD
     PyObject *kind, *dtype, *shape, *inputs, *attrs;
-    Py_ssize_t sid;
+    PyObject *sid;          /* ints: sid, _nparams, count */
     PyObject *params;       /* _params */
-    Py_ssize_t nparams;     /* _nparams */
+    PyObject *nparams;      /* _nparams */
     PyObject *open;         /* _open */
     PyObject *key;          /* _key */
-    Py_ssize_t count;
+    PyObject *count;
     PyObject *buffers;
     PyObject *realized;
     PyObject *weakrefs;
@@ -56,7 +56,7 @@ extern PyObject *Sids, *SidFn, *Uids, *BroadcastFn;
 extern Py_ssize_t ShareFrom;
 extern PyObject *MaxNodes, *ConfigGlobals, *CheckLimitFn;
 extern PyObject *s_op, *s_scalar, *s_leaf, *s_same, *s_mirrored, *s_generation, *s_storage,
-    *EmptyTuple, *EmptyFrozenset;
+    *EmptyTuple, *EmptyFrozenset, *Zero, *One;
 
 static inline void set_ref(PyObject **slot, PyObject *value) {   /* steals value */
     PyObject *old = *slot;
@@ -87,8 +87,8 @@ static inline int is_node(PyObject *o) {
 extern PyType_Spec node_spec;
 PyObject *op_of1(Node *a, PyObject *attrs, PyObject *aid);
 PyObject *op_of2(Node *a, Node *b, PyObject *attrs, PyObject *aid);
-Node *new_scalar(PyObject *value, PyObject *dtype, Py_ssize_t sid);
-PyObject *op_scalar(Node *node, PyObject *value, PyObject *sdtype, Py_ssize_t ssid,
+Node *new_scalar(PyObject *value, PyObject *dtype, PyObject *sid);
+PyObject *op_scalar(Node *node, PyObject *value, PyObject *sdtype, PyObject *ssid,
                     PyObject *attrs, PyObject *aid, int scalar_first);
 PyObject *roots_params(PyObject *roots);
 

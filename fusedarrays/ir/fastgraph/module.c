@@ -11,7 +11,7 @@ PyObject *Sids, *SidFn, *Uids, *BroadcastFn;
 Py_ssize_t ShareFrom = 16;
 PyObject *MaxNodes, *ConfigGlobals, *CheckLimitFn;
 PyObject *s_op, *s_scalar, *s_leaf, *s_same, *s_mirrored, *s_generation, *s_storage,
-    *EmptyTuple, *EmptyFrozenset;
+    *EmptyTuple, *EmptyFrozenset, *Zero, *One;
 
 static void keep(PyObject **slot, PyObject *value) {
     Py_XINCREF(value);
@@ -120,10 +120,9 @@ static PyObject *py_op_of(PyObject *module, PyObject *const *args, Py_ssize_t na
 static PyObject *py_op_scalar(PyObject *module, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"node", "value", "dtype", "sid", "attrs", "aid", "scalar_first",
                             NULL};
-    PyObject *node, *value, *dtype, *attrs, *aid;
-    Py_ssize_t sid;
+    PyObject *node, *value, *dtype, *attrs, *aid, *sid;
     int first = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOnOO|p:op_scalar", names, &node, &value,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOO|p:op_scalar", names, &node, &value,
                                      &dtype, &sid, &attrs, &aid, &first))
         return NULL;
     if (!is_node(node)) {
@@ -134,9 +133,8 @@ static PyObject *py_op_scalar(PyObject *module, PyObject *args, PyObject *kwargs
 }
 
 static PyObject *py_scalar(PyObject *module, PyObject *args) {
-    PyObject *value, *dtype;
-    Py_ssize_t sid;
-    if (!PyArg_ParseTuple(args, "OOn:scalar", &value, &dtype, &sid))
+    PyObject *value, *dtype, *sid;
+    if (!PyArg_ParseTuple(args, "OOO:scalar", &value, &dtype, &sid))
         return NULL;
     if (ScalarType == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "scalar: configure() first");
@@ -217,7 +215,8 @@ static int module_exec(PyObject *module) {
         (s_generation = PyUnicode_InternFromString("_generation")) == NULL ||
         (s_storage = PyUnicode_InternFromString("storage")) == NULL ||
         (EmptyTuple = PyTuple_New(0)) == NULL ||
-        (EmptyFrozenset = PyFrozenSet_New(NULL)) == NULL)
+        (EmptyFrozenset = PyFrozenSet_New(NULL)) == NULL ||
+        (Zero = PyLong_FromLong(0)) == NULL || (One = PyLong_FromLong(1)) == NULL)
         return -1;
     if ((NodeBaseType = PyType_FromSpec(&node_spec)) == NULL ||
         (ArrayBaseType = PyType_FromSpec(&array_spec)) == NULL ||

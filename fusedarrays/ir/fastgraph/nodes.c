@@ -1,24 +1,30 @@
 /* Graph nodes: NodeBase (ir/graph.Node's fields), params (ir/params.py), and building an op
  * node on one or two nodes or on a node and a Python scalar (graph.op_of, scalarops.op_scalar).
+ *
+ * Every field is an object member that raises AttributeError while unset (T_OBJECT_EX), as a
+ * __slots__ field does: CPython specializes reads and writes of such members in Python code
+ * (the planner and the evaluation read nodes' fields all the time) and no others. Numbers (sid,
+ * count, _nparams) are Python ints for the same reason. A node made here has every field set;
+ * one made in Python has those its kind uses, and code here reads no other.
  */
 #include "fastgraph.h"
 
 /* ---- NodeBase ------------------------------------------------------------------------------ */
 
 static PyMemberDef node_members[] = {
-    {"kind", T_OBJECT, offsetof(Node, kind), 0, NULL},
-    {"dtype", T_OBJECT, offsetof(Node, dtype), 0, NULL},
-    {"shape", T_OBJECT, offsetof(Node, shape), 0, NULL},
-    {"inputs", T_OBJECT, offsetof(Node, inputs), 0, NULL},
-    {"attrs", T_OBJECT, offsetof(Node, attrs), 0, NULL},
-    {"sid", T_PYSSIZET, offsetof(Node, sid), 0, NULL},
-    {"_params", T_OBJECT, offsetof(Node, params), 0, NULL},
-    {"_nparams", T_PYSSIZET, offsetof(Node, nparams), 0, NULL},
-    {"_open", T_OBJECT, offsetof(Node, open), 0, NULL},
-    {"_key", T_OBJECT, offsetof(Node, key), 0, NULL},
-    {"count", T_PYSSIZET, offsetof(Node, count), 0, NULL},
-    {"buffers", T_OBJECT, offsetof(Node, buffers), 0, NULL},
-    {"realized", T_OBJECT, offsetof(Node, realized), 0, NULL},
+    {"kind", T_OBJECT_EX, offsetof(Node, kind), 0, NULL},
+    {"dtype", T_OBJECT_EX, offsetof(Node, dtype), 0, NULL},
+    {"shape", T_OBJECT_EX, offsetof(Node, shape), 0, NULL},
+    {"inputs", T_OBJECT_EX, offsetof(Node, inputs), 0, NULL},
+    {"attrs", T_OBJECT_EX, offsetof(Node, attrs), 0, NULL},
+    {"sid", T_OBJECT_EX, offsetof(Node, sid), 0, NULL},
+    {"_params", T_OBJECT_EX, offsetof(Node, params), 0, NULL},
+    {"_nparams", T_OBJECT_EX, offsetof(Node, nparams), 0, NULL},
+    {"_open", T_OBJECT_EX, offsetof(Node, open), 0, NULL},
+    {"_key", T_OBJECT_EX, offsetof(Node, key), 0, NULL},
+    {"count", T_OBJECT_EX, offsetof(Node, count), 0, NULL},
+    {"buffers", T_OBJECT_EX, offsetof(Node, buffers), 0, NULL},
+    {"realized", T_OBJECT_EX, offsetof(Node, realized), 0, NULL},
     {"__weaklistoffset__", T_PYSSIZET, offsetof(Node, weakrefs), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
@@ -26,16 +32,18 @@ static PyMemberDef node_members[] = {
 static int node_traverse(Node *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->kind); Py_VISIT(self->dtype); Py_VISIT(self->shape);
-    Py_VISIT(self->inputs); Py_VISIT(self->attrs); Py_VISIT(self->params);
-    Py_VISIT(self->open); Py_VISIT(self->key); Py_VISIT(self->buffers);
+    Py_VISIT(self->inputs); Py_VISIT(self->attrs); Py_VISIT(self->sid);
+    Py_VISIT(self->params); Py_VISIT(self->nparams); Py_VISIT(self->open);
+    Py_VISIT(self->key); Py_VISIT(self->count); Py_VISIT(self->buffers);
     Py_VISIT(self->realized);
     return 0;
 }
 
 static int node_clear(Node *self) {
     Py_CLEAR(self->kind); Py_CLEAR(self->dtype); Py_CLEAR(self->shape);
-    Py_CLEAR(self->inputs); Py_CLEAR(self->attrs); Py_CLEAR(self->params);
-    Py_CLEAR(self->open); Py_CLEAR(self->key); Py_CLEAR(self->buffers);
+    Py_CLEAR(self->inputs); Py_CLEAR(self->attrs); Py_CLEAR(self->sid);
+    Py_CLEAR(self->params); Py_CLEAR(self->nparams); Py_CLEAR(self->open);
+    Py_CLEAR(self->key); Py_CLEAR(self->count); Py_CLEAR(self->buffers);
     Py_CLEAR(self->realized);
     return 0;
 }
@@ -64,14 +72,36 @@ PyType_Spec node_spec = {
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, node_slots,
 };
 
-/* ---- small helpers ---------------------------------------------------------------------- */
+/* ---- small helpers ------------------------------------------------------------------------- */
 
+/* a number field (NULL: unset, 0; a Python int holds no error here: the fields hold ints) */
+static inline Py_ssize_t number(PyObject *o) {
+    return o == NULL ? 0 : PyLong_AsSsize_t(o);
+}
+
+/* set a number field (-1 on error) */
+static inline int set_number(PyObject **field, Py_ssize_t value) {
+    PyObject *v = PyLong_FromSsize_t(value);
+    if (v == NULL)
+        return -1;
+    set_ref(field, v);
+    return 0;
+}
 
 static PyObject *new_token(void) {          /* [True]: the right to append (ir/params.py) */
     PyObject *token = PyList_New(1);
     if (token != NULL)
         PyList_SetItem(token, 0, ref(Py_True));
     return token;
+}
+
+/* the token of a node whose params are `n` long: one where n reaches SHARE_FROM, else None */
+static int set_token(Node *node, Py_ssize_t n) {
+    PyObject *token = n >= ShareFrom ? new_token() : ref(Py_None);
+    if (token == NULL)
+        return -1;
+    set_ref(&node->open, token);
+    return 0;
 }
 
 /* take(token): 1 where the right was taken here, 0 where it is gone, -1 on error */
@@ -115,19 +145,30 @@ static inline int has_buffers(Node *n) {
     return n->buffers != NULL && PySet_Size(n->buffers) > 0;
 }
 
+/* a node as graph.py's constructors leave it before its kind's fields: nothing computed yet */
+static Node *new_node(allocfunc alloc, PyTypeObject *type) {
+    Node *node = (Node *)untracked(alloc(type, 0));
+    if (node != NULL) {
+        node->key = ref(Py_None);
+        node->realized = ref(Py_None);
+        node->open = ref(Py_None);
+    }
+    return node;
+}
+
 /* ---- params (ir/params.py) ---------------------------------------------------------------- */
 
 /* own_params(node): new reference */
 static PyObject *own_params(Node *node) {
     PyObject *token = node->open;
     if (!IS_NONE(token)) {
-        node->open = NULL;
+        node->open = ref(Py_None);
         int took = take(token);
         Py_DECREF(token);
         if (took < 0)
             return NULL;
         if (!took) {
-            PyObject *copy = dict_prefix(node->params, node->nparams);
+            PyObject *copy = dict_prefix(node->params, number(node->nparams));
             if (copy == NULL)
                 return NULL;
             set_ref(&node->params, copy);
@@ -148,7 +189,7 @@ static PyObject *handed_params(Node *node) {
 
 static int append_param(Node *into, Node *node, Node *new) {
     PyObject *params = node->params;
-    Py_ssize_t n = node->nparams;
+    Py_ssize_t n = number(node->nparams);
     int copy = 1;
     if (!has_buffers(new)) {
         int took = take(node->open);
@@ -168,16 +209,16 @@ static int append_param(Node *into, Node *node, Node *new) {
         return -1;
     }
     set_ref(&into->params, params);
-    into->nparams = n + 1;
-    set_ref(&into->open, n + 1 >= ShareFrom ? new_token() : NULL);
-    return (n + 1 >= ShareFrom && into->open == NULL) ? -1 : 0;
+    if (set_number(&into->nparams, n + 1) < 0)
+        return -1;
+    return set_token(into, n + 1);
 }
 
 /* `into` = op(new, node), new a leaf or scalar, node with params: node's params then new.
    Returns the placement ("<" or ("<", k)), a new reference. */
 static PyObject *mirror_param(Node *into, Node *node, Node *new) {
     PyObject *params = node->params;
-    Py_ssize_t n = node->nparams;
+    Py_ssize_t n = number(node->nparams);
     PyObject *found = PyDict_GetItemWithError(params, (PyObject *)new);
     if (found == NULL && PyErr_Occurred())
         return NULL;
@@ -187,8 +228,8 @@ static PyObject *mirror_param(Node *into, Node *node, Node *new) {
             return NULL;
         if (k < n) {
             set_ref(&into->params, ref(params));
-            into->nparams = n;
-            set_ref(&into->open, IS_NONE(node->open) ? NULL : ref(node->open));
+            set_ref(&into->nparams, ref(node->nparams));
+            set_ref(&into->open, ref(node->open != NULL ? node->open : Py_None));
             return PyTuple_Pack(2, s_mirrored, found);
         }
     }
@@ -199,19 +240,16 @@ static PyObject *mirror_param(Node *into, Node *node, Node *new) {
             return NULL;
         }
         set_ref(&into->params, copy);
-        into->nparams = n + 1;
-        if (n + 1 >= ShareFrom) {
-            set_ref(&into->open, new_token());
-            if (into->open == NULL)
-                return NULL;
-        }
+        if (set_number(&into->nparams, n + 1) < 0 || set_token(into, n + 1) < 0)
+            return NULL;
     } else if (append_param(into, node, new) < 0) {
         return NULL;
     }
     return ref(s_mirrored);
 }
 
-/* merge_node(first, pa, other, pb): *params and the return value (placement) new references */
+/* merge_node(first, pa, other, pb): *out (params) and the return value (placement) new
+   references */
 static PyObject *merge_node(PyObject *first, PyObject *pa, PyObject *other, PyObject *pb,
                             PyObject **out) {
     PyObject *params, *k, *v;
@@ -287,32 +325,18 @@ fail:
 
 /* ---- sids, counts, buffers ---------------------------------------------------------------- */
 
-/* the sid of `structure` (stolen): ir/sids._sid, its table looked up here first */
-static Py_ssize_t sid_of(PyObject *structure) {
+/* the sid of `structure` (stolen; NULL passes an error on): ir/sids._sid, its table looked up
+   here first. A new reference. */
+static PyObject *sid_of(PyObject *structure) {
     if (structure == NULL)
-        return -1;
+        return NULL;
     PyObject *found = PyDict_GetItemWithError(Sids, structure);
-    Py_ssize_t sid;
-    if (found != NULL) {
-        sid = PyLong_AsSsize_t(found);
-    } else if (PyErr_Occurred()) {
-        sid = -1;
-    } else {
+    if (found != NULL)
+        Py_INCREF(found);
+    else if (!PyErr_Occurred())
         found = PyObject_CallFunctionObjArgs(SidFn, structure, NULL);
-        sid = found == NULL ? -1 : PyLong_AsSsize_t(found);
-        Py_XDECREF(found);
-    }
     Py_DECREF(structure);
-    return sid;
-}
-
-static PyObject *structure4(PyObject *aid, Py_ssize_t s1, Py_ssize_t s2, PyObject *placement) {
-    PyObject *a = PyLong_FromSsize_t(s1), *b = PyLong_FromSsize_t(s2), *t = NULL;
-    if (a != NULL && b != NULL)
-        t = PyTuple_Pack(4, aid, a, b, placement);
-    Py_XDECREF(a);
-    Py_XDECREF(b);
-    return t;
+    return found;
 }
 
 static int in_inputs(Node *n, Node *of) {
@@ -338,10 +362,6 @@ static PyObject *union_buffers(Node *a, Node *b) {
     return within ? ref(ba) : PyNumber_Or(ba, bb);
 }
 
-static Node *new_node(void) {
-    return (Node *)untracked(node_alloc(NodeType, 0));
-}
-
 /* the result dtype of a loop: attrs[1][-1] (borrowed) */
 static PyObject *result_dtype(PyObject *attrs) {
     PyObject *loop = PyTuple_GetItem(attrs, 1);
@@ -350,16 +370,25 @@ static PyObject *result_dtype(PyObject *attrs) {
     return PyTuple_GetItem(loop, PyTuple_Size(loop) - 1);
 }
 
-/* ---- building nodes (graph.op_of, scalarops.op_scalar, graph.scalar) --------------------- */
-
-PyObject *op_of2(Node *a, Node *b, PyObject *attrs, PyObject *aid) {
-    PyObject *placement = NULL, *dtype = result_dtype(attrs);
+/* an op node's common fields: kind, dtype, attrs (the caller sets the rest) */
+static Node *new_op(PyObject *attrs) {
+    PyObject *dtype = result_dtype(attrs);
     Node *node;
-    if (dtype == NULL || (node = new_node()) == NULL)
+    if (dtype == NULL || (node = new_node(node_alloc, NodeType)) == NULL)
         return NULL;
     node->kind = ref(s_op);
     node->dtype = ref(dtype);
     node->attrs = ref(attrs);
+    return node;
+}
+
+/* ---- building nodes (graph.op_of, scalarops.op_scalar, graph.scalar) --------------------- */
+
+PyObject *op_of2(Node *a, Node *b, PyObject *attrs, PyObject *aid) {
+    PyObject *placement = NULL;
+    Node *node = new_op(attrs);
+    if (node == NULL)
+        return NULL;
     node->inputs = untracked(PyTuple_Pack(2, (PyObject *)a, (PyObject *)b));
     if (node->inputs == NULL)
         goto fail;
@@ -391,14 +420,13 @@ PyObject *op_of2(Node *a, Node *b, PyObject *attrs, PyObject *aid) {
         Py_DECREF(hb);
         if (placement == NULL)
             goto fail;
-        set_ref(&node->params, params);
-        node->nparams = PyDict_Size(params);
-        if (params != a->params && node->nparams >= ShareFrom &&
-            (node->open = new_token()) == NULL)
+        node->params = params;
+        Py_ssize_t n = PyDict_Size(params);
+        if (set_number(&node->nparams, n) < 0 ||
+            (params != a->params && set_token(node, n) < 0))
             goto fail;
     } else if (IS_NONE(pa)) {                                /* two leaves or scalars */
-        PyObject *params = untracked(PyDict_New());
-        node->params = params;
+        PyObject *params = node->params = untracked(PyDict_New());
         if (params == NULL || dict_put(params, (PyObject *)a, 0) < 0)
             goto fail;
         if (a == b) {
@@ -408,9 +436,10 @@ PyObject *op_of2(Node *a, Node *b, PyObject *attrs, PyObject *aid) {
                 goto fail;
             placement = ref(Py_None);
         }
-        node->nparams = PyDict_Size(params);
+        if (set_number(&node->nparams, PyDict_Size(params)) < 0)
+            goto fail;
     } else {                                                 /* an op and a leaf or scalar */
-        Py_ssize_t n = a->nparams;
+        Py_ssize_t n = number(a->nparams);
         PyObject *found = PyDict_GetItemWithError(pa, (PyObject *)b);
         Py_ssize_t k = n;
         if (found == NULL && PyErr_Occurred())
@@ -419,16 +448,13 @@ PyObject *op_of2(Node *a, Node *b, PyObject *attrs, PyObject *aid) {
             goto fail;
         if (found != NULL && k < n) {                        /* b is one of a's: shared */
             node->params = ref(pa);
-            node->nparams = n;
-            node->open = IS_NONE(a->open) ? NULL : ref(a->open);
+            node->nparams = ref(a->nparams);
+            set_ref(&node->open, ref(a->open != NULL ? a->open : Py_None));
             placement = ref(found);
         } else if (IS_NONE(a->open)) {                       /* a small or handed-out dict */
-            PyObject *params = untracked(PyDict_Copy(pa));
-            node->params = params;
-            if (params == NULL || dict_put(params, (PyObject *)b, n) < 0)
-                goto fail;
-            node->nparams = n + 1;
-            if (n + 1 >= ShareFrom && (node->open = new_token()) == NULL)
+            PyObject *params = node->params = untracked(PyDict_Copy(pa));
+            if (params == NULL || dict_put(params, (PyObject *)b, n) < 0 ||
+                set_number(&node->nparams, n + 1) < 0 || set_token(node, n + 1) < 0)
                 goto fail;
             placement = ref(Py_None);
         } else {
@@ -439,18 +465,19 @@ PyObject *op_of2(Node *a, Node *b, PyObject *attrs, PyObject *aid) {
     }
     if (placement == NULL)
         goto fail;
-    node->sid = sid_of(structure4(aid, a->sid, b->sid, placement));
+    node->sid = sid_of(PyTuple_Pack(4, aid, a->sid, b->sid, placement));
     Py_CLEAR(placement);
-    if (node->sid == -1 && PyErr_Occurred())
+    if (node->sid == NULL)
         goto fail;
     /* a square (x * x) and an op on a node and one of its inputs (x + x * x) count once */
+    Py_ssize_t count;
     if (a == b || in_inputs(a, b))
-        node->count = 1 + b->count;
+        count = 1 + number(b->count);
     else if (in_inputs(b, a))
-        node->count = 1 + a->count;
+        count = 1 + number(a->count);
     else
-        node->count = 1 + a->count + b->count;
-    if ((node->buffers = union_buffers(a, b)) == NULL)
+        count = 1 + number(a->count) + number(b->count);
+    if (set_number(&node->count, count) < 0 || (node->buffers = union_buffers(a, b)) == NULL)
         goto fail;
     return (PyObject *)node;
 fail:
@@ -460,31 +487,24 @@ fail:
 }
 
 PyObject *op_of1(Node *a, PyObject *attrs, PyObject *aid) {
-    PyObject *dtype = result_dtype(attrs);
-    Node *node;
-    if (dtype == NULL || (node = new_node()) == NULL)
+    Node *node = new_op(attrs);
+    if (node == NULL)
         return NULL;
-    node->kind = ref(s_op);
-    node->dtype = ref(dtype);
-    node->attrs = ref(attrs);
     node->shape = ref(a->shape);
-    node->count = 1 + a->count;
     node->buffers = ref(a->buffers != NULL ? a->buffers : EmptyFrozenset);
-    if ((node->inputs = untracked(PyTuple_Pack(1, (PyObject *)a))) == NULL)
+    if (set_number(&node->count, 1 + number(a->count)) < 0 ||
+        (node->inputs = untracked(PyTuple_Pack(1, (PyObject *)a))) == NULL)
         goto fail;
     if (IS_NONE(a->params)) {
-        if ((node->params = untracked(PyDict_New())) == NULL || dict_put(node->params, (PyObject *)a, 0) < 0)
+        if ((node->params = untracked(PyDict_New())) == NULL ||
+            dict_put(node->params, (PyObject *)a, 0) < 0 || set_number(&node->nparams, 1) < 0)
             goto fail;
-        node->nparams = 1;
     } else {
         node->params = ref(a->params);
-        node->nparams = a->nparams;
-        node->open = IS_NONE(a->open) ? NULL : ref(a->open);
+        node->nparams = ref(a->nparams);
+        set_ref(&node->open, ref(a->open != NULL ? a->open : Py_None));
     }
-    PyObject *sa = PyLong_FromSsize_t(a->sid);
-    node->sid = sid_of(sa == NULL ? NULL : PyTuple_Pack(2, aid, sa));
-    Py_XDECREF(sa);
-    if (node->sid == -1 && PyErr_Occurred())
+    if ((node->sid = sid_of(PyTuple_Pack(2, aid, a->sid))) == NULL)
         goto fail;
     return (PyObject *)node;
 fail:
@@ -492,8 +512,8 @@ fail:
     return NULL;
 }
 
-Node *new_scalar(PyObject *value, PyObject *dtype, Py_ssize_t sid) {
-    Node *s = (Node *)untracked(scalar_alloc(ScalarType, 0));
+Node *new_scalar(PyObject *value, PyObject *dtype, PyObject *sid) {
+    Node *s = new_node(scalar_alloc, ScalarType);
     if (s == NULL)
         return NULL;
     PyObject *uid = PyIter_Next(Uids);
@@ -507,8 +527,10 @@ Node *new_scalar(PyObject *value, PyObject *dtype, Py_ssize_t sid) {
     s->inputs = ref(EmptyTuple);
     s->attrs = untracked(PyTuple_Pack(2, uid, value));
     Py_DECREF(uid);
-    s->sid = sid;
-    s->count = 1;
+    s->sid = ref(sid);
+    s->params = ref(Py_None);
+    s->nparams = ref(Zero);
+    s->count = ref(One);
     s->buffers = ref(EmptyFrozenset);
     if (s->attrs == NULL) {
         Py_DECREF(s);
@@ -517,50 +539,43 @@ Node *new_scalar(PyObject *value, PyObject *dtype, Py_ssize_t sid) {
     return s;
 }
 
-PyObject *op_scalar(Node *node, PyObject *value, PyObject *sdtype, Py_ssize_t ssid,
-                           PyObject *attrs, PyObject *aid, int scalar_first) {
-    PyObject *dtype = result_dtype(attrs), *structure;
+PyObject *op_scalar(Node *node, PyObject *value, PyObject *sdtype, PyObject *ssid,
+                    PyObject *attrs, PyObject *aid, int scalar_first) {
     Node *s, *op;
-    if (dtype == NULL || (s = new_scalar(value, sdtype, ssid)) == NULL)
+    if ((s = new_scalar(value, sdtype, ssid)) == NULL)
         return NULL;
-    if ((op = new_node()) == NULL) {
+    if ((op = new_op(attrs)) == NULL) {
         Py_DECREF(s);
         return NULL;
     }
-    op->kind = ref(s_op);
-    op->dtype = ref(dtype);
-    op->attrs = ref(attrs);
     op->shape = ref(node->shape);
-    op->count = node->count + 2;
     op->buffers = ref(node->buffers != NULL ? node->buffers : EmptyFrozenset);
     op->inputs = untracked(scalar_first ? PyTuple_Pack(2, (PyObject *)s, (PyObject *)node)
                                         : PyTuple_Pack(2, (PyObject *)node, (PyObject *)s));
-    if (op->inputs == NULL)
+    if (op->inputs == NULL || set_number(&op->count, number(node->count) + 2) < 0)
         goto fail;
     int leaf = IS_NONE(node->params);
     if (leaf) {
         PyObject *params = op->params = untracked(PyDict_New());
         if (params == NULL ||
             dict_put(params, scalar_first ? (PyObject *)s : (PyObject *)node, 0) < 0 ||
-            dict_put(params, scalar_first ? (PyObject *)node : (PyObject *)s, 1) < 0)
+            dict_put(params, scalar_first ? (PyObject *)node : (PyObject *)s, 1) < 0 ||
+            set_number(&op->nparams, 2) < 0)
             goto fail;
-        op->nparams = 2;
     } else if (IS_NONE(node->open)) {
-        Py_ssize_t n = node->nparams;
+        Py_ssize_t n = number(node->nparams);
         PyObject *params = op->params = untracked(PyDict_Copy(node->params));
-        if (params == NULL || dict_put(params, (PyObject *)s, n) < 0)
-            goto fail;
-        op->nparams = n + 1;
-        if (n + 1 >= ShareFrom && (op->open = new_token()) == NULL)
+        if (params == NULL || dict_put(params, (PyObject *)s, n) < 0 ||
+            set_number(&op->nparams, n + 1) < 0 || set_token(op, n + 1) < 0)
             goto fail;
     } else if (append_param(op, node, s) < 0) {
         goto fail;
     }
     /* a scalar first follows the op's params too (op_of's "<", mirrored) */
-    structure = scalar_first ? structure4(aid, ssid, node->sid, leaf ? Py_None : s_mirrored)
-                             : structure4(aid, node->sid, ssid, Py_None);
-    op->sid = sid_of(structure);
-    if (op->sid == -1 && PyErr_Occurred())
+    op->sid = sid_of(scalar_first
+                         ? PyTuple_Pack(4, aid, ssid, node->sid, leaf ? Py_None : s_mirrored)
+                         : PyTuple_Pack(4, aid, node->sid, ssid, Py_None));
+    if (op->sid == NULL)
         goto fail;
     Py_DECREF(s);
     return (PyObject *)op;
@@ -569,7 +584,6 @@ fail:
     Py_DECREF(op);
     return NULL;
 }
-
 
 /* ---- several roots evaluated together (params.roots_params) ------------------------------- */
 
@@ -584,16 +598,13 @@ PyObject *roots_params(PyObject *roots) {
     if (structure == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyList_GetItem(roots, i);
-        if (!is_node(item)) {
+        PyObject *item = PyList_GetItem(roots, i), *placement = NULL;
+        if (!is_node(item) || ((Node *)item)->sid == NULL) {
             PyErr_SetString(PyExc_TypeError, "roots_params: a list of graph nodes");
             goto done;
         }
         Node *root = (Node *)item;
-        PyObject *sid = PyLong_FromSsize_t(root->sid), *placement = NULL;
-        if (sid == NULL)
-            goto done;
-        PyTuple_SetItem(structure, i == 0 ? 0 : 2 * i - 1, sid);
+        PyTuple_SetItem(structure, i == 0 ? 0 : 2 * i - 1, ref(root->sid));
         PyObject *mine = handed_params(root);
         if (mine == NULL && PyErr_Occurred())
             goto done;

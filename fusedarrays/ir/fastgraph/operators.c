@@ -12,8 +12,8 @@ enum { RIGHT_FLOAT, RIGHT_INT, LEFT_FLOAT, LEFT_INT, NKINDS };
 typedef struct {
     PyObject *a, *b;          /* dtype objects (b: NULL for a scalar or unary entry) */
     PyObject *attrs, *aid;    /* the node's (name, loop) and its attrs_id */
-    PyObject *sdtype;         /* a scalar entry's: the scalar's dtype, its sid, whether an int */
-    Py_ssize_t ssid;          /* must be checked to fit (dtypes.check_scalar_fits) */
+    PyObject *sdtype, *ssid;  /* a scalar entry's: the scalar's dtype, its sid, whether an int */
+                              /* must be checked to fit (dtypes.check_scalar_fits) */
     int check;
 } Entry;
 
@@ -29,6 +29,7 @@ typedef struct {
 
 static void entry_clear(Entry *e) {
     Py_CLEAR(e->a); Py_CLEAR(e->b); Py_CLEAR(e->attrs); Py_CLEAR(e->aid); Py_CLEAR(e->sdtype);
+    Py_CLEAR(e->ssid);
 }
 
 static int operator_traverse(Operator *self, visitproc visit, void *arg) {
@@ -94,9 +95,8 @@ static inline Entry *find_scalar(Operator *op, int kind, PyObject *a) {
    for unary), else a scalar's position and type (RIGHT_FLOAT ...) */
 static PyObject *operator_remember(Operator *self, PyObject *args) {
     int kind, check;
-    PyObject *a, *b, *attrs, *aid, *sdtype;
-    Py_ssize_t ssid;
-    if (!PyArg_ParseTuple(args, "iOOOOOnp:remember", &kind, &a, &b, &attrs, &aid, &sdtype,
+    PyObject *a, *b, *attrs, *aid, *sdtype, *ssid;
+    if (!PyArg_ParseTuple(args, "iOOOOOOp:remember", &kind, &a, &b, &attrs, &aid, &sdtype,
                           &ssid, &check))
         return NULL;
     if (kind < -1 || kind >= NKINDS) {
@@ -118,7 +118,7 @@ static PyObject *operator_remember(Operator *self, PyObject *args) {
     e->attrs = ref(attrs);
     e->aid = ref(aid);
     e->sdtype = ref(sdtype);
-    e->ssid = ssid;
+    e->ssid = ref(ssid);
     e->check = check;
     Py_RETURN_NONE;
 }
