@@ -12,6 +12,8 @@ import numpy as np
 
 import fusedarrays as fa
 
+from .ir import native
+
 
 def _timed(fn):
     start = time.perf_counter()
@@ -24,7 +26,9 @@ def main() -> int:
     rng = np.random.default_rng()
     a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
     x, y, z = fa.asarray(a), fa.asarray(b), fa.asarray(c)
-    print(f"backend: {fa.backend()}")
+    print(f"backend: {fa.backend()}; lazy expressions built "
+          + ("in C" if native.NATIVE else "in Python (the C extension is not built or "
+             "FUSEDARRAYS_NATIVE=0)"))
 
     def ten_ops():
         return (fa.sqrt(fa.abs(x * y + z)) * 0.5 - fa.exp(-fa.abs(z))
