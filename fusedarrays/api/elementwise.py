@@ -121,19 +121,21 @@ def build(row: ops.Op, args) -> graph.Node:
             # the dtypes ride along in the value: their ids can't be reused while it lives
             python = [k for k, kind in enumerate(kinds) if kind is float or kind is int]
             if row.nin == 1 or not python:
-                _FAST[row.name][tuple(map(id, kinds)) if row.nin == 2 else id(kinds[0])] = (
-                    *found, kinds)
                 if fastgraph is not None:
                     OPERATORS[row.name].remember(-1, kinds[0], kinds[1] if row.nin == 2 else
                                                  None, *found, None, 0, False)
+                else:
+                    _FAST[row.name][tuple(map(id, kinds)) if row.nin == 2 else id(kinds[0])] = (
+                        *found, kinds)
             elif len(python) == 1:   # an array and a Python scalar: the scalar's dtype and sid
                 k = python[0]
-                _FAST_SCALAR[row.name][k, kinds[k]][id(kinds[1 - k])] = (
-                    *found, kinds, loop[k], graph.scalar_sid(loop[k]))
                 if fastgraph is not None:
                     OPERATORS[row.name].remember(
                         _NATIVE_KINDS[k, kinds[k]], kinds[1 - k], None, *found, loop[k],
                         graph.scalar_sid(loop[k]), kinds[k] is int and loop[k].kind in "iu")
+                else:
+                    _FAST_SCALAR[row.name][k, kinds[k]][id(kinds[1 - k])] = (
+                        *found, kinds, loop[k], graph.scalar_sid(loop[k]))
     return node
 
 
@@ -176,21 +178,16 @@ _FAST_SCALAR: dict[str, dict] = {row.name: {(k, t): {} for k in (0, 1) for t in 
                                  for row in ops.OPS.values() if row.nin == 2}
 
 
-# The C operator path (ir/native.py): one Operator per row of at most two operands, told each
-# loop the Python path above resolved (build), its fallback that Python path. Its kinds of
-# scalar entries, by (position, Python type), as _fastgraph.c numbers them.
-_NATIVE_KINDS = {(1, float): 0, (1, int): 1, (0, float): 2, (0, int): 3}
-OPERATORS: dict = {} if fastgraph is None else {
-    row.name: fastgraph.Operator(row.name, row.nin, functools.partial(
-        lambda row, *args: apply(row, *args), row), dtypes.check_scalar_fits)
-    for row in ops.OPS.values() if row.nin <= 2}
-
-
 def _binary_method(row: ops.Op, reflected: bool = False):
     """``a <op> b`` as an operator method (``b <op> a`` where ``reflected``): :func:`apply`
     without ``out``, with the common case (arrays and Python scalars whose loop was resolved
     before) written out, as it runs on every operator call: look up the loop by the operands'
-    dtype identities, build the node, wrap."""
+    dtype identities, build the node, wrap. In C where the extension is built."""
+    if fastgraph is not None:   # the same cases, in C (a reflected call: its operands swapped)
+        native = OPERATORS[row.name]
+        if reflected:
+            return lambda b, a: native(a, b)
+        return lambda a, b: native(a, b)    # a function: installed on the class, it binds
     fast, name = _FAST[row.name], row.name
     scalar = _FAST_SCALAR[row.name]
     right_float, right_int = scalar[1, float], scalar[1, int]
@@ -240,9 +237,6 @@ def _binary_method(row: ops.Op, reflected: bool = False):
             dtypes.check_scalar_fits(a, found[3], name)
         return _wrap(scalarops.op_scalar(nb, a, found[3], found[4], found[0], found[1], True))
 
-    if fastgraph is not None:   # the same cases, in C
-        method = OPERATORS[row.name]
-        scalar_first = method
     if reflected:   # b.__r<op>__(a): mostly a Python scalar a, one call straight to its case
         def reflected_method(b, a):
             ka = type(a)
@@ -286,6 +280,16 @@ def apply(row: ops.Op, *args, out=None):
     _check_cast(row, node.dtype, out.dtype)
     runtime_write(out._destination(), node)
     return out
+
+
+# The C operator path (ir/native.py): one Operator per row of at most two operands, told each
+# loop the Python path above resolved (build), its fallback that Python path. Its kinds of
+# scalar entries, by (position, Python type), as _fastgraph.c numbers them.
+_NATIVE_KINDS = {(1, float): 0, (1, int): 1, (0, float): 2, (0, int): 3}
+OPERATORS: dict = {} if fastgraph is None else {
+    row.name: fastgraph.Operator(row.name, row.nin, functools.partial(apply, row),
+                                 dtypes.check_scalar_fits)
+    for row in ops.OPS.values() if row.nin <= 2}
 
 
 def _check_cast(row: ops.Op, have: np.dtype, want: np.dtype) -> None:

@@ -242,8 +242,9 @@ def native_graph_packer(plan, nparams: int, backend):
         middle.append(("call", backend.counters, plan.counters))
     if flags_index_errors(plan):
         middle.append(("const", indexflags.word_arg(backend), None))
-    if plan.int_args():
-        middle.append(("extend", tuple(plan.int_args()), None))
+    ints = plan.int_args()
+    if ints:
+        middle.append(("extend", tuple(ints), None))
     return fastgraph.GraphPacker(
         nparams,
         tuple((position, o.dtype, elem_offset(o)) for o, position in zip(inputs, plan.sources)),

@@ -74,35 +74,41 @@ Node *resolved(Array *array) {
 }
 
 /* The pending arrays that read `buffer` (None: no buffer), in creation order; computed arrays
-   leave the registry on the way. Nothing here runs Python code: a frozenset of buffers compares
-   them by identity. */
+   leave the registry on the way. The registry is copied first (new references): resolving an
+   array's node may free its graph, and freeing a buffer may run Python code, in which another
+   thread may add, drop or compact entries. */
 PyObject *pending_readers(PyObject *buffer) {
-    PyObject *found = PyList_New(0);
-    if (found == NULL)
-        return NULL;
-    for (Py_ssize_t i = 0; i < registry_len; i++) {
-        Array *a = registry[i];
-        if (a == NULL)
-            continue;
+    PyObject *live = PyList_New(0), *found = PyList_New(0);
+    if (live == NULL || found == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < registry_len; i++)
+        if (registry[i] != NULL && PyList_Append(live, (PyObject *)registry[i]) < 0)
+            goto fail;
+    for (Py_ssize_t i = 0; i < PyList_Size(live); i++) {
+        Array *a = (Array *)PyList_GetItem(live, i);
         Node *node = resolved(a);
         int pending = node != NULL && node->kind != s_leaf &&
                       !(PyUnicode_Check(node->kind) &&
                         PyUnicode_CompareWithASCIIString(node->kind, "leaf") == 0);
         if (!pending) {
-            leave(a);
+            if (a->pending)
+                leave(a);
             continue;
         }
         if (buffer == Py_None || node->buffers == NULL)
             continue;
         int reads = PySet_Contains(node->buffers, buffer);
-        if (reads < 0 || (reads && PyList_Append(found, (PyObject *)a) < 0)) {
-            Py_DECREF(found);
-            return NULL;
-        }
+        if (reads < 0 || (reads && PyList_Append(found, (PyObject *)a) < 0))
+            goto fail;
     }
     if (registry_live < registry_len / 2)
         compact();
+    Py_DECREF(live);
     return found;
+fail:
+    Py_XDECREF(live);
+    Py_XDECREF(found);
+    return NULL;
 }
 
 Py_ssize_t pending_count(void) {
