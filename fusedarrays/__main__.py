@@ -27,8 +27,8 @@ def main() -> int:
     a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
     x, y, z = fa.asarray(a), fa.asarray(b), fa.asarray(c)
     print(f"backend: {fa.backend()}; lazy expressions built "
-          + ("in C" if native.NATIVE else "in Python (the C extension is not built or "
-             "FUSEDARRAYS_NATIVE=0)"))
+          + ("in C" if native.NATIVE else "in Python (FUSEDARRAYS_NATIVE=0, or the C "
+             "extension is not built where this fusedarrays is: python -m pip install -e .)"))
 
     def ten_ops():
         return (fa.sqrt(fa.abs(x * y + z)) * 0.5 - fa.exp(-fa.abs(z))
