@@ -139,39 +139,47 @@ static int checked(Operator *op, Entry *e, PyObject *value) {
     return 0;
 }
 
+/* `array <op> value` (first: `value <op> array`) for a Python float or int `value`: 1 with
+   *out the result (NULL on an error) where the loop was resolved before, else 0 */
+static int with_scalar(Operator *op, Array *array, PyObject *value, int first, PyObject **out) {
+    int is_float = Py_TYPE(value) == &PyFloat_Type;
+    int kind = first ? (is_float ? LEFT_FLOAT : LEFT_INT) : (is_float ? RIGHT_FLOAT : RIGHT_INT);
+    Entry *e = find_scalar(op, kind, ((Node *)array->node)->dtype);
+    if (e == NULL)
+        return 0;
+    *out = checked(op, e, value) < 0
+               ? NULL
+               : wrap(op_scalar(resolved(array), value, e->sdtype, e->ssid, e->attrs, e->aid,
+                                first));
+    return 1;
+}
+
+static inline int is_array(PyObject *o) {
+    return Py_TYPE(o) == ArrayType && ((Array *)o)->node != NULL;
+}
+
+static inline int is_number(PyObject *o) {
+    return Py_TYPE(o) == &PyFloat_Type || Py_TYPE(o) == &PyLong_Type;
+}
+
 /* `a <op> b`: the operator path (elementwise._binary_method), written here */
 static PyObject *binary(Operator *op, PyObject *a, PyObject *b) {
+    PyObject *out;
     if (op == NULL)
         Py_RETURN_NOTIMPLEMENTED;
-    PyTypeObject *ta = Py_TYPE(a), *tb = Py_TYPE(b);
-    if (ta == ArrayType && ((Array *)a)->node != NULL) {
-        Node *na = (Node *)((Array *)a)->node;
-        if (tb == ArrayType && ((Array *)b)->node != NULL) {
-            Entry *e = find_pair(op, na->dtype, ((Node *)((Array *)b)->node)->dtype);
+    if (is_array(a)) {
+        if (is_array(b)) {
+            Entry *e = find_pair(op, ((Node *)((Array *)a)->node)->dtype,
+                                 ((Node *)((Array *)b)->node)->dtype);
             if (e != NULL) {
-                na = resolved((Array *)a);
-                Node *nb = resolved((Array *)b);
+                Node *na = resolved((Array *)a), *nb = resolved((Array *)b);
                 return wrap(op_of2(na, nb, e->attrs, e->aid));
             }
-        } else if (tb == &PyFloat_Type || tb == &PyLong_Type) {
-            Entry *e = find_scalar(op, tb == &PyFloat_Type ? RIGHT_FLOAT : RIGHT_INT, na->dtype);
-            if (e != NULL) {
-                if (checked(op, e, b) < 0)
-                    return NULL;
-                na = resolved((Array *)a);
-                return wrap(op_scalar(na, b, e->sdtype, e->ssid, e->attrs, e->aid, 0));
-            }
+        } else if (is_number(b) && with_scalar(op, (Array *)a, b, 0, &out)) {
+            return out;
         }
-    } else if (tb == ArrayType && ((Array *)b)->node != NULL &&
-               (ta == &PyFloat_Type || ta == &PyLong_Type)) {
-        Node *nb = (Node *)((Array *)b)->node;
-        Entry *e = find_scalar(op, ta == &PyFloat_Type ? LEFT_FLOAT : LEFT_INT, nb->dtype);
-        if (e != NULL) {
-            if (checked(op, e, a) < 0)
-                return NULL;
-            nb = resolved((Array *)b);
-            return wrap(op_scalar(nb, a, e->sdtype, e->ssid, e->attrs, e->aid, 1));
-        }
+    } else if (is_array(b) && is_number(a) && with_scalar(op, (Array *)b, a, 1, &out)) {
+        return out;
     }
     return call_fallback(op, a, b);
 }
@@ -179,7 +187,7 @@ static PyObject *binary(Operator *op, PyObject *a, PyObject *b) {
 static PyObject *unary(Operator *op, PyObject *a) {
     if (op == NULL)
         Py_RETURN_NOTIMPLEMENTED;
-    if (Py_TYPE(a) == ArrayType && ((Array *)a)->node != NULL) {
+    if (is_array(a)) {
         Entry *e = find_pair(op, ((Node *)((Array *)a)->node)->dtype, NULL);
         if (e != NULL)
             return wrap(op_of1(resolved((Array *)a), e->attrs, e->aid));
