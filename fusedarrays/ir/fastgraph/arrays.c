@@ -1,5 +1,5 @@
 /* Arrays: ArrayBase's fields (api/array.ndarray), wrapping a new op node in an array, and the
- * registry of pending arrays that a write into a buffer consults (api/array.py: before a buffer
+ * registry of pending arrays that a write into a buffer consults (api/pending.py: before a buffer
  * is written, the pending arrays reading it are computed).
  *
  * The registry holds its arrays by borrowed pointer, in creation order; an array knows its

@@ -9,12 +9,13 @@
 enum { RIGHT_FLOAT, RIGHT_INT, LEFT_FLOAT, LEFT_INT, NKINDS };
 #define CAPACITY 32
 
+/* One resolved loop, found by the operands' dtype objects (a Python scalar's by its position
+   and type: the Operator's table it sits in) */
 typedef struct {
-    PyObject *a, *b;          /* dtype objects (b: NULL for a scalar or unary entry) */
+    PyObject *a, *b;          /* the arrays' dtypes (b NULL: a unary or a scalar entry) */
     PyObject *attrs, *aid;    /* the node's (name, loop) and its attrs_id */
-    PyObject *sdtype, *ssid;  /* a scalar entry's: the scalar's dtype, its sid, whether an int */
-                              /* must be checked to fit (dtypes.check_scalar_fits) */
-    int check;
+    PyObject *sdtype, *ssid;  /* a scalar entry's: the scalar's dtype and sid */
+    int check;                /* a Python int checked to fit it (dtypes.check_scalar_fits) */
 } Entry;
 
 typedef struct {
