@@ -14,6 +14,8 @@ per cached call, and the cost of building a graph, each beside its target.
 - host µs per cached lazy ``(x*y + z*2).compute()`` on 1 K float32, and per cached ``fa.fuse``
   call returning a new array for the same expression (rounds of thousands of calls, the two
   alternating; one synchronisation per round);
+- host µs of one launch of Black-Scholes' kernel (its packed arguments, 48 after ``n``) through
+  the C launch (``cuda/fastlaunch``) and through ``cuda.core.launch``, alternating (cuda only);
 - µs per op to build (not evaluate) Black-Scholes' graph, and the cost of one more op in a lazy
   expression (built and evaluated: chains of 2k and 8k ops on one element, rounds taken in
   turn) over one NumPy ufunc call on 1-element arrays, in the same process (any backend).
@@ -200,6 +202,38 @@ def host_time(run: harness.Run, calls: int, rounds: int) -> None:
     run.check("fa.fuse x*y + z*2", contenders["fuse"]().get(), want)
 
 
+def launch_cost(run: harness.Run, calls: int, rounds: int) -> None:
+    """The launch alone: Black-Scholes' record and packed arguments, caught once, then launched
+    through each route in turn (the C launch, and cuda.core's with the C one set aside)."""
+    from fusedarrays.runtime import launch as runtime_launch
+
+    dev = [fa.asarray(v) for v in bs.inputs(1024, run.seed).values()]
+    caught, launch_with = [], runtime_launch.LaunchRecord.launch_with
+    runtime_launch.LaunchRecord.launch_with = lambda record, *rest: caught.append((record, rest))
+    try:
+        fa.compute(*bs.prices(fa, *dev))
+    finally:
+        runtime_launch.LaunchRecord.launch_with = launch_with
+    (record, (args, size, geometry)), = caught
+    launcher = record.kernel
+    fast = getattr(launcher, "_fast", None)
+    if fast is None:
+        print("  the launch alone: no C launch on this backend (cuda only), not measured")
+        return
+    best = {"C launch": float("inf"), "cuda.core.launch": float("inf")}
+    try:
+        for _ in range(rounds):
+            for route in best:
+                launcher._fast = fast if route == "C launch" else None
+                best[route] = min(best[route], run.device_time(
+                    lambda: record.backend.launch(launcher, size, args, geometry), calls, 1))
+    finally:
+        launcher._fast = fast
+    for route, seconds in best.items():
+        run.row(f"host µs per launch of Black-Scholes' kernel ({len(args) + 1} arguments), "
+                f"through {route}", seconds * 1e6, "—", "µs")
+
+
 def chain(a, steps: int):
     for _ in range(steps):
         a = a * 1.0001 + 0.5
@@ -239,6 +273,7 @@ def main() -> int:
     # (torch.compile's workers) that would share the host with them.
     host_time(run, 200 if run.smoke else 3000, 2 if run.smoke else 7)
     build_cost(run, 200 if run.smoke else 3000, 8 if run.smoke else 16)
+    launch_cost(run, 200 if run.smoke else 2000, 2 if run.smoke else 5)
     black_scholes(run, 1 << (10 if run.smoke else 24))
     black_scholes_erf(run, 1 << (10 if run.smoke else 24))
     broadcast(run, 64 if run.smoke else 4096)

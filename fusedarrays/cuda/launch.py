@@ -17,12 +17,21 @@ about what this launcher adds to it. ``cuLaunchKernel`` through ``ctypes`` (elev
 arguments) took 6.3–9.8 µs, and through ``cuda.bindings`` with a NumPy parameter array
 10–12 µs. The driver's own work is about
 5 µs of every route, so a faster launch needs a C-level caller, not another Python binding.
+
+That caller is the optional C extension ``_fastlaunch`` (``cuda/fastlaunch/fastlaunch.c``): it
+reads the arguments into one buffer by a code per parameter and calls ``cuLaunchKernel``, whose
+address comes from the ``libcuda.so`` cuda.core loaded. Where it was not built, or with
+``FUSEDARRAYS_NATIVE=0``, or for a kernel that is not a ``cuda.core`` ``Kernel``, launches go
+through ``cuda.core.launch`` as above; a launch the driver refuses is repeated there, so its
+error is cuda.core's, with the driver's message.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from cuda.core import LEGACY_DEFAULT_STREAM, Kernel, LaunchConfig, launch
+
+from .. import config as _settings
 
 from ..compiler.product import PRODUCT_THREADS
 from ..ir.layout import TILE_THREADS
@@ -58,6 +67,42 @@ _NUMPY_TYPES = {
 # numba passes a complex kernel parameter as its two parts, each a parameter of the part's type
 # (a complex64 is two .param .f32 in the PTX): a complex argument is split into them at launch.
 _COMPLEX_PARTS = {"c64": np.float32, "c128": np.float64}
+# the C launch's code for each parameter type (fastlaunch.c's header lists them)
+_FAST_CODES = {"ptr": "q", "i64": "q", "u64": "q", "i32": "i", "u32": "I", "i16": "h",
+               "u16": "H", "i8": "b", "u8": "B", "b1": "?", "f16": "f", "f32": "f", "f64": "d",
+               "c64": "F", "c128": "D"}
+_driver_launch: list = []   # [the address of cuLaunchKernel, or None], found at the first load
+
+
+def driver_launch_address() -> int | None:
+    """The address of the driver's ``cuLaunchKernel`` where the C launch can use it, else None
+    (no extension, ``FUSEDARRAYS_NATIVE=0``, no ``libcuda.so.1``)."""
+    if not _driver_launch:
+        address = None
+        if _settings.get("NATIVE"):
+            try:
+                import ctypes
+
+                from . import _fastlaunch  # noqa: F401
+
+                address = ctypes.cast(ctypes.CDLL("libcuda.so.1").cuLaunchKernel,
+                                      ctypes.c_void_p).value
+            except (ImportError, OSError, AttributeError):
+                address = None
+        _driver_launch.append(address)
+    return _driver_launch[0]
+
+
+def fast_launch(kernel, param_types: tuple[str, ...], stream):
+    """The C launch of ``kernel`` (a ``cuda.core`` ``Kernel``), or None where there is none."""
+    address = driver_launch_address()
+    handle = getattr(kernel, "handle", None)
+    if address is None or handle is None:
+        return None
+    from ._fastlaunch import Launch
+
+    return Launch(address, int(handle), int(stream.handle),
+                  "".join(_FAST_CODES[t] for t in param_types))
 
 
 def grid_size(n: int, sm_count: int) -> int:
@@ -73,7 +118,7 @@ class Launcher:
     """
 
     __slots__ = ("kernel", "param_types", "_nargs", "_n_type", "_typed", "_parts", "_sm_count",
-                 "_configs", "_stream", "_types")
+                 "_configs", "_stream", "_types", "_fast")
 
     def __init__(self, kernel: Kernel, param_types: tuple[str, ...], sm_count: int):
         known = _AS_IS | set(_NUMPY_TYPES) | set(_COMPLEX_PARTS)
@@ -96,10 +141,12 @@ class Launcher:
         self._types = None if self._parts else tuple(
             _NUMPY_TYPES.get(t, int) for t in param_types[1:])
         self._sm_count = sm_count
-        self._configs: dict[int, LaunchConfig] = {}
+        # (n, geometry) → (grid x, grid y, block, the same as a LaunchConfig)
+        self._configs: dict[tuple, tuple] = {}
         self._stream = LEGACY_DEFAULT_STREAM
+        self._fast = fast_launch(kernel, self.param_types, self._stream)
 
-    def _config(self, n: int, geometry: tuple) -> LaunchConfig:
+    def _config(self, n: int, geometry: tuple) -> tuple:
         if len(self._configs) >= _MAX_CONFIGS:
             self._configs.clear()
         kind = geometry[0] if geometry else "flat"
@@ -129,8 +176,10 @@ class Launcher:
         else:
             threads = geometry[1] if geometry else n
             config = LaunchConfig(grid=grid_size(threads, self._sm_count), block=BLOCK)
-        self._configs[(n, geometry)] = config
-        return config
+        grid = config.grid
+        entry = (grid[0], grid[1], config.block[0], config)
+        self._configs[(n, geometry)] = entry
+        return entry
 
     def _converted(self, args) -> list:
         args = list(args)
@@ -148,11 +197,13 @@ class Launcher:
     def __call__(self, n: int, args, geometry: tuple = ()) -> None:
         """Launch over ``n`` elements (nothing for ``n <= 0``) with the parameters after ``n``;
         ``geometry`` (``KernelPlan.geometry``) picks a 1-D, row or tile grid."""
-        config = self._configs.get((n, geometry))
-        if config is None:
+        entry = self._configs.get((n, geometry))
+        if entry is None:
             if n <= 0:
                 return
-            config = self._config(n, geometry)
+            entry = self._config(n, geometry)
+        if self._fast is not None and self._fast(entry, n, args) is None:
+            return      # queued; a refused launch goes again below, to raise cuda.core's error
         if len(args) != self._nargs:  # a short list would launch a kernel reading garbage
             raise ValueError(f"{self!r} takes {self._nargs} arguments after n, got {len(args)}")
         if tuple(map(type, args)) != self._types:
@@ -162,7 +213,7 @@ class Launcher:
                     break
             if self._parts:
                 args = self._split(args)
-        launch(self._stream, config, self.kernel, n if self._n_type is None else self._n_type(n),
+        launch(self._stream, entry[3], self.kernel, n if self._n_type is None else self._n_type(n),
                *args)
 
     def __repr__(self) -> str:

@@ -80,3 +80,137 @@ def test_a_wrong_argument_count_fails_before_launching(launches):
 def test_unknown_parameter_types_are_refused():
     with pytest.raises(ValueError, match="c32"):
         Launcher("kernel", ("i64", "c32"), H100_SMS)
+
+
+# --- the C launch (cuda/fastlaunch/fastlaunch.c), with a recorder in place of cuLaunchKernel ---
+
+_PARAM_BYTES = {"ptr": "<Q", "i64": "<q", "u64": "<Q", "i32": "<i", "u32": "<I", "i16": "<h",
+                "u16": "<H", "i8": "<b", "u8": "<B", "b1": "<B", "f16": "<f", "f32": "<f",
+                "f64": "<d"}
+
+
+class _Handle:
+    def __init__(self, value: int):
+        self.value = value
+
+    def __int__(self) -> int:
+        return self.value
+
+
+class _FakeKernel:
+    handle = _Handle(0xC0FFEE)
+
+
+@pytest.fixture
+def driver(monkeypatch):
+    """A ctypes function with cuLaunchKernel's signature that reads back what the C launch
+    passed: each parameter decoded by its type, the grid, the block and the stream."""
+    import ctypes
+    import struct
+
+    pytest.importorskip("fusedarrays.cuda._fastlaunch")
+    recorded = []
+    types: list = []
+    status = [0]
+    signature = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7,
+                                 ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+                                 ctypes.c_void_p)
+
+    def fake(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        values, slot = [], 0
+        for t in types[0]:
+            if t in ("c64", "c128"):
+                part = "<f" if t == "c64" else "<d"
+                size = struct.calcsize(part)
+                real = struct.unpack(part, ctypes.string_at(params[slot], size))[0]
+                imag = struct.unpack(part, ctypes.string_at(params[slot + 1], size))[0]
+                values.append(complex(real, imag))
+                slot += 2
+            else:
+                fmt = _PARAM_BYTES[t]
+                values.append(struct.unpack(fmt, ctypes.string_at(params[slot],
+                                                                    struct.calcsize(fmt)))[0])
+                slot += 1
+        recorded.append({"function": function, "grid": (gx, gy, gz), "block": (bx, by, bz),
+                         "stream": stream, "values": values, "extra": extra})
+        return status[0]
+
+    callback = signature(fake)
+    address = ctypes.cast(callback, ctypes.c_void_p).value
+    monkeypatch.setattr(launch_module, "_driver_launch", [address])
+    python_launches = []
+    monkeypatch.setattr(launch_module, "launch",
+                        lambda stream, config, kernel, *args: python_launches.append(args))
+
+    def make(params):
+        types[:] = [params]
+        return Launcher(_FakeKernel(), params, H100_SMS)
+
+    yield make, recorded, python_launches, status
+    del callback
+
+
+def test_the_c_launch_packs_each_type_in_its_width(driver):
+    make, recorded, python_launches, _ = driver
+    params = ("i64", "ptr", "u64", "i32", "u32", "i16", "u16", "i8", "u8", "b1", "f16", "f32",
+              "f64", "c64", "c128")
+    launcher = make(params)
+    assert launcher._fast is not None
+    args = [0x7F00_0000_1000, 2**63 + 5, -7, 2**32 - 1, -300, 65535, -128, np.uint8(255),
+            np.bool_(True), 0.1, np.float32(2.5), np.float64(1 / 3), 1.5 - 2j,
+            np.complex128(0.1 + 0.2j)]
+    launcher(1000, args)
+    (call,) = recorded
+    assert python_launches == []
+    assert call["function"] == 0xC0FFEE and call["extra"] is None
+    assert call["grid"] == (4, 1, 1) and call["block"] == (BLOCK, 1, 1)
+    assert call["stream"] == int(launch_module.LEGACY_DEFAULT_STREAM.handle)
+    expected = [1000, *args[:9]]
+    assert call["values"][:10] == [int(v) for v in expected]
+    # floats narrowed to float32 as NumPy rounds them; complex parts each in its width
+    assert call["values"][10] == np.float32(0.1) and call["values"][11] == 2.5
+    assert call["values"][12] == 1 / 3
+    assert call["values"][13] == complex(np.complex64(1.5 - 2j))
+    assert call["values"][14] == 0.1 + 0.2j
+
+
+def test_the_c_launch_uses_the_row_geometry_and_cached_configs(driver):
+    make, recorded, _, _ = driver
+    launcher = make(("i64", "ptr"))
+    launcher(4096 * 4096, [0x1000], ("rows", 4096, 4096 // 4))
+    launcher(4096 * 4096, [0x1000], ("rows", 4096, 4096 // 4))
+    assert recorded[0]["grid"] == recorded[1]["grid"]
+    assert recorded[0]["grid"][1] > 1     # rows on grid y
+    launcher(0, [0x1000])
+    assert len(recorded) == 2             # nothing for no elements
+
+
+def test_the_c_launch_refuses_what_numpy_would(driver):
+    make, recorded, _, _ = driver
+    launcher = make(("i64", "ptr", "i32", "f32"))
+    with pytest.raises(OverflowError, match="out of bounds"):
+        launcher(10, [0x1000, 2**31, 1.0])
+    with pytest.raises(TypeError):
+        launcher(10, [0x1000, 1, "a"])
+    with pytest.raises(ValueError, match="3 arguments after n, got 2"):
+        launcher(10, [0x1000, 1])
+    assert recorded == []
+
+
+def test_a_launch_the_driver_refuses_goes_again_through_cuda_core(driver):
+    make, recorded, python_launches, status = driver
+    status[0] = 700     # CUDA_ERROR_ILLEGAL_ADDRESS: cuda.core raises its error with its text
+    launcher = make(("i64", "ptr", "f32"))
+    launcher(10, [0x1000, 0.5])
+    assert len(recorded) == 1 and len(python_launches) == 1
+    assert python_launches[0][2] == np.float32(0.5) and type(python_launches[0][2]) is np.float32
+
+
+def test_no_c_launch_with_the_python_path(monkeypatch):
+    """FUSEDARRAYS_NATIVE=0 (the Python path, kept as the reference) launches through
+    cuda.core."""
+    from fusedarrays import config
+
+    monkeypatch.setattr(launch_module, "_driver_launch", [])
+    with config.override(NATIVE=False):
+        assert Launcher(_FakeKernel(), ("i64", "ptr"), H100_SMS)._fast is None
