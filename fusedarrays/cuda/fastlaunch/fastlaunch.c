@@ -2,7 +2,7 @@
  * driver's cuLaunchKernel, for cuda/launch.py's Launcher.
  *
  * Why: cuda.core.launch converts each argument through Python objects, about 0.3 µs an
- * argument over the driver's ~5 µs (Black-Scholes' 56 arguments: 23 µs a launch on the H100
+ * argument over the driver's ~5 µs (a launch of Black-Scholes' kernel: 23 µs on the H100
  * host). Here the arguments are read into one stack buffer by a code per parameter decided
  * when the kernel was loaded, then passed to the driver in one call.
  *
