@@ -141,7 +141,7 @@ class Launcher:
         self._types = None if self._parts else tuple(
             _NUMPY_TYPES.get(t, int) for t in param_types[1:])
         self._sm_count = sm_count
-        # (n, geometry) → (grid x, grid y, block, the same as a LaunchConfig)
+        # (n, geometry) → (grid x, y, z, block x, y, z, the same as a LaunchConfig)
         self._configs: dict[tuple, tuple] = {}
         self._stream = LEGACY_DEFAULT_STREAM
         self._fast = fast_launch(kernel, self.param_types, self._stream)
@@ -176,8 +176,7 @@ class Launcher:
         else:
             threads = geometry[1] if geometry else n
             config = LaunchConfig(grid=grid_size(threads, self._sm_count), block=BLOCK)
-        grid = config.grid
-        entry = (grid[0], grid[1], config.block[0], config)
+        entry = (*config.grid, *config.block, config)   # 3 + 3 numbers: the C launch reads them
         self._configs[(n, geometry)] = entry
         return entry
 
@@ -213,7 +212,7 @@ class Launcher:
                     break
             if self._parts:
                 args = self._split(args)
-        launch(self._stream, entry[3], self.kernel, n if self._n_type is None else self._n_type(n),
+        launch(self._stream, entry[6], self.kernel, n if self._n_type is None else self._n_type(n),
                *args)
 
     def __repr__(self) -> str:

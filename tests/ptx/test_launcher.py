@@ -174,15 +174,24 @@ def test_the_c_launch_packs_each_type_in_its_width(driver):
     assert call["values"][14] == 0.1 + 0.2j
 
 
-def test_the_c_launch_uses_the_row_geometry_and_cached_configs(driver):
-    make, recorded, _, _ = driver
+@pytest.mark.parametrize("geometry", [
+    (), ("rows", 4096, 4096 // 4), ("tiled", 64, 64), ("reduce", "rows", 4096),
+    ("reduce", "threads", 4096), ("product", 300)])
+def test_the_c_launch_takes_each_geometrys_grid_and_block(driver, geometry):
+    """Every schedule's grid and block reach the driver as cuda.core's LaunchConfig has them
+    (the tiled one's block is two-dimensional)."""
+    make, recorded, python_launches, _ = driver
     launcher = make(("i64", "ptr"))
-    launcher(4096 * 4096, [0x1000], ("rows", 4096, 4096 // 4))
-    launcher(4096 * 4096, [0x1000], ("rows", 4096, 4096 // 4))
-    assert recorded[0]["grid"] == recorded[1]["grid"]
-    assert recorded[0]["grid"][1] > 1     # rows on grid y
+    n = 4096 * 4096
+    launcher(n, [0x1000], geometry)
+    launcher(n, [0x1000], geometry)
+    config = launcher._configs[(n, geometry)][-1]
+    assert recorded[0]["grid"] == tuple(config.grid) == recorded[1]["grid"]
+    assert recorded[0]["block"] == tuple(config.block)
+    if geometry[:1] == ("tiled",):
+        assert recorded[0]["block"] == (32, 8, 1)
     launcher(0, [0x1000])
-    assert len(recorded) == 2             # nothing for no elements
+    assert len(recorded) == 2 and python_launches == []   # nothing for no elements
 
 
 def test_the_c_launch_refuses_what_numpy_would(driver):

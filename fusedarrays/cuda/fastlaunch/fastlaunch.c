@@ -160,8 +160,8 @@ static int grid_part(PyObject *config, Py_ssize_t k, unsigned *out) {
     return 0;
 }
 
-/* launch(config, n, args): config a tuple (grid_x, grid_y, block, ...); args a list or tuple
-   of the parameters after n. Returns None once queued, else the driver's error code. */
+/* launch(config, n, args): config a tuple (grid x, y, z, block x, y, z, ...); args a list or
+   tuple of the parameters after n. Returns None once queued, else the driver's error code. */
 static PyObject *Launch_call(PyObject *self_object, PyObject *call_args, PyObject *kwargs) {
     Launch *self = (Launch *)self_object;
     PyObject *config, *n, *args;
@@ -171,13 +171,14 @@ static PyObject *Launch_call(PyObject *self_object, PyObject *call_args, PyObjec
     }
     if (!PyArg_UnpackTuple(call_args, "launch", 3, 3, &config, &n, &args))
         return NULL;
-    unsigned grid_x, grid_y, block;
-    if (!PyTuple_Check(config) || grid_part(config, 0, &grid_x) < 0 ||
-        grid_part(config, 1, &grid_y) < 0 || grid_part(config, 2, &block) < 0) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "a launch's config is (grid_x, grid_y, block, ...)");
+    unsigned dims[6];
+    if (!PyTuple_Check(config)) {
+        PyErr_SetString(PyExc_TypeError, "a launch's config is (grid x, y, z, block x, y, z, ...)");
         return NULL;
     }
+    for (Py_ssize_t k = 0; k < 6; k++)
+        if (grid_part(config, k, &dims[k]) < 0)
+            return NULL;
     int is_list = PyList_Check(args);
     if (!is_list && !PyTuple_Check(args)) {
         PyErr_SetString(PyExc_TypeError, "a launch's arguments are a list or a tuple");
@@ -222,8 +223,8 @@ static PyObject *Launch_call(PyObject *self_object, PyObject *call_args, PyObjec
     }
     for (Py_ssize_t k = 0; k < slot; k++)
         params[k] = values + k;
-    int status = self->launch(self->function, grid_x, grid_y, 1, block, 1, 1, 0, self->stream,
-                              params, NULL);
+    int status = self->launch(self->function, dims[0], dims[1], dims[2], dims[3], dims[4],
+                              dims[5], 0, self->stream, params, NULL);
     if (status == 0) {
         Py_INCREF(Py_None);
         result = Py_None;
