@@ -221,5 +221,6 @@ def test_no_c_launch_with_the_python_path(monkeypatch):
     from fusedarrays import config
 
     monkeypatch.setattr(launch_module, "_driver_launch", [])
+    # the non-default setting is what this test is about: the reference path launches in Python
     with config.override(NATIVE=False):
         assert Launcher(_FakeKernel(), ("i64", "ptr"), H100_SMS)._fast is None
