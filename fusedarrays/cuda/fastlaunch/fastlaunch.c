@@ -112,18 +112,16 @@ static int pack_one(char code, PyObject *value, uint64_t *slot) {
         memcpy(slot, &v, 1);
         return 1;
     }
-    case 'f':
+    case 'f': case 'd':
         real = PyFloat_AsDouble(value);
         if (real == -1.0 && PyErr_Occurred())
             return -1;
-        single = (float)real;
-        memcpy(slot, &single, 4);
-        return 1;
-    case 'd':
-        real = PyFloat_AsDouble(value);
-        if (real == -1.0 && PyErr_Occurred())
-            return -1;
-        memcpy(slot, &real, 8);
+        if (code == 'f') {
+            single = (float)real;   /* rounded to nearest, as NumPy's float32(x) */
+            memcpy(slot, &single, 4);
+        } else {
+            memcpy(slot, &real, 8);
+        }
         return 1;
     case 'F': case 'D': {
         PyObject *complex = PyObject_CallFunctionObjArgs((PyObject *)&PyComplex_Type, value, NULL);
