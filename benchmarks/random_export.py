@@ -12,6 +12,9 @@
   built once (``idx`` is a fa array, so the gather is flagged: checked on the device, no copy
   to the host) and ``(g * w).compute()`` timed; peers
   ``torch.compile`` and eager ``table[idx] * w``;
+- ``x[mask].compute()`` with a fa mask over 2^26 float32, about half true: µs per call (the
+  mask compacted on the device, the count read by the host, the selection gathered); peers
+  eager ``x[mask]`` in PyTorch and CuPy, which read a count on the host too;
 - host µs per ``torch.from_dlpack(y)`` of a computed fa array (cuda with PyTorch only).
 
 The numbers themselves are checked against the cpu-independent reference of the stream (the
@@ -125,6 +128,40 @@ def gather(run: harness.Run, n: int, table_size: int) -> None:
     run.check("gather", (g * w).get(), table_h[idx_h] * w_h, rtol=0, atol=0)
 
 
+def mask_select(run: harness.Run, n: int) -> None:
+    """``x[mask]`` with a fusedarrays mask, about half true: the mask compacted on the device
+    (three launches and the count read by the host), the selection gathered by a fourth. Each
+    peer also reads a count on the host; µs per call, the selection computed."""
+    rng = run.rng()
+    x_h = rng.standard_normal(n).astype(np.float32)
+    m_h = rng.random(n) < 0.5
+    x, m = fa.asarray(x_h), fa.asarray(m_h)
+
+    def fused():
+        x[m].compute()
+    repeat = 3 if run.smoke else 20
+    row = run.row(f"x[mask].compute(), a fa mask, 2^{n.bit_length() - 1} f32, half true",
+                  run.device_time(fused, repeat) * 1e6, "—", "µs")
+    row.peer("torch x[mask]", lambda: run.device_time(torch_select(x_h, m_h), repeat) * 1e6)
+    row.peer("cupy x[mask]", lambda: run.device_time(cupy_select(x_h, m_h), repeat) * 1e6)
+    run.row("launches per x[mask].compute()", run.launches(fused), "== 4", "launches")
+    run.check("x[mask]", x[m].get(), x_h[m_h], rtol=0, atol=0)
+
+
+def torch_select(x_h, m_h):
+    import torch
+
+    x, m = torch.as_tensor(x_h, device="cuda"), torch.as_tensor(m_h, device="cuda")
+    return lambda: x[m]
+
+
+def cupy_select(x_h, m_h):
+    import cupy
+
+    x, m = cupy.asarray(x_h), cupy.asarray(m_h)
+    return lambda: x[m]
+
+
 def torch_gather(table_h, idx_h, w_h, compiled: bool):
     import torch
 
@@ -160,6 +197,7 @@ def main() -> int:
     noise_add(run, 1 << (12 if run.smoke else 26))
     dropout(run, 1 << (12 if run.smoke else 26))
     gather(run, 1 << (12 if run.smoke else 26), 1 << (10 if run.smoke else 20))
+    mask_select(run, 1 << (12 if run.smoke else 26))
     export_cost(run)
     return run.finish()
 

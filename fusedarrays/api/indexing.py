@@ -27,12 +27,11 @@ for its ``nonzero()`` arrays. Such a gather is one node too: the indexed axes' e
 ``sum(i_k * stride_k)`` form one index over their span of the buffer (made on the host when every
 index is, else a fused integer expression of the index arrays).
 
-**Boolean masks are compacted on the host.** ``x[mask]`` copies the mask to the host (the mask's
-bytes, device to host: a synchronisation), takes its ``nonzero()`` there, uploads the selected
-elements' offsets (8 bytes each) and gathers through them inside the consuming kernel. The
-selection's size is known once the mask is on the host, so no count reduction runs first. A
-compaction on the device (a count, a scan of the mask, a store through the scanned positions)
-needs a scan kernel, which fusedarrays does not have yet.
+**Boolean masks are compacted on the device.** ``x[mask]`` with a fusedarrays mask finds the
+mask's true elements there (:mod:`.compaction`: the rows' counts, their running sum, the indices
+stored in order; the host reads only the count, the result's size) and gathers ``x`` through
+those indices inside the kernel that consumes the selection, as for ``x[idx]``. A NumPy mask
+(or list) is read on the host, where it is, and its ``nonzero()`` uploaded.
 
 **Inside fa.fuse.** ``fa.take``, ``x[idx]``, ``x[i, idx]`` and ``fa.take_along_axis`` with an
 index the function gets as an argument or computes are flagged gathers of the traced program:
@@ -58,6 +57,7 @@ from ..ir import gathers, graph, layout
 from ..runtime import indexflags
 from . import indexkeys
 from .array import _tracing, _wrap, asarray, ndarray
+from .compaction import nonzero_arrays
 
 # The host values of index arrays this module uploaded (buffer uid → flat NumPy array): nobody
 # else holds those buffers, so the values never change; scatter.py reads them to recognise a
@@ -317,13 +317,19 @@ def getitem_array(x: ndarray, key) -> ndarray:
     _no_mask_while_tracing(key)
     parsed = indexkeys.parse(x.shape, key)
     view = x[parsed.basic] if parsed.basic else x
-    entries = indexkeys.index_arrays(parsed)
+    entries = indexkeys.index_arrays(parsed, _device_nonzero)
     if len(entries) == 1 and not isinstance(entries[0][1], (int, np.integer)):
         (axis, index), = entries          # one array: the gather of fa.take, along its axis
         return take_axis(view, index, axis, parsed.x_axis(axis), "x[idx]")
     axes = [a for a, _ in entries]
     return gather_axes(view, axes, [i for _, i in entries], parsed.adjacent,
                        [parsed.x_axis(a) for a in axes])
+
+
+def _device_nonzero(mask: ndarray) -> tuple[ndarray, ...]:
+    """A fusedarrays mask's ``nonzero()`` arrays found on the device (:mod:`.compaction`), as
+    int32 where its size allows (4-byte indices halve what the gather reads)."""
+    return nonzero_arrays(mask, np.int32 if mask.size < 2**31 else np.int64)
 
 
 def gather_axes(view: ndarray, axes: list, indices: list, adjacent: bool,

@@ -125,13 +125,16 @@ def host_mask(mask) -> np.ndarray:
     return mask.get() if isinstance(mask, ndarray) else np.asarray(mask)
 
 
-def index_arrays(key: Key) -> list[tuple]:
+def index_arrays(key: Key, nonzero=None) -> list[tuple]:
     """``(axis of x[basic], index)`` per indexed axis: integers and index arrays as given, each
-    mask as its ``nonzero()`` arrays on the host (one per axis of the mask)."""
+    mask as its ``nonzero()`` arrays (one per axis of the mask): ``nonzero(mask)``'s for a
+    fusedarrays mask where given (found on the device), else taken on the host."""
     out = []
     for kind, value, axis in key.entries:
         if kind == "mask":
-            out += [(axis + a, i) for a, i in enumerate(np.nonzero(host_mask(value)))]
+            found = (nonzero(value) if nonzero is not None and isinstance(value, ndarray)
+                     else np.nonzero(host_mask(value)))
+            out += [(axis + a, i) for a, i in enumerate(found)]
         else:
             out.append((axis, value))
     return out

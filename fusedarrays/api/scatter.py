@@ -226,13 +226,15 @@ class _Selection:
         for n in graph.walk([node]):
             if n.kind != "gather" or n.shape != node.shape:
                 continue
-            source, index = n.inputs
+            source, index = n.inputs[:2]     # a flagged gather's third input is its site
             sbuf, sshape, sstrides, soff = graph.leaf_view(source)
             sstrides = layout.broadcast_strides(sshape, sstrides, node.shape)
-            values = host_values(index)
             if sbuf is not buffer or source.dtype != target.dtype or sstrides[0] != 0 \
-                    or sstrides[1:] != rest or values is None:
+                    or sstrides[1:] != rest:
                 continue
+            values = host_values(index)
+            if values is None:      # found on the device (x[mask] of an fa mask): read them
+                values = ndarray(index).get()
             if index.ndim != node.ndim or any(
                     layout.broadcast_strides(index.shape, values.strides, node.shape)[1:]):
                 continue        # not one index per selection element

@@ -37,6 +37,7 @@ KERNEL_CODE = (
     "compiler/rowfusion.py",  # the one-kernel row program's parameters and source text
     "compiler/scan.py",       # a scan kernel's parameters, order and schedule
     "compiler/scan_codegen.py",  # the scan kernel's source text
+    "compiler/compact.py",    # the mask compaction's kernels, parameters and source text
     "compiler/product.py",    # a product kernel's parameters, order and tiles
     "compiler/product_codegen.py",  # the product kernel's source text
     "ir/products.py",         # a product's accumulator types

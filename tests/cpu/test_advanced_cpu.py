@@ -85,7 +85,10 @@ def test_writes_match_numpy(shape):
 
 def test_augmented_writes_are_one_kernel():
     """``x[idx] += v`` and ``x[mask] += v`` reach the write as one expression: one launch that
-    reads ``x`` once, and the selection, still held, then reads the written values."""
+    reads ``x`` once, and the selection, still held, then reads the written values. An fa
+    mask's selection is found on the device first (three launches: counts, their running sum,
+    the indices), and the write reads those indices back to recognise ``x`` in place (a 2-D
+    mask's element offsets are computed for that, one launch)."""
     seed = 210
     rng = np.random.default_rng(seed)
     host = rng.standard_normal((1000, 136)).astype(np.float32)
@@ -93,11 +96,23 @@ def test_augmented_writes_are_one_kernel():
     rows = rng.integers(-1000, 1000, 300)
     rows[:20] = 5                                    # repeated: each gets x + v once
     mask = rng.random(host.shape) < 0.5
-    for key, value in ((rows, 0.25), (mask, 3.0), (fa.asarray(mask), -1.0)):
+    for key, value in ((rows, 0.25), (mask, 3.0)):
         fa.reset_stats()
         x[key] += value
-        want[key if isinstance(key, np.ndarray) else key.get()] += value
+        want[key] += value
         assert fa.stats()["launches"] == 1, key
+    flat, wflat = x.reshape(-1), want.reshape(-1)    # a 1-D view, and a 2-D mask
+    for view, wview, fmask in ((flat, wflat, fa.asarray(mask.reshape(-1))),
+                               (x, want, fa.asarray(mask))):
+        fa.reset_stats()
+        selection = view[fmask]                      # x[mask] += v, step by step
+        assert fa.stats()["launches"] == 3 and selection.pending
+        fa.reset_stats()
+        selection += -1.0
+        view[fmask] = selection
+        wview[fmask.get()] += -1.0
+        assert fa.stats()["launches"] == (1 if fmask.ndim == 1 else 2)
+        np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
     np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
     sel = x[rows]
     sel += 1.0

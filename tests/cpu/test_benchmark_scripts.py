@@ -71,8 +71,10 @@ def test_random_export_smoke(tmp_path):
     rows = numbers(run_script("random_export", tmp_path))
     figures = " | ".join(rows)
     for part in ("rng.standard_normal", "dropout", "launches per noise-add",
-                 "launches per dropout", "gather table[idx] * w", "launches per gather"):
+                 "launches per dropout", "gather table[idx] * w", "launches per gather",
+                 "x[mask].compute()"):
         assert part in figures, (part, figures)
+    assert rows["launches per x[mask].compute()"]["fusedarrays"] == 4
     assert rows["launches per noise-add evaluation"]["fusedarrays"] == 1
     assert rows["launches per dropout evaluation"]["fusedarrays"] == 1
     assert rows["launches per gather evaluation"]["fusedarrays"] == 1

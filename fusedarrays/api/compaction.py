@@ -1,0 +1,81 @@
+"""Where a fusedarrays mask is true, found on the device: the flat indices of its true elements
+(:func:`true_indices`) and its ``nonzero()`` arrays (:func:`nonzero_arrays`), for ``x[mask]``
+(``api/indexing.py``), ``fa.nonzero``, ``fa.flatnonzero`` and ``fa.argwhere`` (``api/masks.py``).
+
+Three launches and one small read: the rows' counts of true elements (``compiler/compact.py``),
+their running sum (a scan kernel), the total read by the host (8 bytes: the result's size, which
+no lazy program can know), then the indices stored in order. The mask's bytes never leave the
+device. A pending mask is computed first (a kernel of its own, into contiguous bytes), as is a
+strided view of one; a contiguous one is read where it is.
+
+>>> import fusedarrays as fa, numpy as np
+>>> m = fa.asarray(np.array([[True, False, True], [False, True, True]]))
+>>> true_indices(m).get().tolist()
+[0, 2, 4, 5]
+>>> [a.get().tolist() for a in nonzero_arrays(m)]
+[[0, 0, 1, 1], [0, 2, 1, 2]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import graph, layout
+from ..runtime import compaction
+from .array import ndarray
+from .creation import empty
+from .scans import scan
+
+_I64 = np.dtype(np.int64)
+
+
+def _bytes_of(mask: ndarray) -> graph.Node:
+    """A leaf over ``mask``'s values as contiguous booleans: its own where it is one."""
+    if mask.dtype != np.bool_:
+        raise TypeError(f"a mask compaction reads booleans, not {mask.dtype}")
+    node = mask._resolved()
+    if not node.is_leaf:
+        node = mask.compute()._resolved()
+    if not layout.is_contiguous(node.shape, graph.leaf_view(node)[2]):
+        node = mask.copy().compute()._resolved()
+    return node
+
+
+def _buffer(array: ndarray):
+    return graph.leaf_view(array._resolved())[0]
+
+
+def true_indices(mask: ndarray, dtype=_I64) -> ndarray:
+    """The flat (C-order) indices of ``mask``'s true elements, in order, as ``dtype`` (int32
+    or int64): ``np.flatnonzero`` computed on the device."""
+    dtype = np.dtype(dtype)
+    node = _bytes_of(mask)
+    total = layout.size_of(node.shape)
+    if total == 0:
+        return empty((0,), dtype)
+    buffer, _, _, offset = graph.leaf_view(node)
+    rows = compaction.rows_of(total)
+    counts = empty((rows,), _I64)
+    compaction.count_rows((buffer, offset, total), _buffer(counts))
+    ends = scan("cumulative_sum", counts, 0).compute()
+    count = int(ends[rows - 1])
+    out = empty((count,), dtype)
+    if count:
+        ends_buffer, _, _, ends_offset = graph.leaf_view(ends._resolved())
+        compaction.store_indices((buffer, offset, total), (ends_buffer, ends_offset),
+                                 _buffer(out), dtype)
+    return out
+
+
+def nonzero_arrays(mask: ndarray, dtype=_I64) -> tuple[ndarray, ...]:
+    """``mask.nonzero()`` on the device: one index array per axis of ``mask`` (``dtype``), the
+    flat indices of :func:`true_indices` unravelled by lazy integer ops (computed in the kernel
+    that reads them)."""
+    flat = true_indices(mask, dtype)
+    shape = mask.shape
+    strides = layout.contiguous_strides(shape)
+    out = []
+    for k, (extent, stride) in enumerate(zip(shape, strides)):
+        index = flat // stride if stride > 1 else flat
+        out.append(index % extent if k else index)
+    return tuple(out)

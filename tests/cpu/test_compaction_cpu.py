@@ -1,0 +1,116 @@
+"""Masks compacted on the device (api/compaction.py, compiler/compact.py) on the cpu backend at
+its defaults, against NumPy: ``x[mask]``, ``fa.flatnonzero``, ``fa.nonzero``, ``fa.argwhere``.
+
+Sizes around the kernels' rows (4096 mask elements each: one row, exactly two, two and one
+element, many), masks that are pending expressions, strided views with negative steps and
+transposes, masks over leading and trailing axes, every true and none; the count is the only
+value read by the host, so a mask's bytes never travel."""
+
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+from fusedarrays.compiler.compact import ROW
+
+pytestmark = pytest.mark.usefixtures("cpu_backend")
+
+SIZES = [1, 7, ROW - 1, ROW, 2 * ROW, 2 * ROW + 1, 30011]
+
+
+def _values(seed: int, shape: tuple, dtype=np.float32) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) * 4).astype(dtype)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_flat_indices_match_numpy_around_row_sizes(size):
+    seed = 400 + size % 97
+    host = _values(seed, (size,))
+    x = fa.asarray(host)
+    for threshold in (0.5, -100.0, 100.0):           # some, every and no element true
+        want = np.flatnonzero(host > threshold)
+        got = fa.flatnonzero(x > threshold)
+        assert got.dtype == np.intp and got.shape == want.shape
+        np.testing.assert_array_equal(got.get(), want, err_msg=f"{seed=} {threshold=}")
+        np.testing.assert_array_equal(x[x > threshold].get(), host[host > threshold],
+                                      err_msg=f"{seed=} {threshold=}")
+
+
+def test_a_contiguous_mask_takes_three_launches_and_only_its_count_leaves():
+    seed = 410
+    host = _values(seed, (5 * ROW + 3,)) > 0
+    mask = fa.asarray(host)
+    fa.reset_stats()
+    got = fa.flatnonzero(mask)
+    assert fa.stats()["launches"] == 3      # counts, their running sum, the indices
+    np.testing.assert_array_equal(got.get(), np.flatnonzero(host), err_msg=f"{seed=}")
+
+
+VIEWS = {
+    "whole": lambda a: a,
+    "negative steps": lambda a: a[::-1, ::-2],
+    "transposed": lambda a: a.T,
+    "rows and a step": lambda a: a[3:250:3, ::-1],
+}
+
+
+@pytest.mark.parametrize("view", list(VIEWS), ids=list(VIEWS))
+def test_masks_of_views_read_views(view):
+    seed = 420 + len(view)
+    host = _values(seed, (300, 400))
+    x = fa.asarray(host)
+    xv, hv = VIEWS[view](x), VIEWS[view](host)
+    mask, hmask = xv > 1.0, hv > 1.0                  # a pending mask over a view
+    np.testing.assert_array_equal(xv[mask].get(), hv[hmask], err_msg=f"{seed=}")
+    np.testing.assert_array_equal((xv[mask] * 2 - 1).get(), hv[hmask] * 2 - 1,
+                                  err_msg=f"{seed=}")
+    held = VIEWS[view](fa.asarray(host > 1.0))        # a strided view of a mask in memory
+    np.testing.assert_array_equal(xv[held].get(), hv[hmask], err_msg=f"{seed=}")
+    for got, want in zip(fa.nonzero(held), np.nonzero(hmask)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.get(), want, err_msg=f"{seed=}")
+    np.testing.assert_array_equal(fa.argwhere(xv > 1.0).get(), np.argwhere(hmask),
+                                  err_msg=f"{seed=}")
+
+
+def test_masks_over_some_axes():
+    """NumPy's rules: a mask over leading axes selects subarrays; one on later axes keeps the
+    axes before it; the selection of a pending expression is gathered through its leaves."""
+    seed = 430
+    host = _values(seed, (20, 30, 40))
+    x = fa.asarray(host)
+    lead = host[:, :, 0] > 0
+    np.testing.assert_array_equal(x[fa.asarray(lead)].get(), host[lead], err_msg=f"{seed=}")
+    last = host[0, 0] > 0
+    np.testing.assert_array_equal(x[:, :, fa.asarray(last)].get(), host[:, :, last],
+                                  err_msg=f"{seed=}")
+    middle = host[0, :, 0] > 0
+    np.testing.assert_array_equal(x[:, fa.asarray(middle)].get(), host[:, middle],
+                                  err_msg=f"{seed=}")
+    np.testing.assert_array_equal((x * 3 + 1)[fa.asarray(lead)].get(), (host * 3 + 1)[lead],
+                                  err_msg=f"{seed=}")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int16, np.float16, np.complex64, np.bool_])
+def test_selected_values_keep_their_dtype(dtype):
+    seed = 440
+    host = _values(seed, (64, 129), dtype)
+    x = fa.asarray(host)
+    mask = _values(seed + 1, (64, 129)) > 0
+    got = x[fa.asarray(mask)]
+    assert got.dtype == host[mask].dtype
+    np.testing.assert_array_equal(got.get(), host[mask], err_msg=f"{seed=}")
+
+
+def test_nan_counts_as_nonzero_and_empty_masks():
+    seed = 450
+    host = _values(seed, (50, 90))
+    host[::7, ::3] = np.nan
+    host[host > 2] = 0
+    x = fa.asarray(host)
+    np.testing.assert_array_equal(fa.flatnonzero(x).get(), np.flatnonzero(host),
+                                  err_msg=f"{seed=}")
+    empty = fa.asarray(np.zeros((0, 5), np.float32))
+    assert [a.shape for a in fa.nonzero(empty)] == [(0,), (0,)]
+    assert empty[empty > 0].shape == (0,)
+    assert fa.argwhere(empty).shape == (0, 2)

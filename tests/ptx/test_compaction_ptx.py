@@ -1,0 +1,36 @@
+"""The mask compaction's kernels compiled to PTX for sm_90 without a GPU: both kernels and both
+index types, a block per row scanning its threads' counts through shared memory (barriers,
+no atomics: the output's order is fixed), the index stored as the type asked for."""
+
+import re
+
+import pytest
+
+pytest.importorskip("numba.cuda")
+
+from fusedarrays.compiler import devicelib  # noqa: E402
+from fusedarrays.compiler.compact import CompactPlan, render_compact  # noqa: E402
+from fusedarrays.runtime.backend import arch_compiler  # noqa: E402
+
+_ATOMIC = re.compile(r"^\s*(@%p\d+\s+)?(atom|red)\.", re.M)
+
+
+@pytest.mark.parametrize("mode,code", [("count", "i64"), ("index", "i32"), ("index", "i64")])
+def test_compaction_kernels_compile(mode, code):
+    plan = CompactPlan(mode, code)
+    ptx, entry = arch_compiler().ptx(render_compact(plan, "cuda"), plan.name,
+                                     plan.param_types(), "sm_90", devicelib.helpers())
+    assert plan.name in entry
+    assert "bar.sync" in ptx and ".shared" in ptx
+    assert not _ATOMIC.search(ptx)
+    assert re.search(r"ld\.global(\.nc)?\.u8", ptx)               # the mask, a byte at a time
+    stored = "(s|u|b)64" if mode == "count" else {"i32": "(s|u|b)32", "i64": "(s|u|b)64"}[code]
+    assert re.search(rf"st\.global\.{stored}", ptx), ptx[-2000:]
+
+
+def test_plans_are_keyed_by_kernel():
+    plans = [CompactPlan(m, c) for m, c in (("count", "i64"), ("index", "i32"),
+                                            ("index", "i64"))]
+    assert len({p.key for p in plans}) == 3 and len({p.name for p in plans}) == 3
+    with pytest.raises(ValueError, match="no compaction kernel"):
+        CompactPlan("index", "f32")

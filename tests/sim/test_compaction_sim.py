@@ -1,0 +1,41 @@
+"""Masks compacted through the CUDA kernel source (simulator): ``fa.flatnonzero`` and
+``x[mask]`` against NumPy, a mask of two rows and a bit (4096 elements a row; the simulator's
+blocks have 32 threads, so each thread's run is 128 elements and the block's scan of the runs'
+counts takes five steps), a pending mask over a view with negative steps, a mask over the
+leading axes of a 3-D array."""
+
+import numpy as np
+import pytest
+
+import fusedarrays as fa
+from fusedarrays import config
+from fusedarrays.compiler.compact import ROW
+
+
+@pytest.fixture(autouse=True)
+def sim_backend():
+    with config.override(BACKEND="sim"):
+        yield
+
+
+def test_rows_in_order_across_the_block():
+    seed = 460
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal(2 * ROW + 37).astype(np.float32)
+    x = fa.asarray(host)
+    np.testing.assert_array_equal(fa.flatnonzero(x > 0.2).get(), np.flatnonzero(host > 0.2),
+                                  err_msg=f"{seed=}")
+    np.testing.assert_array_equal(x[x < -1.0].get(), host[host < -1.0], err_msg=f"{seed=}")
+
+
+def test_views_and_leading_axes():
+    seed = 461
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((6, 9, 4)).astype(np.float32)
+    x = fa.asarray(host)
+    view, hview = x[::-1, ::-2], host[::-1, ::-2]
+    np.testing.assert_array_equal(view[view > 0].get(), hview[hview > 0], err_msg=f"{seed=}")
+    lead = host[:, :, 0] > 0
+    np.testing.assert_array_equal(x[fa.asarray(lead)].get(), host[lead], err_msg=f"{seed=}")
+    for got, want in zip(fa.nonzero(view > 0.5), np.nonzero(hview > 0.5)):
+        np.testing.assert_array_equal(got.get(), want, err_msg=f"{seed=}")
