@@ -2,18 +2,16 @@
 ``x[mask]``, ``fa.nonzero``, ``fa.flatnonzero`` and ``fa.argwhere`` (``api/masks.py``).
 
 Pure text, like :mod:`.codegen`. A mask (contiguous bytes, ``total`` of them) is cut into rows of
-``c`` elements; two kernels walk the rows, a block per row on cuda (grid-stride over rows):
+:data:`ROW` elements; two kernels walk the rows, a block per row on cuda (grid-stride over rows):
 
 - ``count``: each row's count of true elements, into ``counts[row]``.
 - ``index``: with ``ends`` the inclusive running sum of the counts (the caller's scan kernel), the
   flat index ``j`` of each true element, stored at ``out[ends[row - 1] + its rank in the row]``:
   the indices of the true elements, in order.
 
-In a block, thread ``tx`` owns a contiguous run of ``ceil(c / blockDim)`` elements of the row:
-it counts its run, the block scans the runs' counts (Hillis-Steele, as the scan kernel's), and in
-the ``index`` kernel each thread then stores its run's indices from its exclusive prefix on. The
-order of the output is the mask's C order on every backend and for every block width. The cpu
-target walks each row in order, chunks of rows on threads.
+How a cuda block walks its row is :func:`_cuda`'s to say; the cpu target walks each row in
+order, chunks of rows on threads. The output's order is the mask's C order on every backend and
+for every block width; no atomics.
 
 A compaction stores through a computed index, which the elementwise code generator has no
 instruction for; its values are the indices themselves, so a selection's values are then read by
@@ -68,11 +66,11 @@ class CompactPlan:
         return "fz_" + self.key[:16]
 
     def param_types(self) -> tuple[str, ...]:
-        """``n`` (rows), a pointer per operand, then ``c`` (elements a row) and ``total``."""
-        return ("i64",) + ("ptr",) * len(self.operands) + ("i64", "i64")
+        """``n`` (rows), a pointer per operand, then ``total`` (the mask's elements)."""
+        return ("i64",) + ("ptr",) * len(self.operands) + ("i64",)
 
     def param_names(self) -> list[str]:
-        return ["n"] + [f"p{k}" for k in range(len(self.operands))] + ["c", "total"]
+        return ["n"] + [f"p{k}" for k in range(len(self.operands))] + ["total"]
 
     @staticmethod
     def geometry(rows: int) -> tuple:
@@ -100,36 +98,84 @@ def _row_pass(plan: CompactPlan, lo: str, hi: str) -> list[str]:
 
 
 def _cpu(plan: CompactPlan) -> list[str]:
-    row = ["lo = row * c", "hi = min(lo + c, total)"]
+    row = [f"lo = row * {ROW}", f"hi = min(lo + {ROW}, total)"]
     if plan.mode == "count":
         row += _row_pass(plan, "lo", "hi") + ["st_i64(p1, row, acc)"]
     else:
         row += ["pos = cv_i64(0)", "if row > 0:", "    pos = ld_i64(p1, row - 1)"]
         row += _row_pass(plan, "lo", "hi")
-    return ([f"grain = max(1, {CPU_CHUNK} // max(c, 1))", "chunks = (n + grain - 1) // grain",
+    return ([f"grain = {max(1, CPU_CHUNK // ROW)}", "chunks = (n + grain - 1) // grain",
              "if k0 >= k1:", "    return chunks",
              "for k in range(k0, min(k1, chunks)):",
              "    for row in range(k * grain, min(k * grain + grain, n)):"]
             + _indent(row, 2) + ["return chunks"])
 
 
+# elements a thread loads before it uses any: its loads in flight at once (one at a time, each
+# waited for, left the kernels at a tenth of the memory's bandwidth). ROW / blockDim is a
+# multiple of it for every power-of-two block up to 256: 4096 / 256 = 16.
+UNROLL = 16
+
+
+def _full_or_last(full: list[str], last: list[str]) -> list[str]:
+    return [f"if width == {ROW}:"] + _indent(full) + ["else:"] + _indent(last)
+
+
+def _loads(at) -> list[str]:
+    return [f"a{u} = ld_b1(p0, {at(u)})" for u in range(UNROLL)]
+
+
 def _cuda(plan: CompactPlan) -> list[str]:
-    # the thread's run: counted (both kernels), then the block's inclusive scan of the counts
-    run = ["lo = min(row * c + tx * per, end)", "hi = min(lo + per, end)"]
-    run += _row_pass(CompactPlan("count", plan.code), "lo", "hi")
+    """``count`` reads a row coalesced (every ``blockDim``-th element a thread: a count takes
+    them in any order) and sums the threads' counts by a tree in shared memory. ``index``: thread
+    ``tx`` owns the contiguous run ``[tx * per, tx * per + per)`` of the row; it counts its run,
+    the block scans the counts (Hillis-Steele), and the thread reads its run again, putting each
+    element's index at the run's next rank in a shared row of indices (every element written,
+    a false one's to a spare slot past the row, the rank moved on by true ones only: no
+    branch); the block stores the row's indices coalesced after the earlier rows' total (loaded
+    first: its wait overlaps the row's loads). In a full row each thread issues UNROLL loads
+    before it uses any; the last row goes one element at a time."""
+    head = ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
+            "row = cv_i64(cuda.blockIdx.x)", "rstep = cv_i64(cuda.gridDim.x)",
+            f"per = {ROW} // bdim"]
+    rows = [f"start = row * {ROW}", f"width = min({ROW}, total - start)", "acc = cv_i64(0)"]
+    if plan.mode == "count":
+        count = _full_or_last(
+            ["k = tx", f"while k < {ROW}:"] + _indent(
+                _loads(lambda u: f"start + k + {u} * bdim")
+                + [f"acc += cv_i64(a{u})" for u in range(UNROLL)] + [f"k += {UNROLL} * bdim"]),
+            ["k = tx", "while k < width:", "    acc += cv_i64(ld_b1(p0, start + k))",
+             "    k += bdim"])
+        tree = ["st[tx] = acc", "cuda.syncthreads()", "h = bdim >> 1", "while h > 0:",
+                "    if tx < h:", "        st[tx] += st[tx + h]", "    cuda.syncthreads()",
+                "    h = h >> 1", "if tx == 0:", "    st_i64(p1, row, st[0])",
+                "cuda.syncthreads()"]
+        return ([f"st = cuda.shared.array({BLOCK_THREADS}, sh_i64)"] + head
+                + ["while row < n:"] + _indent(rows + count + tree + ["row += rstep"]))
+
+    def walk(use):
+        """The thread's run in order, ``use(index, value)``'s lines per element."""
+        return _full_or_last(
+            ["c = lo", "while c < lo + per:"] + _indent(
+                _loads(lambda u: f"c + {u}")
+                + [ln for u in range(UNROLL) for ln in use(f"c + {u}", f"a{u}")]
+                + [f"c += {UNROLL}"]),
+            ["j = lo", "while j < min(lo + per, start + width):"]
+            + _indent(use("j", "ld_b1(p0, j)") + ["j += 1"]))
+    base = ["base = cv_i64(0)", "if row > 0:", "    base = ld_i64(p1, row - 1)",
+            "lo = start + tx * per"]
+    count = walk(lambda j, v: [f"acc += cv_i64({v})"])
     scan = ["own = acc", "st[tx] = acc", "cuda.syncthreads()", "h = cv_i64(1)",
             "while h < bdim:"] + _indent(
         ["w = cv_i64(0)", "if tx >= h:", "    w = st[tx - h]", "cuda.syncthreads()",
          "if tx >= h:", "    acc = acc + w", "    st[tx] = acc", "cuda.syncthreads()",
          "h = h * 2"])
-    if plan.mode == "count":
-        tail = ["if tx == bdim - 1:", "    st_i64(p1, row, acc)"]
-    else:
-        tail = ["pos = acc - own", "if row > 0:", "    pos += ld_i64(p1, row - 1)"]
-        tail += _row_pass(plan, "lo", "hi")
-    body = (["end = min(row * c + c, total)"] + run + scan + tail
-            + ["cuda.syncthreads()", "row += rstep"])
-    return ([f"st = cuda.shared.array({BLOCK_THREADS}, sh_i64)",
-             "tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
-             "row = cv_i64(cuda.blockIdx.x)", "rstep = cv_i64(cuda.gridDim.x)",
-             "per = (c + bdim - 1) // bdim", "while row < n:"] + _indent(body))
+    place = ["pos = acc - own"] + walk(
+        lambda j, v: [f"so[pos if {v} else {ROW}] = cv_{plan.code}({j})",
+                      f"pos += cv_i64({v})"]) + ["cuda.syncthreads()"]
+    store = ["count = st[bdim - 1]", "k = tx", "while k < count:",
+             f"    st_{plan.code}(p2, base + k, so[k])", "    k += bdim", "cuda.syncthreads()"]
+    return ([f"so = cuda.shared.array({ROW + 1}, sh_{plan.code})",
+             f"st = cuda.shared.array({BLOCK_THREADS}, sh_i64)"]
+            + head + ["while row < n:"]
+            + _indent(rows + base + count + scan + place + store + ["row += rstep"]))

@@ -43,7 +43,7 @@ def count_rows(mask: tuple, counts: Buffer) -> None:
     backend = buffer.backend
     rows = rows_of(total)
     args = [backend.operand_arg(buffer.storage, _BOOL, offset),
-            backend.operand_arg(counts.storage, _I64, 0), ROW, total]
+            backend.operand_arg(counts.storage, _I64, 0), total]
     _record(backend, "count", "i64").launch_with(args, rows, CompactPlan.geometry(rows))
 
 
@@ -58,5 +58,5 @@ def store_indices(mask: tuple, ends: tuple, out: Buffer, dtype: np.dtype) -> Non
     code = {np.dtype(np.int32): "i32", _I64: "i64"}[dtype]
     args = [backend.operand_arg(buffer.storage, _BOOL, offset),
             backend.operand_arg(ends[0].storage, _I64, ends[1]),
-            backend.operand_arg(out.storage, dtype, 0), ROW, total]
+            backend.operand_arg(out.storage, dtype, 0), total]
     _record(backend, "index", code).launch_with(args, rows, CompactPlan.geometry(rows))

@@ -1,6 +1,7 @@
 """The mask compaction's kernels compiled to PTX for sm_90 without a GPU: both kernels and both
-index types, a block per row scanning its threads' counts through shared memory (barriers,
-no atomics: the output's order is fixed), the index stored as the type asked for."""
+index types, a block per row through shared memory (barriers, no atomics: the output's order
+is fixed by the scan), a full row's loads issued before their uses, the index stored as the
+type asked for."""
 
 import re
 
@@ -9,10 +10,10 @@ import pytest
 pytest.importorskip("numba.cuda")
 
 from fusedarrays.compiler import devicelib  # noqa: E402
-from fusedarrays.compiler.compact import CompactPlan, render_compact  # noqa: E402
+from fusedarrays.compiler.compact import UNROLL, CompactPlan, render_compact  # noqa: E402
 from fusedarrays.runtime.backend import arch_compiler  # noqa: E402
 
-_ATOMIC = re.compile(r"^\s*(@%p\d+\s+)?(atom|red)\.", re.M)
+_ATOMIC = re.compile(r"^\s*(@%p\d+\s+)?(atom|red)\.(\w+)", re.M)
 
 
 @pytest.mark.parametrize("mode,code", [("count", "i64"), ("index", "i32"), ("index", "i64")])
@@ -23,6 +24,13 @@ def test_compaction_kernels_compile(mode, code):
     assert plan.name in entry
     assert "bar.sync" in ptx and ".shared" in ptx
     assert not _ATOMIC.search(ptx)
+    body = ptx[ptx.index(".entry"):]
+    loads = [ln for ln in body.splitlines() if re.search(r"ld\.global(\.nc)?\.u8", ln)]
+    assert len(loads) >= UNROLL + 1                 # a full row's, then the last row's
+    # the full row's loads follow one another, no use of a loaded byte between them
+    first = body.index(loads[0])
+    window = body[first:body.index(loads[UNROLL - 1]) + len(loads[UNROLL - 1])]
+    assert window.count("ld.global") == UNROLL and "st.shared" not in window
     assert re.search(r"ld\.global(\.nc)?\.u8", ptx)               # the mask, a byte at a time
     stored = "(s|u|b)64" if mode == "count" else {"i32": "(s|u|b)32", "i64": "(s|u|b)64"}[code]
     assert re.search(rf"st\.global\.{stored}", ptx), ptx[-2000:]
