@@ -14,7 +14,8 @@
   ``torch.compile`` and eager ``table[idx] * w``;
 - ``x[mask].compute()`` with a fa mask over 2^26 float32, about half true: µs per call (the
   mask compacted on the device, the count read by the host, the selection gathered); peers
-  eager ``x[mask]`` in PyTorch and CuPy, which read a count on the host too;
+  eager ``x[mask]`` in PyTorch and CuPy, which read a count on the host too; and
+  ``x[mask] = values`` the same way (each element's rank found on the device);
 - host µs per ``torch.from_dlpack(y)`` of a computed fa array (cuda with PyTorch only).
 
 The numbers themselves are checked against the cpu-independent reference of the stream (the
@@ -146,6 +147,20 @@ def mask_select(run: harness.Run, n: int) -> None:
     row.peer("cupy x[mask]", lambda: run.device_time(cupy_select(x_h, m_h), repeat) * 1e6)
     run.row("launches per x[mask].compute()", run.launches(fused), "== 4", "launches")
     run.check("x[mask]", x[m].get(), x_h[m_h], rtol=0, atol=0)
+    v_h = rng.standard_normal(int(m_h.sum())).astype(np.float32)
+    v = fa.asarray(v_h)
+
+    def write():
+        x[m] = v
+    row = run.row(f"x[mask] = values, a fa mask, 2^{n.bit_length() - 1} f32, half true",
+                  run.device_time(write, repeat) * 1e6, "—", "µs")
+    row.peer("torch x[mask] = v", lambda: run.device_time(torch_write(x_h, m_h, v_h), repeat)
+             * 1e6)
+    row.peer("cupy x[mask] = v", lambda: run.device_time(cupy_write(x_h, m_h, v_h), repeat)
+             * 1e6)
+    want = x_h.copy()
+    want[m_h] = v_h
+    run.check("x[mask] = values", x.get(), want, rtol=0, atol=0)
 
 
 def torch_select(x_h, m_h):
@@ -160,6 +175,26 @@ def cupy_select(x_h, m_h):
 
     x, m = cupy.asarray(x_h), cupy.asarray(m_h)
     return lambda: x[m]
+
+
+def torch_write(x_h, m_h, v_h):
+    import torch
+
+    x, m, v = (torch.as_tensor(a, device="cuda") for a in (x_h, m_h, v_h))
+
+    def write():
+        x[m] = v
+    return write
+
+
+def cupy_write(x_h, m_h, v_h):
+    import cupy
+
+    x, m, v = cupy.asarray(x_h), cupy.asarray(m_h), cupy.asarray(v_h)
+
+    def write():
+        x[m] = v
+    return write
 
 
 def torch_gather(table_h, idx_h, w_h, compiled: bool):

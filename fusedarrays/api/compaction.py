@@ -1,6 +1,8 @@
 """Where a fusedarrays mask is true, found on the device: the flat indices of its true elements
 (:func:`true_indices`) and its ``nonzero()`` arrays (:func:`nonzero_arrays`), for ``x[mask]``
-(``api/indexing.py``), ``fa.nonzero``, ``fa.flatnonzero`` and ``fa.argwhere`` (``api/masks.py``).
+(``api/indexing.py``), ``fa.nonzero``, ``fa.flatnonzero`` and ``fa.argwhere`` (``api/masks.py``);
+each element's rank among the true ones (:func:`true_ranks`), for ``x[mask] = values``
+(``api/scatter.py``).
 
 Three launches and one small read: the rows' counts of true elements (``compiler/compact.py``),
 their running sum (a scan kernel), the total read by the host (8 bytes: the result's size, which
@@ -45,26 +47,47 @@ def _buffer(array: ndarray):
     return graph.leaf_view(array._resolved())[0]
 
 
-def true_indices(mask: ndarray, dtype=_I64) -> ndarray:
-    """The flat (C-order) indices of ``mask``'s true elements, in order, as ``dtype`` (int32
-    or int64): ``np.flatnonzero`` computed on the device."""
-    dtype = np.dtype(dtype)
+def _counted(mask: ndarray) -> tuple:
+    """``(mask leaf, its size, the rows' running counts, the count of true elements)``: the
+    count kernel and the scan launched, the count read by the host."""
     node = _bytes_of(mask)
     total = layout.size_of(node.shape)
     if total == 0:
-        return empty((0,), dtype)
+        return node, 0, None, 0
     buffer, _, _, offset = graph.leaf_view(node)
     rows = compaction.rows_of(total)
     counts = empty((rows,), _I64)
     compaction.count_rows((buffer, offset, total), _buffer(counts))
     ends = scan("cumulative_sum", counts, 0).compute()
-    count = int(ends[rows - 1])
+    return node, total, ends, int(ends[rows - 1])
+
+
+def _store(node: graph.Node, total: int, ends: ndarray, out: ndarray, mode: str) -> None:
+    buffer, _, _, offset = graph.leaf_view(node)
+    ends_buffer, _, _, ends_offset = graph.leaf_view(ends._resolved())
+    compaction.store_indices((buffer, offset, total), (ends_buffer, ends_offset), _buffer(out),
+                             out.dtype, mode)
+
+
+def true_indices(mask: ndarray, dtype=_I64) -> ndarray:
+    """The flat (C-order) indices of ``mask``'s true elements, in order, as ``dtype`` (int32
+    or int64): ``np.flatnonzero`` computed on the device."""
+    node, total, ends, count = _counted(mask)
     out = empty((count,), dtype)
     if count:
-        ends_buffer, _, _, ends_offset = graph.leaf_view(ends._resolved())
-        compaction.store_indices((buffer, offset, total), (ends_buffer, ends_offset),
-                                 _buffer(out), dtype)
+        _store(node, total, ends, out, "index")
     return out
+
+
+def true_ranks(mask: ndarray, dtype=_I64) -> tuple[ndarray, int]:
+    """``(ranks, count)``: for each element of ``mask`` its rank among the true ones in C order
+    (0 where false), an array of ``mask``'s shape and ``dtype``, and how many are true. The
+    selected element ``j`` of ``x[mask] = values`` takes ``values[ranks[j]]``."""
+    node, total, ends, count = _counted(mask)
+    ranks = empty(mask.shape, dtype)
+    if count:
+        _store(node, total, ends, ranks, "rank")
+    return ranks, count
 
 
 def nonzero_arrays(mask: ndarray, dtype=_I64) -> tuple[ndarray, ...]:

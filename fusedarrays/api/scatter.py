@@ -5,8 +5,12 @@ read by :mod:`.indexkeys` with NumPy's rules.
 
 - ``x[mask] = v`` with a scalar (or one-element) ``v`` is ``x[...] = where(mask, v, x)``: one
   kernel, the mask never leaves the device.
+- ``x[mask] = array`` with an fa mask (its only index) stays on the device: each element's rank
+  among the true ones (``api/compaction.py``, the host reading only the count) picks its value,
+  ``where(mask, take(values, ranks), x)``; values that read ``x`` (``x[mask] += v``) are
+  computed first.
 - Every other write, ``x[idx] = v``, ``x[i, idx] = v``, ``x[idx1, :, idx2] = v``,
-  ``x[mask] = array``, rewrites the indexed axes of ``x`` in one kernel:
+  ``x[np_mask] = array``, rewrites the indexed axes of ``x`` in one kernel:
   ``where(hit, v gathered through the inverse index, x)``. The inverse index (for each position
   of the indexed axes, the last selection element naming it) is made on the host from the
   checked index values (a mask: its ``nonzero()`` on the host), so repeated indices give
@@ -36,8 +40,9 @@ from ..errors import UnsupportedOperationError
 from ..ir import gathers, graph, layout, ops
 from . import indexkeys
 from .array import _as_node, _tracing, _wrap, asarray, ndarray, runtime_write
+from .compaction import true_ranks
 from .elementwise import FUNCTIONS, UFUNC_METHODS, apply
-from .indexing import checked_host, host_values, upload_index
+from .indexing import checked_host, host_values, take_axis, upload_index
 from .manipulation import broadcast_to
 
 _PASSES = 16    # ufunc.at passes fused into one kernel (each adds ~6 nodes to its graph)
@@ -74,6 +79,10 @@ def index_write(x: ndarray, key, value) -> None:
             "x[idx] = v and x[mask] = array inside fa.fuse are not supported (the index values "
             "are read on the host); x[mask] = scalar and fa.where(mask, v, x) are, or index "
             "outside the fused function")
+    if len(parsed.entries) == 1 and parsed.masks_only and isinstance(parsed.entries[0][1],
+                                                                     ndarray):
+        _device_masked_write(x, parsed, value)
+        return
     sel = _Selection(x, parsed)
     if sel.count == 0:
         return
@@ -135,6 +144,39 @@ def _masked_where(x: ndarray, parsed: indexkeys.Key, value) -> None:
     after = target.ndim - axis - mask.ndim
     shaped = mask.reshape((1,) * axis + tuple(mask.shape) + (1,) * after)
     target[...] = FUNCTIONS["where"](shaped, value, target)
+
+
+def _device_masked_write(x: ndarray, parsed: indexkeys.Key, value) -> None:
+    """``x[..., mask, ...] = values`` with an fa mask, on the device: each element's rank among
+    the true ones (``compaction.true_ranks``; the host reads only the count) says which value it
+    takes, ``target[...] = where(mask, take(values, ranks, axis), target)``. No repeats, so
+    NumPy's order of assignment never matters. Values that read ``x`` (``x[mask] += v``) are
+    computed first, so the write reads ``x`` only where it writes it."""
+    (_, mask, axis), = parsed.entries
+    target = x[parsed.basic]
+    ranks, count = true_ranks(mask, np.int32 if mask.size < 2**31 else np.int64)
+    shape = target.shape[:axis] + (count,) + target.shape[axis + mask.ndim:]
+    value = asarray(value)
+    if value.pending and set(target._resolved().buffers) & set(value._resolved().buffers):
+        value.compute()
+    try:
+        values = broadcast_to(value, shape)
+    except (ValueError, layout.ShapeError):
+        raise ValueError(f"x[key] = v: shape mismatch: value array of shape {value.shape} "
+                         f"could not be broadcast to indexing result of shape {shape}") from None
+    if count:
+        runtime_write(target._destination(), _ranked(target, mask, axis, values, ranks))
+
+
+def _ranked(target: ndarray, mask: ndarray, axis: int, values: ndarray,
+            ranks: ndarray) -> graph.Node:
+    """The node of ``where(mask, take(values, ranks, axis), target)``: a function of its own,
+    so that the arrays made on the way are gone by the write (a pending array reading the
+    target would be computed before it)."""
+    gathered = take_axis(values, ranks, axis, axis, "x[mask] = v")
+    shaped = mask.reshape((1,) * axis + tuple(mask.shape)
+                          + (1,) * (target.ndim - axis - mask.ndim))
+    return _as_node(FUNCTIONS["where"](shaped, gathered, target))
 
 
 class _Selection:

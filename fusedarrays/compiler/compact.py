@@ -8,6 +8,9 @@ Pure text, like :mod:`.codegen`. A mask (contiguous bytes, ``total`` of them) is
 - ``index``: with ``ends`` the inclusive running sum of the counts (the caller's scan kernel), the
   flat index ``j`` of each true element, stored at ``out[ends[row - 1] + its rank in the row]``:
   the indices of the true elements, in order.
+- ``rank``: with the same ``ends``, each element's rank among the true ones (``ends[row - 1]``
+  plus its rank in the row) stored at ``out[j]``, 0 for a false one: where ``x[mask] = values``
+  reads each selected element's value (``api/scatter.py``).
 
 How a cuda block walks its row is :func:`_cuda`'s to say; the cpu target walks each row in
 order, chunks of rows on threads. The output's order is the mask's C order on every backend and
@@ -26,7 +29,7 @@ from ..ir.reductions import BLOCK_THREADS
 from . import keys
 from .codegen import CPU_CHUNK, _function, _indent
 
-MODES = ("count", "index")
+MODES = ("count", "index", "rank")
 ROW = 4096      # mask elements per row: a block of 256 threads, 16 a thread
 
 
@@ -49,7 +52,7 @@ class CompactPlan:
     @property
     def operands(self) -> tuple[str, ...]:
         """The pointers' element types: the mask, then counts (``count``) or the running
-        counts and the output (``index``)."""
+        counts and the output (``index``, ``rank``)."""
         return ("b1", "i64") if self.mode == "count" else ("b1", "i64", self.code)
 
     @property
@@ -88,11 +91,15 @@ def render_compact(plan: CompactPlan, target: str) -> str:
 
 
 def _row_pass(plan: CompactPlan, lo: str, hi: str) -> list[str]:
-    """Elements ``lo`` to ``hi`` of row ``row`` in order: counted into ``acc`` (``count``), or
-    each true one's index stored from ``pos`` on (``index``)."""
+    """Elements ``lo`` to ``hi`` of row ``row`` in order: counted into ``acc`` (``count``), each
+    true one's index stored from ``pos`` on (``index``), or each one's rank (``rank``)."""
     if plan.mode == "count":
         return ["acc = cv_i64(0)", f"for j in range({lo}, {hi}):",
                 "    if ld_b1(p0, j):", "        acc += 1"]
+    if plan.mode == "rank":
+        return [f"for j in range({lo}, {hi}):", "    if ld_b1(p0, j):",
+                f"        st_{plan.code}(p2, j, cv_{plan.code}(pos))", "        pos += 1",
+                "    else:", f"        st_{plan.code}(p2, j, cv_{plan.code}(0))"]
     return [f"for j in range({lo}, {hi}):", "    if ld_b1(p0, j):",
             f"        st_{plan.code}(p2, pos, cv_{plan.code}(j))", "        pos += 1"]
 
@@ -133,8 +140,10 @@ def _cuda(plan: CompactPlan) -> list[str]:
     element's index at the run's next rank in a shared row of indices (every element written,
     a false one's to a spare slot past the row, the rank moved on by true ones only: no
     branch); the block stores the row's indices coalesced after the earlier rows' total (loaded
-    first: its wait overlaps the row's loads). In a full row each thread issues UNROLL loads
-    before it uses any; the last row goes one element at a time."""
+    first: its wait overlaps the row's loads). ``rank`` walks as ``index`` does but puts each
+    element's rank (0 where false) at the element's own place in the shared row, and the block
+    stores the whole row. In a full row each thread issues UNROLL loads before it uses any; the
+    last row goes one element at a time."""
     head = ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
             "row = cv_i64(cuda.blockIdx.x)", "rstep = cv_i64(cuda.gridDim.x)",
             f"per = {ROW} // bdim"]
@@ -170,11 +179,20 @@ def _cuda(plan: CompactPlan) -> list[str]:
         ["w = cv_i64(0)", "if tx >= h:", "    w = st[tx - h]", "cuda.syncthreads()",
          "if tx >= h:", "    acc = acc + w", "    st[tx] = acc", "cuda.syncthreads()",
          "h = h * 2"])
-    place = ["pos = acc - own"] + walk(
-        lambda j, v: [f"so[pos if {v} else {ROW}] = cv_{plan.code}({j})",
-                      f"pos += cv_i64({v})"]) + ["cuda.syncthreads()"]
-    store = ["count = st[bdim - 1]", "k = tx", "while k < count:",
-             f"    st_{plan.code}(p2, base + k, so[k])", "    k += bdim", "cuda.syncthreads()"]
+    if plan.mode == "index":
+        place = ["pos = acc - own"] + walk(
+            lambda j, v: [f"so[pos if {v} else {ROW}] = cv_{plan.code}({j})",
+                          f"pos += cv_i64({v})"])
+        store = ["count = st[bdim - 1]", "k = tx", "while k < count:",
+                 f"    st_{plan.code}(p2, base + k, so[k])", "    k += bdim"]
+    else:   # every element's rank (0 where false) at its place in the row, the row stored
+        place = ["pos = base + acc - own"] + walk(
+            lambda j, v: [f"so[{j} - start] = cv_{plan.code}(pos if {v} else 0)",
+                          f"pos += cv_i64({v})"])
+        store = ["k = tx", "while k < width:", f"    st_{plan.code}(p2, start + k, so[k])",
+                 "    k += bdim"]
+    place += ["cuda.syncthreads()"]
+    store += ["cuda.syncthreads()"]
     return ([f"so = cuda.shared.array({ROW + 1}, sh_{plan.code})",
              f"st = cuda.shared.array({BLOCK_THREADS}, sh_i64)"]
             + head + ["while row < n:"]

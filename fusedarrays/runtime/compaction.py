@@ -47,10 +47,12 @@ def count_rows(mask: tuple, counts: Buffer) -> None:
     _record(backend, "count", "i64").launch_with(args, rows, CompactPlan.geometry(rows))
 
 
-def store_indices(mask: tuple, ends: tuple, out: Buffer, dtype: np.dtype) -> None:
+def store_indices(mask: tuple, ends: tuple, out: Buffer, dtype: np.dtype,
+                  mode: str = "index") -> None:
     """Queue the flat indices of ``mask``'s true elements, in order, into ``out`` (of
-    ``dtype``, int32 or int64): ``ends`` = ``(buffer, element offset)`` of the rows' inclusive
-    running counts (int64)."""
+    ``dtype``, int32 or int64); with ``mode="rank"``, each element's rank among the true ones
+    (0 where false) at its own place. ``ends`` = ``(buffer, element offset)`` of the rows'
+    inclusive running counts (int64)."""
     buffer, offset, total = mask
     backend = buffer.backend
     rows = rows_of(total)
@@ -59,4 +61,4 @@ def store_indices(mask: tuple, ends: tuple, out: Buffer, dtype: np.dtype) -> Non
     args = [backend.operand_arg(buffer.storage, _BOOL, offset),
             backend.operand_arg(ends[0].storage, _I64, ends[1]),
             backend.operand_arg(out.storage, dtype, 0), total]
-    _record(backend, "index", code).launch_with(args, rows, CompactPlan.geometry(rows))
+    _record(backend, mode, code).launch_with(args, rows, CompactPlan.geometry(rows))

@@ -114,3 +114,41 @@ def test_nan_counts_as_nonzero_and_empty_masks():
     assert [a.shape for a in fa.nonzero(empty)] == [(0,), (0,)]
     assert empty[empty > 0].shape == (0,)
     assert fa.argwhere(empty).shape == (0, 2)
+
+
+WRITE_VIEWS = {"whole": lambda a: a, "negative steps": lambda a: a[::-1, ::-3],
+               "transposed": lambda a: a.T}
+
+
+@pytest.mark.parametrize("view", list(WRITE_VIEWS), ids=list(WRITE_VIEWS))
+def test_masked_array_writes_stay_on_the_device(view, monkeypatch):
+    """``x[mask] = values`` with an fa mask: each element's rank found on the device picks its
+    value (the host path, which copies the mask, is not taken); NumPy's shapes, broadcasting
+    and error, into views; ``x[mask] += v`` with a pending mask reading ``x``."""
+    from fusedarrays.api import scatter
+
+    def refused(*args):
+        raise AssertionError("an fa mask's write took the host path")
+    monkeypatch.setattr(scatter, "_Selection", refused)
+    seed = 490 + len(view)
+    rng = np.random.default_rng(seed)
+    host = _values(seed, (120, 90, 3))
+    x, want = fa.asarray(host.copy()), host.copy()
+    xv, wv = WRITE_VIEWS[view](x), WRITE_VIEWS[view](want)
+    lead = rng.random(wv.shape[:2]) < 0.4
+    values = _values(seed + 1, (int(lead.sum()), wv.shape[2]))
+    xv[fa.asarray(lead)] = values                    # a mask over the leading axes
+    wv[lead] = values
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+    middle = rng.random(wv.shape[1]) < 0.5
+    xv[:, fa.asarray(middle)] = fa.asarray(values[:1, :1])      # broadcast from (1, 1)
+    wv[:, middle] = values[:1, :1]
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+    xv[xv > 1.0] += 0.25                              # the mask reads x; so do the values
+    wv[wv > 1.0] += np.float32(0.25)
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+    with pytest.raises(ValueError, match="could not be broadcast to indexing result"):
+        xv[fa.asarray(lead)] = np.ones(2, np.float32)
+    none = fa.asarray(np.zeros(wv.shape, bool))
+    xv[none] = np.zeros((0,), np.float32)             # selects nothing: writes nothing
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")

@@ -53,3 +53,20 @@ def test_views_axes_and_writes():
     y[y > 1.0] += 0.5
     want[want > 1.0] += 0.5
     np.testing.assert_array_equal(y.get(), want, err_msg=f"{seed=}")
+
+
+def test_masked_array_writes():
+    seed = 481
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((2000, 900)).astype(np.float32)
+    x, want = fa.asarray(host.copy()), host.copy()
+    for view, wview in ((x, want), (x[::-1, ::-2], want[::-1, ::-2]), (x.T, want.T)):
+        mask = rng.random(wview.shape) < 0.3
+        values = rng.standard_normal(int(mask.sum())).astype(np.float32)
+        view[fa.asarray(mask)] = values
+        wview[mask] = values
+        np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+    rows = rng.random(2000) < 0.5
+    x[fa.asarray(rows)] = fa.asarray(host[:1])       # one row broadcast over the selection
+    want[rows] = host[:1]
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")

@@ -1,7 +1,7 @@
-"""The mask compaction's kernels compiled to PTX for sm_90 without a GPU: both kernels and both
-index types, a block per row through shared memory (barriers, no atomics: the output's order
-is fixed by the scan), a full row's loads issued before their uses, the index stored as the
-type asked for."""
+"""The mask compaction's kernels compiled to PTX for sm_90 without a GPU: the count, the
+indices of both index types and the ranks, a block per row through shared memory (barriers, no
+atomics: the output's order is fixed by the scan), a full row's loads issued before their uses,
+the index stored as the type asked for."""
 
 import re
 
@@ -16,7 +16,8 @@ from fusedarrays.runtime.backend import arch_compiler  # noqa: E402
 _ATOMIC = re.compile(r"^\s*(@%p\d+\s+)?(atom|red)\.(\w+)", re.M)
 
 
-@pytest.mark.parametrize("mode,code", [("count", "i64"), ("index", "i32"), ("index", "i64")])
+@pytest.mark.parametrize("mode,code", [("count", "i64"), ("index", "i32"), ("index", "i64"),
+                                       ("rank", "i32")])
 def test_compaction_kernels_compile(mode, code):
     plan = CompactPlan(mode, code)
     ptx, entry = arch_compiler().ptx(render_compact(plan, "cuda"), plan.name,
@@ -38,7 +39,7 @@ def test_compaction_kernels_compile(mode, code):
 
 def test_plans_are_keyed_by_kernel():
     plans = [CompactPlan(m, c) for m, c in (("count", "i64"), ("index", "i32"),
-                                            ("index", "i64"))]
-    assert len({p.key for p in plans}) == 3 and len({p.name for p in plans}) == 3
+                                            ("index", "i64"), ("rank", "i32"))]
+    assert len({p.key for p in plans}) == 4 and len({p.name for p in plans}) == 4
     with pytest.raises(ValueError, match="no compaction kernel"):
         CompactPlan("index", "f32")
