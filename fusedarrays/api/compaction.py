@@ -1,8 +1,8 @@
 """Where a fusedarrays mask is true, found on the device: the flat indices of its true elements
 (:func:`true_indices`) and its ``nonzero()`` arrays (:func:`nonzero_arrays`), for ``x[mask]``
 (``api/indexing.py``), ``fa.nonzero``, ``fa.flatnonzero`` and ``fa.argwhere`` (``api/masks.py``);
-each element's rank among the true ones (:func:`true_ranks`), for ``x[mask] = values``
-(``api/scatter.py``).
+each element's rank among the true ones (:func:`ranks`) and the selected elements written in
+place (:func:`scatter`), for ``x[mask] = values`` (``api/scatter.py``).
 
 Three launches and one small read: the rows' counts of true elements (``compiler/compact.py``),
 their running sum (a scan kernel), the total read by the host (8 bytes: the result's size, which
@@ -20,11 +20,15 @@ strided view of one; a contiguous one is read where it is.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from ..compiler.compact import SCATTER_CODES
 from ..ir import graph, layout
+from ..ir.dtypes import CODES
 from ..runtime import compaction
-from .array import ndarray
+from .array import compute_readers, ndarray
 from .creation import empty
 from .scans import scan
 
@@ -47,47 +51,73 @@ def _buffer(array: ndarray):
     return graph.leaf_view(array._resolved())[0]
 
 
-def _counted(mask: ndarray) -> tuple:
-    """``(mask leaf, its size, the rows' running counts, the count of true elements)``: the
-    count kernel and the scan launched, the count read by the host."""
+class Counted(NamedTuple):
+    """A mask counted on the device: its leaf, its size, the rows' running counts (None for an
+    empty mask) and the count of true elements, read by the host."""
+
+    node: graph.Node
+    total: int
+    ends: ndarray | None
+    count: int
+
+
+def counted(mask: ndarray) -> Counted:
+    """The count kernel and the scan launched over ``mask``, the count read by the host."""
     node = _bytes_of(mask)
     total = layout.size_of(node.shape)
     if total == 0:
-        return node, 0, None, 0
+        return Counted(node, 0, None, 0)
     buffer, _, _, offset = graph.leaf_view(node)
     rows = compaction.rows_of(total)
     counts = empty((rows,), _I64)
     compaction.count_rows((buffer, offset, total), _buffer(counts))
     ends = scan("cumulative_sum", counts, 0).compute()
-    return node, total, ends, int(ends[rows - 1])
+    return Counted(node, total, ends, int(ends[rows - 1]))
 
 
-def _store(node: graph.Node, total: int, ends: ndarray, out: ndarray, mode: str) -> None:
-    buffer, _, _, offset = graph.leaf_view(node)
-    ends_buffer, _, _, ends_offset = graph.leaf_view(ends._resolved())
-    compaction.store_indices((buffer, offset, total), (ends_buffer, ends_offset), _buffer(out),
-                             out.dtype, mode)
+def _mask_and_ends(found: Counted) -> tuple[tuple, tuple]:
+    buffer, _, _, offset = graph.leaf_view(found.node)
+    ends_buffer, _, _, ends_offset = graph.leaf_view(found.ends._resolved())
+    return (buffer, offset, found.total), (ends_buffer, ends_offset)
 
 
 def true_indices(mask: ndarray, dtype=_I64) -> ndarray:
     """The flat (C-order) indices of ``mask``'s true elements, in order, as ``dtype`` (int32
     or int64): ``np.flatnonzero`` computed on the device."""
-    node, total, ends, count = _counted(mask)
-    out = empty((count,), dtype)
-    if count:
-        _store(node, total, ends, out, "index")
+    found = counted(mask)
+    out = empty((found.count,), dtype)
+    if found.count:
+        compaction.store_indices(*_mask_and_ends(found), _buffer(out), out.dtype, "index")
     return out
 
 
-def true_ranks(mask: ndarray, dtype=_I64) -> tuple[ndarray, int]:
-    """``(ranks, count)``: for each element of ``mask`` its rank among the true ones in C order
-    (0 where false), an array of ``mask``'s shape and ``dtype``, and how many are true. The
-    selected element ``j`` of ``x[mask] = values`` takes ``values[ranks[j]]``."""
-    node, total, ends, count = _counted(mask)
-    ranks = empty(mask.shape, dtype)
-    if count:
-        _store(node, total, ends, ranks, "rank")
-    return ranks, count
+def ranks(found: Counted, shape: tuple, dtype=_I64) -> ndarray:
+    """For each element of the counted mask (of ``shape``) its rank among the true ones in C
+    order, 0 where false, as ``dtype``: the selected element ``j`` of ``x[mask] = values``
+    takes ``values[ranks[j]]``."""
+    out = empty(shape, dtype)
+    if found.count:
+        compaction.store_indices(*_mask_and_ends(found), _buffer(out), out.dtype, "rank")
+    return out
+
+
+def scatter(found: Counted, target: graph.Node, values: graph.Node) -> None:
+    """``target[mask] = values`` in one kernel: ``target`` a contiguous leaf over the counted
+    mask's elements, ``values`` a contiguous leaf of its dtype with one element per true one,
+    another buffer's; the pending readers of ``target``'s buffer computed first."""
+    tbuffer, _, _, toffset = graph.leaf_view(target)
+    vbuffer, _, _, voffset = graph.leaf_view(values)
+    compute_readers(tbuffer)
+    compaction.scatter_values(*_mask_and_ends(found), (vbuffer, voffset),
+                              (tbuffer, toffset, target.dtype))
+
+
+def can_scatter(target: graph.Node, ndim: int) -> bool:
+    """Whether :func:`scatter` writes ``target`` (a mask of ``ndim`` axes over all of its
+    axes): a contiguous leaf of a dtype the kernel moves whole."""
+    return (target.is_leaf and ndim == len(target.shape)
+            and CODES[target.dtype] in SCATTER_CODES
+            and layout.is_contiguous(target.shape, graph.leaf_view(target)[2]))
 
 
 def nonzero_arrays(mask: ndarray, dtype=_I64) -> tuple[ndarray, ...]:

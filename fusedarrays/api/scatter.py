@@ -5,10 +5,11 @@ read by :mod:`.indexkeys` with NumPy's rules.
 
 - ``x[mask] = v`` with a scalar (or one-element) ``v`` is ``x[...] = where(mask, v, x)``: one
   kernel, the mask never leaves the device.
-- ``x[mask] = array`` with an fa mask (its only index) stays on the device: each element's rank
-  among the true ones (``api/compaction.py``, the host reading only the count) picks its value,
-  ``where(mask, take(values, ranks), x)``; values that read ``x`` (``x[mask] += v``) are
-  computed first.
+- ``x[mask] = array`` with an fa mask (its only index) stays on the device, the host reading
+  only the mask's count (``api/compaction.py``): into a contiguous ``x`` over the mask's axes,
+  one kernel writes the selected elements from the values in order; elsewhere each element's
+  rank among the true ones picks its value, ``where(mask, take(values, ranks), x)``. Values
+  that read ``x`` (``x[mask] += v``) are computed first.
 - Every other write, ``x[idx] = v``, ``x[i, idx] = v``, ``x[idx1, :, idx2] = v``,
   ``x[np_mask] = array``, rewrites the indexed axes of ``x`` in one kernel:
   ``where(hit, v gathered through the inverse index, x)``. The inverse index (for each position
@@ -38,9 +39,8 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import gathers, graph, layout, ops
-from . import indexkeys
+from . import compaction, indexkeys
 from .array import _as_node, _tracing, _wrap, asarray, ndarray, runtime_write
-from .compaction import true_ranks
 from .elementwise import FUNCTIONS, UFUNC_METHODS, apply
 from .indexing import checked_host, host_values, take_axis, upload_index
 from .manipulation import broadcast_to
@@ -147,15 +147,16 @@ def _masked_where(x: ndarray, parsed: indexkeys.Key, value) -> None:
 
 
 def _device_masked_write(x: ndarray, parsed: indexkeys.Key, value) -> None:
-    """``x[..., mask, ...] = values`` with an fa mask, on the device: each element's rank among
-    the true ones (``compaction.true_ranks``; the host reads only the count) says which value it
-    takes, ``target[...] = where(mask, take(values, ranks, axis), target)``. No repeats, so
-    NumPy's order of assignment never matters. Values that read ``x`` (``x[mask] += v``) are
-    computed first, so the write reads ``x`` only where it writes it."""
+    """``x[..., mask, ...] = values`` with an fa mask, on the device; the host reads only the
+    mask's count (:mod:`.compaction`). Into a contiguous ``x`` over the mask's axes, one kernel
+    writes each selected element from its rank's value (``compaction.scatter``); elsewhere each
+    element's rank picks it, ``target[...] = where(mask, take(values, ranks, axis), target)``.
+    No repeats, so NumPy's order of assignment never matters. Values that read ``x``
+    (``x[mask] += v``) are computed first, so the write reads ``x`` only where it writes it."""
     (_, mask, axis), = parsed.entries
     target = x[parsed.basic]
-    ranks, count = true_ranks(mask, np.int32 if mask.size < 2**31 else np.int64)
-    shape = target.shape[:axis] + (count,) + target.shape[axis + mask.ndim:]
+    found = compaction.counted(mask)
+    shape = target.shape[:axis] + (found.count,) + target.shape[axis + mask.ndim:]
     value = asarray(value)
     if value.pending and set(target._resolved().buffers) & set(value._resolved().buffers):
         value.compute()
@@ -164,8 +165,19 @@ def _device_masked_write(x: ndarray, parsed: indexkeys.Key, value) -> None:
     except (ValueError, layout.ShapeError):
         raise ValueError(f"x[key] = v: shape mismatch: value array of shape {value.shape} "
                          f"could not be broadcast to indexing result of shape {shape}") from None
-    if count:
-        runtime_write(target._destination(), _ranked(target, mask, axis, values, ranks))
+    if not found.count:
+        return
+    node = target._resolved()
+    if compaction.can_scatter(node, mask.ndim) and value.shape == shape:
+        values = value if value.dtype == node.dtype else value.astype(node.dtype)
+        source = values._resolved()
+        if not (source.is_leaf and layout.is_contiguous(source.shape, graph.leaf_view(source)[2])
+                and graph.leaf_view(source)[0] is not graph.leaf_view(node)[0]):
+            source = values.copy().compute()._resolved()
+        compaction.scatter(found, node, source)
+        return
+    ranks = compaction.ranks(found, mask.shape, np.int32 if mask.size < 2**31 else np.int64)
+    runtime_write(target._destination(), _ranked(target, mask, axis, values, ranks))
 
 
 def _ranked(target: ndarray, mask: ndarray, axis: int, values: ndarray,

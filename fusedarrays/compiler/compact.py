@@ -11,6 +11,9 @@ Pure text, like :mod:`.codegen`. A mask (contiguous bytes, ``total`` of them) is
 - ``rank``: with the same ``ends``, each element's rank among the true ones (``ends[row - 1]``
   plus its rank in the row) stored at ``out[j]``, 0 for a false one: where ``x[mask] = values``
   reads each selected element's value (``api/scatter.py``).
+- ``scatter``: with the same ``ends``, ``x[j] = values[rank]`` for each true element ``j``:
+  ``x[mask] = values`` for a contiguous ``x`` and ``values`` of its dtype, in one pass that
+  writes only the selected elements.
 
 How a cuda block walks its row is :func:`_cuda`'s to say; the cpu target walks each row in
 order, chunks of rows on threads. The output's order is the mask's C order on every backend and
@@ -29,20 +32,23 @@ from ..ir.reductions import BLOCK_THREADS
 from . import keys
 from .codegen import CPU_CHUNK, _function, _indent
 
-MODES = ("count", "index", "rank")
+MODES = ("count", "index", "rank", "scatter")
+# the element types a scatter moves: whole elements, no complex parts
+SCATTER_CODES = ("b1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64")
 ROW = 4096      # mask elements per row: a block of 256 threads, 16 a thread
 
 
 @dataclass(frozen=True)
 class CompactPlan:
-    """One of the two kernels, for an index type ``code`` (``i32`` or ``i64``; ``count``
-    stores int64 counts whatever it is)."""
+    """One kernel: for ``index`` and ``rank`` the index type ``code`` (``i32`` or ``i64``;
+    ``count`` stores int64 counts whatever it is), for ``scatter`` the element type moved."""
 
     mode: str
     code: str
 
     def __post_init__(self):
-        if self.mode not in MODES or self.code not in ("i32", "i64"):
+        codes = SCATTER_CODES if self.mode == "scatter" else ("i32", "i64")
+        if self.mode not in MODES or self.code not in codes:
             raise ValueError(f"no compaction kernel {self.mode!r} storing {self.code!r}")
 
     # what the runtime's kernel cache and its records read of a plan
@@ -51,9 +57,14 @@ class CompactPlan:
 
     @property
     def operands(self) -> tuple[str, ...]:
-        """The pointers' element types: the mask, then counts (``count``) or the running
-        counts and the output (``index``, ``rank``)."""
-        return ("b1", "i64") if self.mode == "count" else ("b1", "i64", self.code)
+        """The pointers' element types: the mask, then counts (``count``), the running
+        counts and the output (``index``, ``rank``), or the running counts, the values and
+        the array written (``scatter``)."""
+        if self.mode == "count":
+            return ("b1", "i64")
+        if self.mode == "scatter":
+            return ("b1", "i64", self.code, self.code)
+        return ("b1", "i64", self.code)
 
     @property
     def key_parts(self) -> tuple[tuple[str, str], ...]:
@@ -96,6 +107,9 @@ def _row_pass(plan: CompactPlan, lo: str, hi: str) -> list[str]:
     if plan.mode == "count":
         return ["acc = cv_i64(0)", f"for j in range({lo}, {hi}):",
                 "    if ld_b1(p0, j):", "        acc += 1"]
+    if plan.mode == "scatter":
+        return [f"for j in range({lo}, {hi}):", "    if ld_b1(p0, j):",
+                f"        st_{plan.code}(p3, j, ld_{plan.code}(p2, pos))", "        pos += 1"]
     if plan.mode == "rank":
         return [f"for j in range({lo}, {hi}):", "    if ld_b1(p0, j):",
                 f"        st_{plan.code}(p2, j, cv_{plan.code}(pos))", "        pos += 1",
@@ -142,8 +156,10 @@ def _cuda(plan: CompactPlan) -> list[str]:
     branch); the block stores the row's indices coalesced after the earlier rows' total (loaded
     first: its wait overlaps the row's loads). ``rank`` walks as ``index`` does but puts each
     element's rank (0 where false) at the element's own place in the shared row, and the block
-    stores the whole row. In a full row each thread issues UNROLL loads before it uses any; the
-    last row goes one element at a time."""
+    stores the whole row. ``scatter`` stages the row of ``x`` in the shared row, walks as
+    ``index`` does putting each true element's value, read at its rank, in its place there, and
+    the block stores the row back. In a full row each thread issues UNROLL loads
+    before it uses any; the last row goes one element at a time."""
     head = ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
             "row = cv_i64(cuda.blockIdx.x)", "rstep = cv_i64(cuda.gridDim.x)",
             f"per = {ROW} // bdim"]
@@ -179,7 +195,34 @@ def _cuda(plan: CompactPlan) -> list[str]:
         ["w = cv_i64(0)", "if tx >= h:", "    w = st[tx - h]", "cuda.syncthreads()",
          "if tx >= h:", "    acc = acc + w", "    st[tx] = acc", "cuda.syncthreads()",
          "h = h * 2"])
-    if plan.mode == "index":
+    if plan.mode == "scatter":
+        # the row of x staged in shared memory (read coalesced, UNROLL loads in flight), the
+        # selected elements' values put in it (a full row's values loaded before any is put:
+        # a false element's load reads values[0], a launch has one at least), the row stored
+        # back whole and coalesced: whole sectors, where stores of the selected elements
+        # alone left holes for the memory to fill by reading
+        code = plan.code
+        stage = _full_or_last(
+            ["k = tx", f"while k < {ROW}:"] + _indent(
+                [f"a{u} = ld_{code}(p3, start + k + {u} * bdim)" for u in range(UNROLL)]
+                + [f"so[k + {u} * bdim] = a{u}" for u in range(UNROLL)]
+                + [f"k += {UNROLL} * bdim"]),
+            ["k = tx", "while k < width:", f"    so[k] = ld_{code}(p3, start + k)",
+             "    k += bdim"]) + ["cuda.syncthreads()"]
+        full = ["c = lo", "while c < lo + per:"] + _indent(
+            _loads(lambda u: f"c + {u}")
+            + [ln for u in range(UNROLL)
+               for ln in (f"b{u} = ld_{code}(p2, pos if a{u} else 0)", f"pos += cv_i64(a{u})")]
+            + [ln for u in range(UNROLL)
+               for ln in (f"if a{u}:", f"    so[c + {u} - start] = b{u}")]
+            + [f"c += {UNROLL}"])
+        last = ["j = lo", "while j < min(lo + per, start + width):"] + _indent(
+            ["if ld_b1(p0, j):", f"    so[j - start] = ld_{code}(p2, pos)", "    pos += 1",
+             "j += 1"])
+        place = stage + ["pos = base + acc - own"] + _full_or_last(full, last)
+        store = ["k = tx", "while k < width:", f"    st_{code}(p3, start + k, so[k])",
+                 "    k += bdim"]
+    elif plan.mode == "index":
         place = ["pos = acc - own"] + walk(
             lambda j, v: [f"so[pos if {v} else {ROW}] = cv_{plan.code}({j})",
                           f"pos += cv_i64({v})"])

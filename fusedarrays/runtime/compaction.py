@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiler.compact import ROW, CompactPlan, render_compact
+from ..ir.dtypes import CODES
 from . import realize
 from .backend import Buffer
 from .launch import LaunchRecord
@@ -62,3 +63,19 @@ def store_indices(mask: tuple, ends: tuple, out: Buffer, dtype: np.dtype,
             backend.operand_arg(ends[0].storage, _I64, ends[1]),
             backend.operand_arg(out.storage, dtype, 0), total]
     _record(backend, mode, code).launch_with(args, rows, CompactPlan.geometry(rows))
+
+
+def scatter_values(mask: tuple, ends: tuple, values: tuple, target: tuple) -> None:
+    """Queue ``target[j] = values[rank of j]`` for each true element ``j`` of ``mask``:
+    ``target`` = ``(buffer, element offset, dtype)``, contiguous over the mask's elements, and
+    ``values`` = ``(buffer, element offset)``, contiguous, of that dtype."""
+    buffer, offset, total = mask
+    backend = buffer.backend
+    rows = rows_of(total)
+    tbuffer, toffset, dtype = target
+    args = [backend.operand_arg(buffer.storage, _BOOL, offset),
+            backend.operand_arg(ends[0].storage, _I64, ends[1]),
+            backend.operand_arg(values[0].storage, dtype, values[1]),
+            backend.operand_arg(tbuffer.storage, dtype, toffset), total]
+    _record(backend, "scatter", CODES[np.dtype(dtype)]).launch_with(
+        args, rows, CompactPlan.geometry(rows))

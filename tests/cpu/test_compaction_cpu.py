@@ -152,3 +152,33 @@ def test_masked_array_writes_stay_on_the_device(view, monkeypatch):
     none = fa.asarray(np.zeros(wv.shape, bool))
     xv[none] = np.zeros((0,), np.float32)             # selects nothing: writes nothing
     np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.bool_, np.float64,
+                                   np.complex64])
+def test_masked_writes_into_a_contiguous_array_scatter(dtype):
+    """Into a contiguous ``x`` with a mask over all of it, one kernel writes the selected
+    elements (three launches with the count and its running sum; complex values take the
+    ranks' way); values of another dtype are cast as NumPy's assignment casts them, and values
+    read from ``x`` itself are read before ``x`` is written, as if copied (NumPy's own loop
+    reads, in an overlapping view, elements it has written already)."""
+    seed = 500
+    rng = np.random.default_rng(seed)
+    host = _values(seed, (3 * ROW + 77,), dtype)
+    x, want = fa.asarray(host.copy()), host.copy()
+    mask = rng.random(host.shape) < 0.4
+    count = int(mask.sum())
+    values = _values(seed + 1, (count,), dtype)
+    fmask, fvalues = fa.asarray(mask), fa.asarray(values)
+    fa.reset_stats()
+    x[fmask] = fvalues
+    want[mask] = values
+    assert fa.stats()["launches"] == (3 if dtype != np.complex64 else 4)
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+    wide = _values(seed + 2, (count,), np.float64)
+    x[fmask] = wide                                   # cast to x's dtype
+    want[mask] = wide
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+    x[fmask] = x[::-1][:count]                        # values from x itself: read first
+    want[mask] = want[::-1][:count].copy()            # (NumPy's loop reads what it wrote)
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")

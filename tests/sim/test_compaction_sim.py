@@ -2,7 +2,7 @@
 ``x[mask]`` against NumPy, a mask of two rows and a bit (4096 elements a row; the simulator's
 blocks have 32 threads, so each thread's run is 128 elements and the block's scan of the runs'
 counts takes five steps), a pending mask over a view with negative steps, a mask over the
-leading axes of a 3-D array, and ``x[mask] = values`` through each element's rank."""
+leading axes of a 3-D array, and ``x[mask] = values`` both ways (scattered, and by ranks)."""
 
 import numpy as np
 import pytest
@@ -41,13 +41,16 @@ def test_views_and_leading_axes():
         np.testing.assert_array_equal(got.get(), want, err_msg=f"{seed=}")
 
 
-def test_masked_write_by_ranks():
+def test_masked_writes():
+    """Into a contiguous array the selected elements are scattered in one kernel; into a view
+    with a negative step each element's rank picks its value."""
     seed = 462
     rng = np.random.default_rng(seed)
     host = rng.standard_normal(ROW + 300).astype(np.float32)
     x, want = fa.asarray(host.copy()), host.copy()
-    mask = rng.random(host.size) < 0.3
-    values = rng.standard_normal(int(mask.sum())).astype(np.float32)
-    x[fa.asarray(mask)] = values
-    want[mask] = values
-    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+    for view, wview in ((x, want), (x[::-2], want[::-2])):
+        mask = rng.random(wview.size) < 0.3
+        values = rng.standard_normal(int(mask.sum())).astype(np.float32)
+        view[fa.asarray(mask)] = values
+        wview[mask] = values
+        np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
