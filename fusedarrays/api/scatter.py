@@ -158,7 +158,7 @@ def _device_masked_write(x: ndarray, parsed: indexkeys.Key, value) -> None:
     found = compaction.counted(mask)
     shape = target.shape[:axis] + (found.count,) + target.shape[axis + mask.ndim:]
     value = asarray(value)
-    if value.pending and set(target._resolved().buffers) & set(value._resolved().buffers):
+    if value.pending and target._resolved().buffers & value._resolved().buffers:
         value.compute()
     try:
         values = broadcast_to(value, shape)

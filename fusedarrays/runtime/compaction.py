@@ -1,9 +1,10 @@
 """Launching the mask compaction's kernels (``compiler/compact.py``) on a mask's buffer.
 
-Where it sits: under ``api/masks.py``, which scans the counts between the two launches (a scan
-kernel of its own) and reads the total, the one value the host needs: the result's size. The
-kernels are cached as every kernel is (:func:`.realize.kernel_for`: memory, then disk); one
-launch record per backend and kernel, its arguments packed here (a compaction is no graph).
+Where it sits: under ``api/compaction.py``, which scans the counts between the count and the
+store (a scan kernel of its own) and reads the total, the one value the host needs: the
+result's size. The kernels are cached as every kernel is (:func:`.realize.kernel_for`: memory,
+then disk); one launch record per backend and kernel, its arguments packed here (a compaction
+is no graph).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .launch import LaunchRecord
 
 _I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
-# (backend, mode, index code) → its launch record
+# (backend, mode, element code) → its launch record
 _records: dict[tuple, LaunchRecord] = {}
 
 

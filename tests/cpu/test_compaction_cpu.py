@@ -182,3 +182,19 @@ def test_masked_writes_into_a_contiguous_array_scatter(dtype):
     x[fmask] = x[::-1][:count]                        # values from x itself: read first
     want[mask] = want[::-1][:count].copy()            # (NumPy's loop reads what it wrote)
     np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+
+
+def test_a_mask_beside_an_index_array_written_in_place():
+    """``x[mask, idx] += v``: the read finds the mask's true rows on the device, the write (an
+    index array beside the mask: the host's inverse index) reads those rows back to see the
+    selection of ``x`` in place, and each element gets ``+ v`` once, as NumPy's buffered
+    ``+=`` gives it, repeated columns included."""
+    seed = 510
+    rng = np.random.default_rng(seed)
+    host = _values(seed, (300, 40))
+    x, want = fa.asarray(host.copy()), host.copy()
+    rows = rng.random(300) < 0.5
+    cols = rng.integers(-40, 40, int(rows.sum()))
+    x[fa.asarray(rows), cols] += 1.5
+    want[rows, cols] += np.float32(1.5)
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
