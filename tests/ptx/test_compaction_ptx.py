@@ -1,7 +1,7 @@
 """The mask compaction's kernels compiled to PTX for sm_90 without a GPU: the count, the
-indices of both index types, the ranks and the scatter of values, a block per row through shared memory (barriers, no
-atomics: the output's order is fixed by the scan), a full row's loads issued before their uses,
-the index stored as the type asked for."""
+indices of both index types, the ranks and the scatter of values, a block per row through
+shared memory (barriers, no atomics: the output's order is fixed by the scan), a full row's
+loads issued before their uses, the index stored as the type asked for."""
 
 import re
 
