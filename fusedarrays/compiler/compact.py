@@ -102,8 +102,9 @@ def render_compact(plan: CompactPlan, target: str) -> str:
 
 
 def _row_pass(plan: CompactPlan, lo: str, hi: str) -> list[str]:
-    """Elements ``lo`` to ``hi`` of row ``row`` in order: counted into ``acc`` (``count``), each
-    true one's index stored from ``pos`` on (``index``), or each one's rank (``rank``)."""
+    """Elements ``lo`` to ``hi`` of row ``row`` in order (the cpu target's walk): counted into
+    ``acc`` (``count``), each true one's index stored from ``pos`` on (``index``), each one's
+    rank (``rank``), or each true one written from the value at its rank (``scatter``)."""
     if plan.mode == "count":
         return ["acc = cv_i64(0)", f"for j in range({lo}, {hi}):",
                 "    if ld_b1(p0, j):", "        acc += 1"]
