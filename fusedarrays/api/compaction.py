@@ -70,15 +70,17 @@ def counted(mask: ndarray) -> Counted:
     buffer, _, _, offset = graph.leaf_view(node)
     rows = compaction.rows_of(total)
     counts = empty((rows,), _I64)
-    compaction.count_rows((buffer, offset, total), _buffer(counts))
+    compaction.launch("count", (buffer, offset, total), (_buffer(counts), _I64, 0))
     ends = scan("cumulative_sum", counts, 0).compute()
     return Counted(node, total, ends, int(ends[rows - 1]))
 
 
-def _mask_and_ends(found: Counted) -> tuple[tuple, tuple]:
+def _launch(mode: str, found: Counted, *operands: tuple) -> None:
+    """``mode``'s kernel over the counted mask, its running counts, then ``operands``."""
     buffer, _, _, offset = graph.leaf_view(found.node)
     ends_buffer, _, _, ends_offset = graph.leaf_view(found.ends._resolved())
-    return (buffer, offset, found.total), (ends_buffer, ends_offset)
+    compaction.launch(mode, (buffer, offset, found.total), (ends_buffer, _I64, ends_offset),
+                      *operands)
 
 
 def true_indices(mask: ndarray, dtype=_I64) -> ndarray:
@@ -87,7 +89,7 @@ def true_indices(mask: ndarray, dtype=_I64) -> ndarray:
     found = counted(mask)
     out = empty((found.count,), dtype)
     if found.count:
-        compaction.store_indices(*_mask_and_ends(found), _buffer(out), out.dtype, "index")
+        _launch("index", found, (_buffer(out), out.dtype, 0))
     return out
 
 
@@ -97,7 +99,7 @@ def ranks(found: Counted, shape: tuple, dtype=_I64) -> ndarray:
     takes ``values[ranks[j]]``."""
     out = empty(shape, dtype)
     if found.count:
-        compaction.store_indices(*_mask_and_ends(found), _buffer(out), out.dtype, "rank")
+        _launch("rank", found, (_buffer(out), out.dtype, 0))
     return out
 
 
@@ -108,8 +110,8 @@ def scatter(found: Counted, target: graph.Node, values: graph.Node) -> None:
     tbuffer, _, _, toffset = graph.leaf_view(target)
     vbuffer, _, _, voffset = graph.leaf_view(values)
     compute_readers(tbuffer)
-    compaction.scatter_values(*_mask_and_ends(found), (vbuffer, voffset),
-                              (tbuffer, toffset, target.dtype))
+    _launch("scatter", found, (vbuffer, values.dtype, voffset),
+             (tbuffer, target.dtype, toffset))
 
 
 def can_scatter(target: graph.Node, ndim: int) -> bool:

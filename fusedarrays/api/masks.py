@@ -1,7 +1,8 @@
 """Where an array is nonzero: ``fa.nonzero``, ``fa.argwhere``, ``fa.flatnonzero`` and
 ``fa.count_nonzero`` (also as ``np.<name>(x)`` and ``x.nonzero()``).
 
-Where it sits: beside :mod:`.indexing`, whose mask reads (``x[mask]``) take the same host step.
+Where it sits: beside :mod:`.indexing`, whose mask reads (``x[mask]``) find the mask's true
+elements the same way (:mod:`.compaction`).
 ``count_nonzero`` is a fused reduction, ``(x != 0).sum(axis, dtype=intp)``: one kernel, nothing
 leaves the device. The others have a size that depends on the data: ``x != 0`` is compacted on
 the device (:mod:`.compaction`: counts, their running sum, the indices stored in order), and

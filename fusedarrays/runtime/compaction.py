@@ -14,10 +14,8 @@ import numpy as np
 from ..compiler.compact import ROW, CompactPlan, render_compact
 from ..ir.dtypes import CODES
 from . import realize
-from .backend import Buffer
 from .launch import LaunchRecord
 
-_I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 # (backend, mode, element code) → its launch record
 _records: dict[tuple, LaunchRecord] = {}
@@ -38,45 +36,18 @@ def _record(backend, mode: str, code: str) -> LaunchRecord:
     return record
 
 
-def count_rows(mask: tuple, counts: Buffer) -> None:
-    """Queue each row's count of true elements into ``counts`` (int64, one per row):
-    ``mask`` = ``(buffer, element offset, total)`` of contiguous booleans."""
+def launch(mode: str, mask: tuple, *operands: tuple) -> None:
+    """Queue ``mode``'s kernel (``compiler/compact.py``) over ``mask`` = ``(buffer, element
+    offset, total)`` of contiguous booleans; ``operands`` = ``(buffer, dtype, element offset)``
+    each, in :attr:`CompactPlan.operands`' order after the mask: ``count`` the counts (int64,
+    one per row); ``index`` and ``rank`` the rows' inclusive running counts (int64) and the
+    output (int32 or int64); ``scatter`` the running counts, the values and the array written
+    (one dtype). The last operand's dtype picks the kernel."""
     buffer, offset, total = mask
     backend = buffer.backend
     rows = rows_of(total)
-    args = [backend.operand_arg(buffer.storage, _BOOL, offset),
-            backend.operand_arg(counts.storage, _I64, 0), total]
-    _record(backend, "count", "i64").launch_with(args, rows, CompactPlan.geometry(rows))
-
-
-def store_indices(mask: tuple, ends: tuple, out: Buffer, dtype: np.dtype,
-                  mode: str = "index") -> None:
-    """Queue the flat indices of ``mask``'s true elements, in order, into ``out`` (of
-    ``dtype``, int32 or int64); with ``mode="rank"``, each element's rank among the true ones
-    (0 where false) at its own place. ``ends`` = ``(buffer, element offset)`` of the rows'
-    inclusive running counts (int64)."""
-    buffer, offset, total = mask
-    backend = buffer.backend
-    rows = rows_of(total)
-    dtype = np.dtype(dtype)
-    code = {np.dtype(np.int32): "i32", _I64: "i64"}[dtype]
-    args = [backend.operand_arg(buffer.storage, _BOOL, offset),
-            backend.operand_arg(ends[0].storage, _I64, ends[1]),
-            backend.operand_arg(out.storage, dtype, 0), total]
+    args = [backend.operand_arg(buffer.storage, _BOOL, offset)]
+    args += [backend.operand_arg(b.storage, np.dtype(d), o) for b, d, o in operands]
+    args.append(total)
+    code = CODES[np.dtype(operands[-1][1])]
     _record(backend, mode, code).launch_with(args, rows, CompactPlan.geometry(rows))
-
-
-def scatter_values(mask: tuple, ends: tuple, values: tuple, target: tuple) -> None:
-    """Queue ``target[j] = values[rank of j]`` for each true element ``j`` of ``mask``:
-    ``target`` = ``(buffer, element offset, dtype)``, contiguous over the mask's elements, and
-    ``values`` = ``(buffer, element offset)``, contiguous, of that dtype."""
-    buffer, offset, total = mask
-    backend = buffer.backend
-    rows = rows_of(total)
-    tbuffer, toffset, dtype = target
-    args = [backend.operand_arg(buffer.storage, _BOOL, offset),
-            backend.operand_arg(ends[0].storage, _I64, ends[1]),
-            backend.operand_arg(values[0].storage, dtype, values[1]),
-            backend.operand_arg(tbuffer.storage, dtype, toffset), total]
-    _record(backend, "scatter", CODES[np.dtype(dtype)]).launch_with(
-        args, rows, CompactPlan.geometry(rows))
