@@ -234,27 +234,58 @@ def number_params(params, positions, shape: tuple) -> tuple[list, list, dict, li
 
 def instructions(roots: list, var_of: dict) -> tuple[list[Instr], dict[int, int]]:
     """The instruction list computing ``roots`` (no stores), inputs first, and each node's
-    variable (by serial); ``var_of`` maps each param's serial to its operand or scalar slot."""
-    body, var = [], {}
+    variable (by serial); ``var_of`` maps each param's serial to its operand or scalar slot.
+
+    Nodes that compute the same thing share one instruction (:func:`_same_as`): a text that
+    writes ``cdf(d)`` and ``cdf(-d)`` out in full computes their common part once. The kernel's
+    compiler can't do that itself: it sees distinct scalar parameters (equal Python scalars are
+    one param: ``ir/scalarops.py``) and an ``abs`` of a negation kept apart from the ``abs``."""
+    body, var, seen = [], {}, {}
     for n in graph.walk(roots):
         v = len(body)
         if n.kind == "leaf":
-            body.append(Instr(v, "load", var_of[n.serial], (), CODES[n.dtype]))
+            ins = Instr(v, "load", var_of[n.serial], (), CODES[n.dtype])
         elif n.kind == "scalar":
-            body.append(Instr(v, "scalar", var_of[n.serial], (), CODES[n.dtype]))
+            ins = Instr(v, "scalar", var_of[n.serial], (), CODES[n.dtype])
         elif n.kind == "cast":
-            body.append(Instr(v, "cast", None, (var[n.inputs[0].serial],), CODES[n.dtype]))
+            ins = Instr(v, "cast", None, (var[n.inputs[0].serial],), CODES[n.dtype])
         elif n.kind in ("random", "gather"):
-            body.append(_draw_or_gather(n, v, var, var_of))
+            ins = _draw_or_gather(n, v, var, var_of)
         elif n.kind == "op":
             name, loop = n.attrs
             args = tuple(var[i.serial] for i in n.inputs)
-            body.append(Instr(v, "op", (name, tuple(CODES[d] for d in loop)), args,
-                              CODES[n.dtype]))
+            ins = Instr(v, "op", (name, tuple(CODES[d] for d in loop)), args, CODES[n.dtype])
         else:   # a reduction is cut out of the graph before planning (compiler/reduction.py)
             raise ValueError(f"{n.label()} reached an elementwise plan")
-        var[n.serial] = v
+        same = _same_as(ins, body)
+        found = seen.get(same) if same is not None else None
+        if found is None:
+            body.append(ins)
+            if same is not None:
+                seen[same] = v
+            found = v
+        var[n.serial] = found
     return body, var
+
+
+# abs(-x) is abs(x), bit for bit (NaN's sign included), where negation is exact: not for
+# unsigned integers, whose negation wraps around.
+_SIGNED = frozenset(("i8", "i16", "i32", "i64", "f16", "f32", "f64", "c64", "c128"))
+
+
+def _same_as(ins: Instr, body: list) -> tuple | None:
+    """What ``ins`` computes, equal for instructions that compute equal values (a load of one
+    operand, one scalar, an op of one name and loop on the same variables), or None where
+    ``ins`` must stay its own: a random draw (each reads its own stream) or a gather (which may
+    flag its index)."""
+    if ins.kind in ("random", "gather"):
+        return None
+    args = ins.inputs
+    if ins.kind == "op" and ins.arg[0] == "absolute" and ins.arg[1][0] in _SIGNED:
+        inner = body[args[0]]
+        if inner.kind == "op" and inner.arg[0] == "negative":
+            args = inner.inputs
+    return (ins.kind, ins.arg, args, ins.code)
 
 
 def _draw_or_gather(n: graph.Node, v: int, var: dict, var_of: dict) -> Instr:

@@ -59,6 +59,47 @@ def test_shared_subexpression_is_computed_once():
     assert [i.kind for i in plan.body].count("load") == 1
 
 
+def test_equal_subexpressions_built_apart_are_one_instruction():
+    # cdf(d) and cdf(-d) written out: abs(-d) is abs(d), and what is built on it twice over the
+    # same scalar node (equal Python numbers are one: ir/scalarops.py) is computed once
+    a = leaf((8,))
+    f32 = (a.dtype,) * 3
+    half = graph.scalar(0.5, a.dtype)
+
+    def z(x):
+        return graph.op("multiply", (graph.op("absolute", (x,), f32[:2]), half), f32)
+
+    neg = graph.op("negative", (a,), f32[:2])
+    total = graph.op("add", (graph.op("exp", (z(a),), f32[:2]),
+                             graph.op("exp", (z(neg),), f32[:2])), f32)
+    ops_of = [i.arg[0] for i in plan_kernel([(total, out((8,)))]).body if i.kind == "op"]
+    assert sorted(ops_of) == ["absolute", "add", "exp", "multiply", "negative"]
+
+
+def test_abs_of_a_negation_stays_apart_for_unsigned_integers():
+    # -u wraps around for unsigned integers: abs(-u) is -u, not abs(u) = u
+    a = leaf((8,), "uint8")
+    u8 = (a.dtype,) * 2
+    total = graph.op("add", (graph.op("absolute", (graph.op("negative", (a,), u8),), u8),
+                             graph.op("absolute", (a,), u8)), (a.dtype,) * 3)
+    ops_of = [i.arg[0] for i in plan_kernel([(total, out((8,), "uint8"))]).body
+              if i.kind == "op"]
+    assert ops_of.count("absolute") == 2
+
+
+def test_distinct_scalar_nodes_of_equal_value_stay_apart_in_the_plan():
+    # the planner can't know two scalar params are equal (values are not in the key): only one
+    # node is one param
+    a = leaf((8,))
+    f32 = (a.dtype,) * 3
+    one, other = graph.scalar(2.0, a.dtype), graph.scalar(2.0, a.dtype)
+    total = graph.op("add", (graph.op("multiply", (a, one), f32),
+                             graph.op("multiply", (a, other), f32)), f32)
+    plan = plan_kernel([(total, out((8,)))])
+    assert len(plan.scalars) == 2
+    assert [i.arg[0] for i in plan.body if i.kind == "op"].count("multiply") == 2
+
+
 @pytest.mark.parametrize("target", ["cuda", "cpu"])
 def test_source_snapshot(target):
     """The generated source of a*x+y (vector width 4 on cuda) is pinned; a change to codegen shows
