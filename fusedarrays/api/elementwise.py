@@ -110,7 +110,7 @@ def build(row: ops.Op, args) -> graph.Node:
         if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
             if not isinstance(value, bool):
                 dtypes.check_scalar_fits(value, want, row.name)
-            inputs.append(graph.scalar(a, want))
+            inputs.append(scalarops.number_scalar(a, want))
         else:
             inputs.append(_as_node(a))
     node = graph.op(row.name, tuple(inputs), loop)
@@ -163,7 +163,7 @@ def _build_cached(row: ops.Op, args) -> graph.Node | None:
         else:
             if kind is int:
                 dtypes.check_scalar_fits(a, want, row.name)
-            inputs.append(graph.scalar(a, want))
+            inputs.append(scalarops.number_scalar(a, want))
     return graph.op_of(tuple(inputs), attrs, aid)
 
 

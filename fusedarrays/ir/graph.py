@@ -227,8 +227,8 @@ def fresh_leaf(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> 
 
 
 class _Scalar(Node):
-    """A scalar node (one made per Python scalar in an expression: an op's ``x * 2.0`` builds
-    two nodes)."""
+    """A scalar node: one per Python scalar in an expression (``x * 2.0`` builds two nodes),
+    but equal Python numbers of one dtype are one node (``scalarops.interned_scalar``)."""
 
     __slots__ = ()
     _key = property(digest)    # computed when asked (display only): nothing stored per scalar

@@ -152,8 +152,8 @@ def test_a_500_node_graph_collapses_to_a_readable_picture():
     dozen boxes, the rest named in collapsed boxes with their node counts."""
     xs = [fa.asarray(rand(64, SEED + k)) for k in range(6)]
     deep = xs[0]
-    for k in range(122):
-        deep = fa.sin(deep) * 0.5 + xs[k % 6]
+    for k in range(122):    # a new constant per step: equal ones would be one node
+        deep = fa.sin(deep) * (0.5 + k / 1024) + xs[k % 6]
     wide = xs[0] * xs[1]
     for k in range(124):
         wide = wide + xs[k % 6] * (k + 1.0) - xs[(k + 1) % 6]

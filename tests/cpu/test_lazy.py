@@ -174,3 +174,52 @@ def test_a_rebuilt_expression_sees_writes_to_its_inputs():
     x[4:8] = 1.0
     np.testing.assert_array_equal((v + v).get(), np.full(4, 2, np.float32))
     np.testing.assert_array_equal(before, np.full(4, 10, np.float32))
+
+
+def test_a_constant_written_often_is_one_param_and_a_repeated_cdf_one_computation():
+    # Black-Scholes writes its CDF's five constants out four times, and cdf(d) beside cdf(-d):
+    # each equal Python number is one kernel parameter, and the planner computes abs(-d) as
+    # abs(d), so cdf(-d) takes cdf(d)'s exp and division (3 exps and 4 divisions, not 5 and 6)
+    import blackscholes
+
+    seed = 20261128
+    print(f"seed {seed}")
+    flat = blackscholes.inputs(3 * 4099, seed)        # the flat walk's vector lanes and a tail
+    grid = {k: v.reshape(3, 4099)[::-1, ::-2] for k, v in flat.items()}   # strided views
+    for data in (flat, grid):
+        arrays = {k: fa.asarray(v) for k, v in data.items()}
+        call, put = blackscholes.prices(fa, **arrays)
+        body = fa.explain(call + put).plan.body
+        ops_of = [i.arg[0] for i in body if i.kind == "op"]
+        assert (ops_of.count("exp"), ops_of.count("true_divide")) == (3, 4)
+        assert len([i for i in body if i.kind == "scalar"]) == 9
+        fa.compute(call, put)
+        want_call, want_put = blackscholes.prices(np, **data)
+        np.testing.assert_allclose(call.get(), want_call, rtol=1e-5, atol=1e-4,
+                                   err_msg=f"seed {seed}")
+        np.testing.assert_allclose(put.get(), want_put, rtol=1e-5, atol=1e-4,
+                                   err_msg=f"seed {seed}")
+
+
+def test_scalars_equal_in_one_call_and_apart_in_the_next_each_give_numpy():
+    # x * s + y * t binds s and t once where they are equal: another kernel than where they
+    # are not, each right; float zeros of either sign and an int beside an equal float stay apart
+    a, b = rand(4099), rand(4099) + 3.0
+    x, y = fa.asarray(a), fa.asarray(b)
+    for s, t in ((2.5, 2.5), (2.5, -1.25), (-1.25, -1.25), (3, 3.0), (-0.0, 0.0), (0.0, -0.0)):
+        got_sum, got_inv = fa.compute(x * s + y * t, 1.0 / (x * s) + 1.0 / (y * t))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            want_inv = 1.0 / (a * np.float32(s)) + 1.0 / (b * np.float32(t))
+        np.testing.assert_array_equal(got_sum.get(), a * np.float32(s) + b * np.float32(t))
+        np.testing.assert_array_equal(got_inv.get(), want_inv.astype(np.float32), err_msg=(s, t))
+
+
+def test_abs_of_a_negation_follows_numpy_for_signed_and_unsigned_integers():
+    rng = np.random.default_rng(1128)
+    for dtype in (np.uint8, np.int16, np.float16):
+        values = rng.integers(-100, 100, 5000).astype(dtype) if dtype != np.uint8 else \
+            rng.integers(0, 256, 5000).astype(dtype)
+        x = fa.asarray(values)[::-1]
+        with np.errstate(over="ignore"):
+            want = np.abs(-values[::-1]) + np.abs(values[::-1])
+        np.testing.assert_array_equal((fa.abs(-x) + fa.abs(x)).get(), want, err_msg=str(dtype))

@@ -113,7 +113,8 @@ def test_threads_building_on_one_node_each_get_their_own_params():
     assert values(base) == xs
     for t, nodes in results.items():
         for node, k in nodes:
-            assert values(node) == [*xs, float(t), k]
+            # an equal number is one param (graph.interned_scalar), but a float zero never is
+            assert values(node) == ([*xs, float(t)] if k == t != 0 else [*xs, float(t), k])
 
 
 def test_an_op_on_two_nodes_never_appends_to_a_dict_handed_out():
@@ -145,3 +146,24 @@ def test_a_leaf_is_never_appended_in_place():
     scaled = times(base, 2.0)            # base kept its right to append: a scalar goes in place
     assert scaled._params is base._params
     assert values(with_leaf) == [*xs, z] and values(scaled) == [*xs, 2.0] and values(base) == xs
+
+
+def test_equal_python_numbers_in_an_expression_are_one_param():
+    x = leaf()
+    once = times(times(x, 1.5), 1.5)
+    assert values(once) == [x, 1.5]
+    assert once.inputs[1] is once.inputs[0].inputs[1]
+    # a float zero never (0.0 == -0.0), nor an int beside an equal float (1 == 1.0)
+    assert values(times(times(x, 0.0), -0.0)) == [x, 0.0, -0.0]
+    assert [type(v) for v in values(times(times(x, 1), 1.0))[1:]] == [int, float]
+    # sharing is in the sid: x * a * b with a == b is another kernel than with a != b
+    assert times(times(x, 2.5), 2.5).sid != times(times(x, 2.5), 3.5).sid
+    assert times(times(x, 2.5), 2.5).sid == times(times(x, 4.5), 4.5).sid
+
+
+def test_the_table_of_interned_numbers_stays_bounded():
+    x = leaf()
+    for k in range(2 * scalarops.INTERN_MAX + 5):
+        times(x, 1.0 + k)
+    table = scalarops._scalar_nodes[graph.scalar_sid(F32)]
+    assert 0 < len(table) <= scalarops.INTERN_MAX

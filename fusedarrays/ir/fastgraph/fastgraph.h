@@ -53,7 +53,8 @@ extern PyObject *NodeBaseType, *ArrayBaseType, *OperatorType, *GraphPackerType;
 extern PyTypeObject *NodeType, *ScalarType, *ArrayType;
 extern allocfunc node_alloc, scalar_alloc, array_alloc;
 extern PyObject *Sids, *SidFn, *Uids, *BroadcastFn;
-extern Py_ssize_t ShareFrom;
+extern Py_ssize_t ShareFrom, InternMax;
+extern PyObject *ScalarNodes;     /* graph._scalar_nodes: scalar sid → {value: node} */
 extern PyObject *MaxNodes, *ConfigGlobals, *CheckLimitFn;
 extern PyObject *s_op, *s_scalar, *s_leaf, *s_same, *s_mirrored, *s_generation, *s_storage,
     *EmptyTuple, *EmptyFrozenset, *Zero, *One;
@@ -88,6 +89,7 @@ extern PyType_Spec node_spec;
 PyObject *op_of1(Node *a, PyObject *attrs, PyObject *aid);
 PyObject *op_of2(Node *a, Node *b, PyObject *attrs, PyObject *aid);
 Node *new_scalar(PyObject *value, PyObject *dtype, PyObject *sid);
+Node *interned_scalar(PyObject *value, PyObject *dtype, PyObject *sid);
 PyObject *op_scalar(Node *node, PyObject *value, PyObject *sdtype, PyObject *ssid,
                     PyObject *attrs, PyObject *aid, int scalar_first);
 PyObject *roots_params(PyObject *roots);

@@ -8,7 +8,8 @@ PyObject *NodeBaseType, *ArrayBaseType, *OperatorType, *GraphPackerType;
 PyTypeObject *NodeType, *ScalarType, *ArrayType;     /* Node, _Scalar, ndarray */
 allocfunc node_alloc, scalar_alloc, array_alloc;
 PyObject *Sids, *SidFn, *Uids, *BroadcastFn;
-Py_ssize_t ShareFrom = 16;
+Py_ssize_t ShareFrom = 16, InternMax = 1024;
+PyObject *ScalarNodes;
 PyObject *MaxNodes, *ConfigGlobals, *CheckLimitFn;
 PyObject *s_op, *s_scalar, *s_leaf, *s_same, *s_mirrored, *s_generation, *s_storage,
     *EmptyTuple, *EmptyFrozenset, *Zero, *One;
@@ -41,6 +42,18 @@ static PyObject *configure(PyObject *module, PyObject *args) {
     keep(&Uids, uids);
     keep(&BroadcastFn, broadcast);
     ShareFrom = share_from;
+    Py_RETURN_NONE;
+}
+
+/* configure_scalars(scalar_nodes, intern_max): scalarops' table of interned scalar nodes */
+static PyObject *configure_scalars(PyObject *module, PyObject *args) {
+    PyObject *scalar_nodes;
+    Py_ssize_t intern_max;
+    if (!PyArg_ParseTuple(args, "O!n:configure_scalars", &PyDict_Type, &scalar_nodes,
+                          &intern_max))
+        return NULL;
+    keep(&ScalarNodes, scalar_nodes);
+    InternMax = intern_max;
     Py_RETURN_NONE;
 }
 
@@ -183,6 +196,8 @@ static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(Node, _Scalar, sids, sid, uids, broadcast_shapes, share_from): ir/graph's "
      "types and tables."},
+    {"configure_scalars", configure_scalars, METH_VARARGS,
+     "configure_scalars(scalar_nodes, intern_max): ir/scalarops' interned scalar nodes."},
     {"configure_arrays", configure_arrays, METH_VARARGS,
      "configure_arrays(ndarray, max_nodes, config, check_limit): api/array's type and node "
      "limit."},

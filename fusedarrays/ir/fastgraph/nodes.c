@@ -539,10 +539,39 @@ Node *new_scalar(PyObject *value, PyObject *dtype, PyObject *sid) {
     return s;
 }
 
+/* graph.interned_scalar: one node per Python int or float value (not a float zero), type and
+   sid, kept in ScalarNodes until its table reaches InternMax values */
+Node *interned_scalar(PyObject *value, PyObject *dtype, PyObject *sid) {
+    PyTypeObject *kind = Py_TYPE(value);
+    if (ScalarNodes == NULL || !(PyLong_CheckExact(value) ||
+                                 (PyFloat_CheckExact(value) && PyFloat_AsDouble(value) != 0.0)))
+        return new_scalar(value, dtype, sid);
+    PyObject *table = PyDict_GetItemWithError(ScalarNodes, sid);
+    if (table == NULL) {
+        if (PyErr_Occurred() || (table = PyDict_New()) == NULL)
+            return NULL;
+        int failed = PyDict_SetItem(ScalarNodes, sid, table);
+        Py_DECREF(table);   /* ScalarNodes holds it */
+        if (failed < 0)
+            return NULL;
+    }
+    PyObject *found = PyDict_GetItemWithError(table, value);
+    if (found != NULL && Py_TYPE(PyTuple_GetItem(((Node *)found)->attrs, 1)) == kind)
+        return (Node *)ref(found);
+    if (PyErr_Occurred())
+        return NULL;
+    if (PyDict_Size(table) >= InternMax)
+        PyDict_Clear(table);
+    Node *s = new_scalar(value, dtype, sid);
+    if (s != NULL && PyDict_SetItem(table, value, (PyObject *)s) < 0)
+        Py_CLEAR(s);
+    return s;
+}
+
 PyObject *op_scalar(Node *node, PyObject *value, PyObject *sdtype, PyObject *ssid,
                     PyObject *attrs, PyObject *aid, int scalar_first) {
     Node *s, *op;
-    if ((s = new_scalar(value, sdtype, ssid)) == NULL)
+    if ((s = interned_scalar(value, sdtype, ssid)) == NULL)
         return NULL;
     if ((op = new_op(attrs)) == NULL) {
         Py_DECREF(s);
@@ -552,9 +581,32 @@ PyObject *op_scalar(Node *node, PyObject *value, PyObject *sdtype, PyObject *ssi
     op->buffers = ref(node->buffers != NULL ? node->buffers : EmptyFrozenset);
     op->inputs = untracked(scalar_first ? PyTuple_Pack(2, (PyObject *)s, (PyObject *)node)
                                         : PyTuple_Pack(2, (PyObject *)node, (PyObject *)s));
-    if (op->inputs == NULL || set_number(&op->count, number(node->count) + 2) < 0)
+    if (op->inputs == NULL)
         goto fail;
     int leaf = IS_NONE(node->params);
+    PyObject *found = leaf ? NULL : PyDict_GetItemWithError(node->params, (PyObject *)s);
+    if (found == NULL && PyErr_Occurred())
+        goto fail;
+    if (found != NULL && number(found) < number(node->nparams)) {
+        /* s is one of node's params: share them, the placement in the sid saying where */
+        if (set_number(&op->count, number(node->count) + 2 - in_inputs(s, node)) < 0)
+            goto fail;
+        op->params = ref(node->params);
+        op->nparams = ref(node->nparams);
+        set_ref(&op->open, ref(node->open != NULL ? node->open : Py_None));
+        PyObject *placement = scalar_first ? PyTuple_Pack(2, s_mirrored, found) : ref(found);
+        if (placement == NULL)
+            goto fail;
+        op->sid = sid_of(scalar_first ? PyTuple_Pack(4, aid, ssid, node->sid, placement)
+                                      : PyTuple_Pack(4, aid, node->sid, ssid, placement));
+        Py_DECREF(placement);
+        if (op->sid == NULL)
+            goto fail;
+        Py_DECREF(s);
+        return (PyObject *)op;
+    }
+    if (set_number(&op->count, number(node->count) + 2) < 0)
+        goto fail;
     if (leaf) {
         PyObject *params = op->params = untracked(PyDict_New());
         if (params == NULL ||
