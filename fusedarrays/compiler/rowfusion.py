@@ -24,9 +24,9 @@ vectors before it waits on the first. Where a thread's share of the row is at mo
 vectors (and ``ROW_CACHE_ELEMENTS`` elements) under a block of ``BLOCK_THREADS`` — a 4096-float
 row: four vectors, sixteen floats a thread — the plan keeps it (``row_slots``, a key part): on
 cuda each thread holds its ``row_slots`` vectors in registers across the walks, loaded once, and
-every per-element value an earlier walk computed (after merging repeated instructions: the
-softmax's ``exp(x - max)`` of the sum and of the output is one value; a layer norm's ``x - mean``
-likewise) is taken from its variable rather than computed again, so a softmax reads ``x`` once
+every per-element value an earlier walk computed (the planner merges repeated instructions:
+the softmax's ``exp(x - max)`` of the sum and of the output is one value; a layer norm's
+``x - mean`` likewise) is taken from its variable rather than computed again, so a softmax reads ``x`` once
 and takes one ``exp`` an element. A slot past the row's end loads the row's last vector (a
 real element, computed and dropped) and neither folds nor stores. Each element's operations and
 each thread's folding order are today's, so the bits are the same. Such a kernel needs
@@ -256,8 +256,6 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     for number, section in enumerate(plan.sections):
         body += _section(plan, number, section, target, width, shared, rows, cache)
     var, out = plan.stores[0]
-    if cache:
-        var = cache.canon[var]
     final = cache.renderer(var) if cache else _Renderer(_Shim(plan, _needed(plan, var)))
     code = plan.operands[out].code
 
@@ -296,23 +294,6 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     return _function(plan.name, ["k0", "k1"] + params, lines + ["return chunks"])
 
 
-def _merged(plan: RowPlan) -> tuple[list[Instr], dict[int, int]]:
-    """The body with repeated instructions merged (the same load, scalar, cast or op of the
-    same merged inputs: the graph's reductions were cut out by rebuilding the nodes above them,
-    so a softmax's sum and its output each have their own ``exp(x - max)``), and each var's
-    merged var. A merged instruction computes exactly what each copy did."""
-    body, canon, seen = [], {}, {}
-    for ins in plan.body:
-        inputs = tuple(canon[v] for v in ins.inputs)
-        shape = (ins.kind, ins.arg, ins.code, inputs)
-        if ins.kind in ("load", "scalar", "cast", "op") and shape in seen:
-            canon[ins.var] = seen[shape]
-            continue
-        canon[ins.var] = seen[shape] = ins.var
-        body.append(Instr(ins.var, ins.kind, ins.arg, inputs, ins.code))
-    return body, canon
-
-
 class _RowCache:
     """A cuda row kernel whose threads keep their ``row_slots`` vectors of the row, and what
     the walks compute of them, in registers (module docstring): each walk writes only the
@@ -321,7 +302,7 @@ class _RowCache:
 
     def __init__(self, plan: RowPlan, width: int, rows: dict):
         self.plan, self.width, self.rows = plan, width, rows
-        self.body, self.canon = _merged(plan)
+        self.body = plan.body
         self.done: set[int] = set()   # vars an earlier walk computed
 
     def renderer(self, var: int) -> _Renderer:
@@ -444,8 +425,6 @@ def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int
     temporary (``shared``: the kernel's shared arrays, name → (size, type))."""
     name, value, temp = section
     cuda = target == "cuda"
-    if cache:
-        value = cache.canon[value]
     element = cache.renderer(value) if cache else _Renderer(_Shim(plan, _needed(plan, value)))
     acc = accumulator_code(name, plan.body[value].code, target)
     start = identity(name, BY_CODE[COMPUTE_CODE[plan.body[value].code]])
