@@ -26,9 +26,9 @@ row: four vectors, sixteen floats a thread — the plan keeps it (``row_slots``,
 cuda each thread holds its ``row_slots`` vectors in registers across the walks, loaded once, and
 every per-element value an earlier walk computed (the planner merges repeated instructions:
 the softmax's ``exp(x - max)`` of the sum and of the output is one value; a layer norm's
-``x - mean`` likewise) is taken from its variable rather than computed again, so a softmax reads ``x`` once
-and takes one ``exp`` an element. A slot past the row's end loads the row's last vector (a
-real element, computed and dropped) and neither folds nor stores. Each element's operations and
+``x - mean`` likewise) is taken from its variable rather than computed again, so a softmax
+reads ``x`` once and takes one ``exp`` an element. A slot past the row's end loads the row's
+last vector (a real element, computed and dropped) and neither folds nor stores. Each element's operations and
 each thread's folding order are today's, so the bits are the same. Such a kernel needs
 ``row_slots * blockDim`` vectors to cover a row: cuda's blocks are ``BLOCK_THREADS`` wide, and
 the plan's geometry names the width the simulator must launch (``RowPlan.geometry``). Longer rows

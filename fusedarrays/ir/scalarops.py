@@ -19,7 +19,6 @@ from .native import fastgraph
 from .params import SHARE_FROM, append_param
 from .sids import _sid, _sids
 
-
 # dtype's scalar sid → {value: node}; a table is emptied when it reaches INTERN_MAX values (a
 # learning rate made new each step would otherwise keep every value it took). Shared with the C
 # path (``configure_scalars`` below), so both find the same nodes.

@@ -54,7 +54,7 @@ extern PyTypeObject *NodeType, *ScalarType, *ArrayType;
 extern allocfunc node_alloc, scalar_alloc, array_alloc;
 extern PyObject *Sids, *SidFn, *Uids, *BroadcastFn;
 extern Py_ssize_t ShareFrom, InternMax;
-extern PyObject *ScalarNodes;     /* graph._scalar_nodes: scalar sid → {value: node} */
+extern PyObject *ScalarNodes;     /* scalarops._scalar_nodes: scalar sid → {value: node} */
 extern PyObject *MaxNodes, *ConfigGlobals, *CheckLimitFn;
 extern PyObject *s_op, *s_scalar, *s_leaf, *s_same, *s_mirrored, *s_generation, *s_storage,
     *EmptyTuple, *EmptyFrozenset, *Zero, *One;

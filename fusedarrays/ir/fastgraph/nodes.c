@@ -539,7 +539,7 @@ Node *new_scalar(PyObject *value, PyObject *dtype, PyObject *sid) {
     return s;
 }
 
-/* graph.interned_scalar: one node per Python int or float value (not a float zero), type and
+/* scalarops.interned_scalar: one node per Python int or float value (not a float zero), type and
    sid, kept in ScalarNodes until its table reaches InternMax values */
 Node *interned_scalar(PyObject *value, PyObject *dtype, PyObject *sid) {
     PyTypeObject *kind = Py_TYPE(value);
