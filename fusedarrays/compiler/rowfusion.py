@@ -19,20 +19,20 @@ where every operand read per element has unit stride along the row, 16-byte alig
 row length that is a multiple of the lanes, each thread walks whole 16-byte vectors (``ldv``,
 ``stv``): a row's elements cost a quarter of the loop and index work (more with float16).
 
-The first walk reads the row from memory: a thread issues the loads of ``FIRST_TURN`` of its
-vectors before it waits on the first. Where a thread's share of the row is at most that many
-vectors (and ``ROW_CACHE_ELEMENTS`` elements) under a block of ``BLOCK_THREADS`` — a 4096-float
-row: four vectors, sixteen floats a thread — the plan keeps it (``row_slots``, a key part): on
-cuda each thread holds its ``row_slots`` vectors in registers across the walks, loaded once, and
-every per-element value an earlier walk computed (the planner merges repeated instructions:
-the softmax's ``exp(x - max)`` of the sum and of the output is one value; a layer norm's
-``x - mean`` likewise) is taken from its variable rather than computed again, so a softmax
-reads ``x`` once and takes one ``exp`` an element. A slot past the row's end loads the row's
-last vector (a real element, computed and dropped) and neither folds nor stores. Each element's operations and
-each thread's folding order are today's, so the bits are the same. Such a kernel needs
-``row_slots * blockDim`` vectors to cover a row: cuda's blocks are ``BLOCK_THREADS`` wide, and
-the plan's geometry names the width the simulator must launch (``RowPlan.geometry``). Longer rows
-read the row again in each walk (from L1/L2). The cpu target walks as before.
+The first walk reads the row from memory: a thread issues the loads of ``FIRST_TURN`` of its vectors
+before it waits on the first. Where a thread's share of the row is at most that many vectors (and
+``ROW_CACHE_ELEMENTS`` elements) under a block of ``BLOCK_THREADS`` — a 4096-float row: four
+vectors, sixteen floats a thread — the plan keeps it (``row_slots``, a key part): on cuda each
+thread holds its ``row_slots`` vectors in registers across the walks, loaded once, and every
+per-element value an earlier walk computed (the planner merges repeated instructions: the softmax's
+``exp(x - max)`` of the sum and of the output is one value; a layer norm's ``x - mean`` likewise) is
+taken from its variable rather than computed again, so a softmax reads ``x`` once and takes one
+``exp`` an element. A slot past the row's end loads the row's last vector (a real element, computed
+and dropped) and neither folds nor stores. Each element's operations and each thread's folding order
+are today's, so the bits are the same. Such a kernel needs ``row_slots * blockDim`` vectors to cover
+a row: cuda's blocks are ``BLOCK_THREADS`` wide, and the plan's geometry names the width the
+simulator must launch (``RowPlan.geometry``). Longer rows read the row again in each walk (from
+L1/L2). The cpu target walks as before.
 
 A float32 division of an element by a row's constant (a softmax's sum, a layer norm's
 ``sqrt(var + eps)``) takes the row's reciprocal once and two fmas an element on cuda
