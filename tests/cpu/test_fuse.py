@@ -414,3 +414,20 @@ def test_a_new_outputs_memory_goes_when_its_array_dies():
     np.testing.assert_array_equal(result.get(), a * b + np.float32(1.5))
     del result                                          # nothing else holds its memory
     assert storage() is None
+
+
+def test_a_scalar_argument_equal_to_a_constant_stays_an_argument():
+    # equal Python numbers written in an expression are one param (ir/scalarops): a traced
+    # scalar argument is never one of them, even where its first value equals a constant
+    @fa.fuse
+    def f(x, s):
+        return x * s + x * 0.5 - 0.5
+
+    seed = 1129
+    print(f"seed {seed}")
+    host = np.random.default_rng(seed).standard_normal(5000).astype(np.float32)
+    x = fa.asarray(host)
+    for s in (0.5, 0.25, 0.5, -3.0):
+        want = host * np.float32(s) + host * np.float32(0.5) - np.float32(0.5)
+        np.testing.assert_array_equal(f(x, s).get(), want, err_msg=f"s={s}")
+    assert f.traces == 1
