@@ -15,7 +15,9 @@
 - ``x[mask].compute()`` with a fa mask over 2^26 float32, about half true: µs per call (the
   mask compacted on the device, the count read by the host, the selection gathered); peers
   eager ``x[mask]`` in PyTorch and CuPy, which read a count on the host too; and
-  ``x[mask] = values`` the same way (each element's rank found on the device);
+  ``x[mask] = values`` the same way (the selected elements scattered on the device), and
+  into ``x[::-1]``, a view one stride apart, by the same kernel (peer CuPy: PyTorch has no
+  negative steps);
 - host µs per ``torch.from_dlpack(y)`` of a computed fa array (cuda with PyTorch only).
 
 The numbers themselves are checked against the cpu-independent reference of the stream (the
@@ -161,6 +163,17 @@ def mask_select(run: harness.Run, n: int) -> None:
     want = x_h.copy()
     want[m_h] = v_h
     run.check("x[mask] = values", x.get(), want, rtol=0, atol=0)
+    r = x[::-1]     # a view one stride apart, written by the same kernel
+
+    def write_reversed():
+        r[m] = v
+    row = run.row(f"x[::-1][mask] = values, a fa mask, 2^{n.bit_length() - 1} f32, half true",
+                  run.device_time(write_reversed, repeat) * 1e6, "—", "µs")
+    row.peer("cupy x[::-1][mask] = v",
+             lambda: run.device_time(cupy_write(x_h, m_h, v_h, reversed_view=True), repeat)
+             * 1e6)
+    want[::-1][m_h] = v_h
+    run.check("x[::-1][mask] = values", x.get(), want, rtol=0, atol=0)
 
 
 def torch_select(x_h, m_h):
@@ -187,10 +200,12 @@ def torch_write(x_h, m_h, v_h):
     return write
 
 
-def cupy_write(x_h, m_h, v_h):
+def cupy_write(x_h, m_h, v_h, reversed_view=False):
     import cupy
 
     x, m, v = cupy.asarray(x_h), cupy.asarray(m_h), cupy.asarray(v_h)
+    if reversed_view:
+        x = x[::-1]
 
     def write():
         x[m] = v

@@ -75,12 +75,12 @@ def counted(mask: ndarray) -> Counted:
     return Counted(node, total, ends, int(ends[rows - 1]))
 
 
-def _launch(mode: str, found: Counted, *operands: tuple) -> None:
+def _launch(mode: str, found: Counted, *operands: tuple, view: tuple = ()) -> None:
     """``mode``'s kernel over the counted mask, its running counts, then ``operands``."""
     buffer, _, _, offset = graph.leaf_view(found.node)
     ends_buffer, _, _, ends_offset = graph.leaf_view(found.ends._resolved())
     compaction.launch(mode, (buffer, offset, found.total), (ends_buffer, _I64, ends_offset),
-                      *operands)
+                      *operands, view=view)
 
 
 def true_indices(mask: ndarray, dtype=_I64) -> ndarray:
@@ -104,22 +104,33 @@ def ranks(found: Counted, shape: tuple, dtype=_I64) -> ndarray:
 
 
 def scatter(found: Counted, target: graph.Node, values: graph.Node) -> None:
-    """``target[mask] = values`` in one kernel: ``target`` a contiguous leaf over the counted
-    mask's elements, ``values`` a contiguous leaf of its dtype with one element per true one,
-    another buffer's; the pending readers of ``target``'s buffer computed first."""
-    tbuffer, _, _, toffset = graph.leaf_view(target)
+    """``target[mask] = values`` in one kernel: ``target`` a leaf over the counted mask's
+    elements whose C order is one stride (:func:`can_scatter`), ``values`` a contiguous leaf of
+    its dtype with one element per true one, another buffer's; the pending readers of
+    ``target``'s buffer computed first."""
+    tbuffer, shape, strides, toffset = graph.leaf_view(target)
     vbuffer, _, _, voffset = graph.leaf_view(values)
     compute_readers(tbuffer)
-    _launch("scatter", found, (vbuffer, values.dtype, voffset),
-             (tbuffer, target.dtype, toffset))
+    _launch("scatter", found, (vbuffer, values.dtype, voffset), (tbuffer, target.dtype, 0),
+            view=(toffset, _one_stride(shape, strides)))
+
+
+def _one_stride(shape: tuple, strides: tuple) -> int | None:
+    """The element stride that walks a view of ``shape`` and ``strides`` in C order, or None
+    where no one stride does (or it is 0: a broadcast, which no write may target)."""
+    dims, (collapsed,) = layout.collapse(shape, [strides])
+    if len(dims) != 1 or (collapsed[0] == 0 and dims[0] > 1):
+        return None
+    return collapsed[0] if dims[0] > 1 else 1
 
 
 def can_scatter(target: graph.Node, ndim: int) -> bool:
     """Whether :func:`scatter` writes ``target`` (a mask of ``ndim`` axes over all of its
-    axes): a contiguous leaf of a dtype the kernel moves whole."""
+    axes): a leaf of a dtype the kernel moves whole whose C order is one stride (contiguous,
+    reversed, every k-th element, a column)."""
     return (target.is_leaf and ndim == len(target.shape)
             and CODES[target.dtype] in SCATTER_CODES
-            and layout.is_contiguous(target.shape, graph.leaf_view(target)[2]))
+            and _one_stride(target.shape, graph.leaf_view(target)[2]) is not None)
 
 
 def nonzero_arrays(mask: ndarray, dtype=_I64) -> tuple[ndarray, ...]:

@@ -148,8 +148,9 @@ def _masked_where(x: ndarray, parsed: indexkeys.Key, value) -> None:
 
 def _device_masked_write(x: ndarray, parsed: indexkeys.Key, value) -> None:
     """``x[..., mask, ...] = values`` with an fa mask, on the device; the host reads only the
-    mask's count (:mod:`.compaction`). Into a contiguous ``x`` over the mask's axes, one kernel
-    writes each selected element from its rank's value (``compaction.scatter``); elsewhere each
+    mask's count (:mod:`.compaction`). Into an ``x`` whose C order is one stride (contiguous,
+    reversed, every k-th element, a column) with the mask over all of it, one kernel writes
+    each selected element from its rank's value (``compaction.scatter``); elsewhere each
     element's rank picks it, ``target[...] = where(mask, take(values, ranks, axis), target)``.
     No repeats, so NumPy's order of assignment never matters. Values that read ``x``
     (``x[mask] += v``) are computed first, so the write reads ``x`` only where it writes it."""

@@ -12,8 +12,9 @@ Pure text, like :mod:`.codegen`. A mask (contiguous bytes, ``total`` of them) is
   plus its rank in the row) stored at ``out[j]``, 0 for a false one: where ``x[mask] = values``
   reads each selected element's value (``api/scatter.py``).
 - ``scatter``: with the same ``ends``, ``x[j] = values[rank]`` for each true element ``j``:
-  ``x[mask] = values`` for a contiguous ``x`` and ``values`` of its dtype, in one pass that
-  writes only the selected elements.
+  ``x[mask] = values`` for an ``x`` whose C order is one stride (``xs`` elements from its element
+  ``xo``: contiguous, reversed, every k-th, a column) and contiguous ``values`` of its dtype, in
+  one pass over the mask.
 
 How a cuda block walks its row is :func:`_cuda`'s to say; the cpu target walks each row in
 order, chunks of rows on threads. The output's order is the mask's C order on every backend and
@@ -80,11 +81,18 @@ class CompactPlan:
         return "fz_" + self.key[:16]
 
     def param_types(self) -> tuple[str, ...]:
-        """``n`` (rows), a pointer per operand, then ``total`` (the mask's elements)."""
-        return ("i64",) + ("ptr",) * len(self.operands) + ("i64",)
+        """``n`` (rows), a pointer per operand, then ``total`` (the mask's elements); for
+        ``scatter`` then the written array's first element ``xo`` and its stride ``xs`` (in
+        elements, from its buffer's start: the index stays positive whatever the stride's
+        sign)."""
+        return ("i64",) + ("ptr",) * len(self.operands) + ("i64",) * (1 + len(self._view()))
 
     def param_names(self) -> list[str]:
-        return ["n"] + [f"p{k}" for k in range(len(self.operands))] + ["total"]
+        return (["n"] + [f"p{k}" for k in range(len(self.operands))] + ["total"]
+                + list(self._view()))
+
+    def _view(self) -> tuple[str, ...]:
+        return ("xo", "xs") if self.mode == "scatter" else ()
 
     @staticmethod
     def geometry(rows: int) -> tuple:
@@ -110,7 +118,8 @@ def _row_pass(plan: CompactPlan, lo: str, hi: str) -> list[str]:
                 "    if ld_b1(p0, j):", "        acc += 1"]
     if plan.mode == "scatter":
         return [f"for j in range({lo}, {hi}):", "    if ld_b1(p0, j):",
-                f"        st_{plan.code}(p3, j, ld_{plan.code}(p2, pos))", "        pos += 1"]
+                f"        st_{plan.code}(p3, xo + j * xs, ld_{plan.code}(p2, pos))",
+                "        pos += 1"]
     if plan.mode == "rank":
         return [f"for j in range({lo}, {hi}):", "    if ld_b1(p0, j):",
                 f"        st_{plan.code}(p2, j, cv_{plan.code}(pos))", "        pos += 1",
@@ -157,7 +166,8 @@ def _cuda(plan: CompactPlan) -> list[str]:
     branch); the block stores the row's indices coalesced after the earlier rows' total (loaded
     first: its wait overlaps the row's loads). ``rank`` walks as ``index`` does but puts each
     element's rank (0 where false) at the element's own place in the shared row, and the block
-    stores the whole row. ``scatter`` stages the row of ``x`` in the shared row, walks as
+    stores the whole row. ``scatter`` stages the row of ``x`` (one stride apart: coalesced
+    where it is 1 or -1) in the shared row, walks as
     ``index`` does putting each true element's value, read at its rank, in its place there, and
     the block stores the row back. In a full row each thread issues UNROLL loads
     before it uses any; the last row goes one element at a time."""
@@ -203,12 +213,12 @@ def _cuda(plan: CompactPlan) -> list[str]:
         # back whole and coalesced: whole sectors, where stores of the selected elements
         # alone left holes for the memory to fill by reading
         code = plan.code
-        stage = _full_or_last(
+        stage = ["at = xo + start * xs", "step = bdim * xs"] + _full_or_last(
             ["k = tx", f"while k < {ROW}:"] + _indent(
-                [f"a{u} = ld_{code}(p3, start + k + {u} * bdim)" for u in range(UNROLL)]
+                [f"a{u} = ld_{code}(p3, at + k * xs + {u} * step)" for u in range(UNROLL)]
                 + [f"so[k + {u} * bdim] = a{u}" for u in range(UNROLL)]
                 + [f"k += {UNROLL} * bdim"]),
-            ["k = tx", "while k < width:", f"    so[k] = ld_{code}(p3, start + k)",
+            ["k = tx", "while k < width:", f"    so[k] = ld_{code}(p3, at + k * xs)",
              "    k += bdim"]) + ["cuda.syncthreads()"]
         full = ["c = lo", "while c < lo + per:"] + _indent(
             _loads(lambda u: f"c + {u}")
@@ -221,7 +231,7 @@ def _cuda(plan: CompactPlan) -> list[str]:
             ["if ld_b1(p0, j):", f"    so[j - start] = ld_{code}(p2, pos)", "    pos += 1",
              "j += 1"])
         place = stage + ["pos = base + acc - own"] + _full_or_last(full, last)
-        store = ["k = tx", "while k < width:", f"    st_{code}(p3, start + k, so[k])",
+        store = ["k = tx", "while k < width:", f"    st_{code}(p3, at + k * xs, so[k])",
                  "    k += bdim"]
     elif plan.mode == "index":
         place = ["pos = acc - own"] + walk(

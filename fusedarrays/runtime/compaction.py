@@ -36,18 +36,20 @@ def _record(backend, mode: str, code: str) -> LaunchRecord:
     return record
 
 
-def launch(mode: str, mask: tuple, *operands: tuple) -> None:
+def launch(mode: str, mask: tuple, *operands: tuple, view: tuple = ()) -> None:
     """Queue ``mode``'s kernel (``compiler/compact.py``) over ``mask`` = ``(buffer, element
     offset, total)`` of contiguous booleans; ``operands`` = ``(buffer, dtype, element offset)``
     each, in :attr:`CompactPlan.operands`' order after the mask: ``count`` the counts (int64,
     one per row); ``index`` and ``rank`` the rows' inclusive running counts (int64) and the
     output (int32 or int64); ``scatter`` the running counts, the values and the array written
-    (one dtype). The last operand's dtype picks the kernel."""
+    (one dtype; its offset 0, ``view`` its first element and stride). The last operand's dtype
+    picks the kernel."""
     buffer, offset, total = mask
     backend = buffer.backend
     rows = rows_of(total)
     args = [backend.operand_arg(buffer.storage, _BOOL, offset)]
     args += [backend.operand_arg(b.storage, np.dtype(d), o) for b, d, o in operands]
     args.append(total)
+    args += view
     code = CODES[np.dtype(operands[-1][1])]
     _record(backend, mode, code).launch_with(args, rows, CompactPlan.geometry(rows))

@@ -184,6 +184,38 @@ def test_masked_writes_into_a_contiguous_array_scatter(dtype):
     np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
 
 
+# views whose C order is one stride (the scatter writes them: three launches), and one that is
+# not (each element's rank: four launches)
+STRIDE_VIEWS = {"reversed": (lambda a: a[::-1], 3), "every third": (lambda a: a[2::3], 3),
+                "a column": (lambda a: a.reshape(-1, 41)[:, 7], 3),
+                "reversed in 2-D": (lambda a: a.reshape(-1, 41)[::-1, ::-1], 3),
+                "rows reversed in 2-D": (lambda a: a.reshape(-1, 41)[::-1], 4)}
+
+
+@pytest.mark.parametrize("view", list(STRIDE_VIEWS), ids=list(STRIDE_VIEWS))
+def test_masked_writes_into_a_view_one_stride_apart_scatter(view):
+    """Into a view whose elements are one stride apart in C order (reversed, every k-th, a
+    column, a 2-D view reversed whole) the scatter writes the selected elements, the view's
+    offset and stride its parameters; a view that no one stride walks goes by ranks."""
+    make, launches = STRIDE_VIEWS[view]
+    seed = 520 + len(view)
+    rng = np.random.default_rng(seed)
+    host = _values(seed, (41 * 307,))
+    x, want = fa.asarray(host.copy()), host.copy()
+    xv, wv = make(x), make(want)
+    mask = rng.random(wv.shape) < 0.4
+    values = _values(seed + 1, (int(mask.sum()),))
+    fmask, fvalues = fa.asarray(mask), fa.asarray(values)
+    fa.reset_stats()
+    xv[fmask] = fvalues
+    wv[mask] = values
+    assert fa.stats()["launches"] == launches
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+    xv[xv > 1.0] += 0.25                              # the mask reads x; so do the values
+    wv[wv > 1.0] += np.float32(0.25)
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+
+
 def test_a_mask_beside_an_index_array_written_in_place():
     """``x[mask, idx] += v``: the read finds the mask's true rows on the device, the write (an
     index array beside the mask: the host's inverse index) reads those rows back to see the

@@ -60,7 +60,11 @@ def test_masked_array_writes():
     rng = np.random.default_rng(seed)
     host = rng.standard_normal((2000, 900)).astype(np.float32)
     x, want = fa.asarray(host.copy()), host.copy()
-    for view, wview in ((x, want), (x[::-1, ::-2], want[::-1, ::-2]), (x.T, want.T)):
+    # scattered: the whole array, a view reversed whole, every third element of its flat
+    # view, a column (one stride apart); by ranks: the others
+    for view, wview in ((x, want), (x[::-1, ::-1], want[::-1, ::-1]),
+                        (x.reshape(-1)[1::3], want.reshape(-1)[1::3]), (x[:, 5], want[:, 5]),
+                        (x[::-1, ::-2], want[::-1, ::-2]), (x.T, want.T)):
         mask = rng.random(wview.shape) < 0.3
         values = rng.standard_normal(int(mask.sum())).astype(np.float32)
         view[fa.asarray(mask)] = values

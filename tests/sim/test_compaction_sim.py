@@ -2,7 +2,8 @@
 ``x[mask]`` against NumPy, a mask of two rows and a bit (4096 elements a row; the simulator's
 blocks have 32 threads, so each thread's run is 128 elements and the block's scan of the runs'
 counts takes five steps), a pending mask over a view with negative steps, a mask over the
-leading axes of a 3-D array, and ``x[mask] = values`` both ways (scattered, and by ranks)."""
+leading axes of a 3-D array, and ``x[mask] = values`` both ways (scattered, into an array and
+a view one stride apart, and by ranks)."""
 
 import numpy as np
 import pytest
@@ -42,15 +43,20 @@ def test_views_and_leading_axes():
 
 
 def test_masked_writes():
-    """Into a contiguous array the selected elements are scattered in one kernel; into a view
-    with a negative step each element's rank picks its value."""
+    """Into a contiguous array and into a view whose C order is one stride (a negative one)
+    the selected elements are scattered in one kernel (the count, its running sum, the
+    scatter: three launches); into a view no one stride walks each element's rank picks its
+    value (four)."""
     seed = 462
     rng = np.random.default_rng(seed)
-    host = rng.standard_normal(ROW + 300).astype(np.float32)
+    host = rng.standard_normal(2 * ROW + 600).astype(np.float32)
     x, want = fa.asarray(host.copy()), host.copy()
-    for view, wview in ((x, want), (x[::-2], want[::-2])):
-        mask = rng.random(wview.size) < 0.3
+    for view, wview, launches in ((x, want, 3), (x[::-2], want[::-2], 3),
+                                  (x.reshape(8, -1)[::-1], want.reshape(8, -1)[::-1], 4)):
+        mask = rng.random(wview.shape) < 0.3
         values = rng.standard_normal(int(mask.sum())).astype(np.float32)
+        fa.reset_stats()
         view[fa.asarray(mask)] = values
+        assert fa.stats()["launches"] == launches
         wview[mask] = values
         np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
