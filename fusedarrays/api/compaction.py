@@ -103,34 +103,30 @@ def ranks(found: Counted, shape: tuple, dtype=_I64) -> ndarray:
     return out
 
 
-def scatter(found: Counted, target: graph.Node, values: graph.Node) -> None:
+def scatter(found: Counted, target: graph.Node, values: graph.Node, stride: int) -> None:
     """``target[mask] = values`` in one kernel: ``target`` a leaf over the counted mask's
-    elements whose C order is one stride (:func:`can_scatter`), ``values`` a contiguous leaf of
-    its dtype with one element per true one, another buffer's; the pending readers of
+    elements walked in C order by ``stride`` (:func:`scatter_stride`), ``values`` a contiguous
+    leaf of its dtype with one element per true one, another buffer's; the pending readers of
     ``target``'s buffer computed first."""
-    tbuffer, shape, strides, toffset = graph.leaf_view(target)
+    tbuffer, _, _, toffset = graph.leaf_view(target)
     vbuffer, _, _, voffset = graph.leaf_view(values)
     compute_readers(tbuffer)
     _launch("scatter", found, (vbuffer, values.dtype, voffset), (tbuffer, target.dtype, 0),
-            view=(toffset, _one_stride(shape, strides)))
+            view=(toffset, stride))
 
 
-def _one_stride(shape: tuple, strides: tuple) -> int | None:
-    """The element stride that walks a view of ``shape`` and ``strides`` in C order, or None
-    where no one stride does (or it is 0: a broadcast, which no write may target)."""
-    dims, (collapsed,) = layout.collapse(shape, [strides])
-    if len(dims) != 1 or (collapsed[0] == 0 and dims[0] > 1):
+def scatter_stride(target: graph.Node, ndim: int) -> int | None:
+    """The element stride with which :func:`scatter` writes ``target`` under a mask of
+    ``ndim`` axes, or None where it can't: the mask must cover every axis, the dtype be one the
+    kernel moves whole, and one stride walk the view in C order (contiguous, reversed, every
+    k-th element, a column; not 0, a broadcast, which no write may target)."""
+    if not (target.is_leaf and ndim == len(target.shape)
+            and CODES[target.dtype] in SCATTER_CODES):
         return None
-    return collapsed[0] if dims[0] > 1 else 1
-
-
-def can_scatter(target: graph.Node, ndim: int) -> bool:
-    """Whether :func:`scatter` writes ``target`` (a mask of ``ndim`` axes over all of its
-    axes): a leaf of a dtype the kernel moves whole whose C order is one stride (contiguous,
-    reversed, every k-th element, a column)."""
-    return (target.is_leaf and ndim == len(target.shape)
-            and CODES[target.dtype] in SCATTER_CODES
-            and _one_stride(target.shape, graph.leaf_view(target)[2]) is not None)
+    dims, (strides,) = layout.collapse(target.shape, [graph.leaf_view(target)[2]])
+    if len(dims) != 1 or (strides[0] == 0 and dims[0] > 1):
+        return None
+    return strides[0] if dims[0] > 1 else 1
 
 
 def nonzero_arrays(mask: ndarray, dtype=_I64) -> tuple[ndarray, ...]:

@@ -6,8 +6,9 @@ read by :mod:`.indexkeys` with NumPy's rules.
 - ``x[mask] = v`` with a scalar (or one-element) ``v`` is ``x[...] = where(mask, v, x)``: one
   kernel, the mask never leaves the device.
 - ``x[mask] = array`` with an fa mask (its only index) stays on the device, the host reading
-  only the mask's count (``api/compaction.py``): into a contiguous ``x`` over the mask's axes,
-  one kernel writes the selected elements from the values in order; elsewhere each element's
+  only the mask's count (``api/compaction.py``): into an ``x`` one stride apart in C order
+  (contiguous, reversed, every k-th element, a column) with the mask over all of it, one
+  kernel writes the selected elements from the values in order; elsewhere each element's
   rank among the true ones picks its value, ``where(mask, take(values, ranks), x)``. Values
   that read ``x`` (``x[mask] += v``) are computed first.
 - Every other write, ``x[idx] = v``, ``x[i, idx] = v``, ``x[idx1, :, idx2] = v``,
@@ -169,13 +170,14 @@ def _device_masked_write(x: ndarray, parsed: indexkeys.Key, value) -> None:
     if not found.count:
         return
     node = target._resolved()
-    if compaction.can_scatter(node, mask.ndim) and value.shape == shape:
+    stride = compaction.scatter_stride(node, mask.ndim)
+    if stride is not None and value.shape == shape:
         values = value if value.dtype == node.dtype else value.astype(node.dtype)
         source = values._resolved()
         if not (source.is_leaf and layout.is_contiguous(source.shape, graph.leaf_view(source)[2])
                 and graph.leaf_view(source)[0] is not graph.leaf_view(node)[0]):
             source = values.copy().compute()._resolved()
-        compaction.scatter(found, node, source)
+        compaction.scatter(found, node, source, stride)
         return
     ranks = compaction.ranks(found, mask.shape, np.int32 if mask.size < 2**31 else np.int64)
     runtime_write(target._destination(), _ranked(target, mask, axis, values, ranks))

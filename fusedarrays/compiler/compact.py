@@ -158,19 +158,19 @@ def _loads(at) -> list[str]:
 
 def _cuda(plan: CompactPlan) -> list[str]:
     """``count`` reads a row coalesced (every ``blockDim``-th element a thread: a count takes
-    them in any order) and sums the threads' counts by a tree in shared memory. ``index``: thread
-    ``tx`` owns the contiguous run ``[tx * per, tx * per + per)`` of the row; it counts its run,
-    the block scans the counts (Hillis-Steele), and the thread reads its run again, putting each
-    element's index at the run's next rank in a shared row of indices (every element written,
-    a false one's to a spare slot past the row, the rank moved on by true ones only: no
-    branch); the block stores the row's indices coalesced after the earlier rows' total (loaded
-    first: its wait overlaps the row's loads). ``rank`` walks as ``index`` does but puts each
-    element's rank (0 where false) at the element's own place in the shared row, and the block
-    stores the whole row. ``scatter`` stages the row of ``x`` (one stride apart: coalesced
-    where it is 1 or -1) in the shared row, walks as
-    ``index`` does putting each true element's value, read at its rank, in its place there, and
-    the block stores the row back. In a full row each thread issues UNROLL loads
-    before it uses any; the last row goes one element at a time."""
+    them in any order) and sums the threads' counts by a tree in shared memory. ``index``:
+    thread ``tx`` owns the contiguous run ``[tx * per, tx * per + per)`` of the row; it counts
+    its run, the block scans the counts (Hillis-Steele), and the thread reads its run again,
+    putting each element's index at the run's next rank in a shared row of indices (every
+    element written, a false one's to a spare slot past the row, the rank moved on by true ones
+    only: no branch); the block stores the row's indices coalesced after the earlier rows' total
+    (loaded first: its wait overlaps the row's loads). ``rank`` walks as ``index`` does but puts
+    each element's rank (0 where false) at the element's own place in the shared row, and the
+    block stores the whole row. ``scatter`` stages the row of ``x`` (one stride apart: coalesced
+    where it is 1 or -1) in the shared row, walks as ``index`` does putting each true element's
+    value, read at its rank, in its place there, and the block stores the row back. In a full
+    row each thread issues UNROLL loads before it uses any; the last row goes one element at a
+    time."""
     head = ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
             "row = cv_i64(cuda.blockIdx.x)", "rstep = cv_i64(cuda.gridDim.x)",
             f"per = {ROW} // bdim"]
