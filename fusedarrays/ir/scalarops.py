@@ -49,7 +49,8 @@ def number_scalar(value, dtype: np.dtype) -> Node:
     """The scalar parameter of ``dtype`` for a number written in an expression (``x * 2.0``,
     ``np.maximum(x, 0.5)``): equal Python ints or floats share one node
     (:func:`interned_scalar`); anything else (a ``fa.fuse`` argument's stand-in) is new."""
-    return interned_scalar(value, np.dtype(dtype), scalar_sid(np.dtype(dtype)))
+    dtype = np.dtype(dtype)
+    return interned_scalar(value, dtype, scalar_sid(dtype))
 
 
 def op_scalar_python(node: Node, value, dtype: np.dtype, sid: int, attrs: tuple, aid: int,
