@@ -1,11 +1,11 @@
 """fusedarrays' own host time per cached call, with the backend's costs taken out: a front-end
 regression shows on any laptop, no GPU needed (pytest-benchmark).
 
-The active backend's ``launch``, ``alloc``, ``address`` and ``operand_arg`` are replaced by the
-cheapest stand-ins, so what is timed is graph building, views, the plan's cached recipe, argument
-packing and bookkeeping. Each statement runs for real first and is checked against NumPy; the
-fused functions timed are traced after the stand-ins go in (a packer keeps the backend methods it
-was made with).
+The active backend's ``launch``, ``direct_launch``, ``alloc``, ``address`` and ``operand_arg``
+are replaced by the cheapest stand-ins, so what is timed is graph building, views, the plan's
+cached recipe, argument packing and bookkeeping. Each statement runs for real first and is
+checked against NumPy; the fused functions timed are traced after the stand-ins go in (a packer
+keeps the backend methods it was made with).
 
 Run: python -m pytest benchmarks -q   (``--benchmark-autosave``, then ``--benchmark-compare``
 against an earlier run); or as a script, with the run's JSON and ``--profile``:
@@ -104,10 +104,19 @@ class Statements:
 
 @contextlib.contextmanager
 def stand_ins():
-    """The active backend's ``launch``, ``alloc``, ``address`` and ``operand_arg`` (the backend
-    seam) replaced by the cheapest stand-ins inside a ``with`` block."""
+    """The active backend's ``launch``, ``direct_launch``, ``alloc``, ``address`` and
+    ``operand_arg`` (the backend seam) replaced by the cheapest stand-ins inside a ``with``
+    block."""
     storage = np.empty(4096, np.uint8)
+    inside = [True]
+
+    def direct(config, n, args):
+        # a launch record's prepared launch (cuda's C launch), which the record keeps: None (a
+        # queued launch) inside the block, refused after it, so records go the backend's way
+        return None if inside[0] else "refused"
+
     methods = {"launch": lambda kernel, n, args, geometry=(): None,
+               "direct_launch": lambda kernel, n, geometry: (direct, ()),
                "alloc": lambda nbytes: storage,
                "address": lambda storage: ADDRESS,
                "operand_arg": lambda storage, dtype, offset: ADDRESS + offset}
@@ -116,6 +125,7 @@ def stand_ins():
     try:
         yield backend
     finally:
+        inside[0] = False
         for name in methods:
             del vars(backend)[name]   # the class's methods again
 

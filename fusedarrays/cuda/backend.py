@@ -121,6 +121,14 @@ class CudaBackend:
             self._bind()
         launcher(n, args, geometry)
 
+    def direct_launch(self, launcher: Launcher, n: int, geometry: tuple = ()):
+        """What a launch record calls in place of :meth:`launch` for every launch over ``n``
+        and ``geometry`` after its first (:meth:`.launch.Launcher.direct`), or None. Made in a
+        thread whose device is bound; a thread that has not bound it has no current context,
+        so the driver refuses the call and the record goes through :meth:`launch`."""
+        direct = getattr(launcher, "direct", None)   # a cuBLAS product has none
+        return direct(n, geometry) if direct is not None else None
+
     def blas(self):
         """The BLAS this device computes products with: cuBLAS through nvmath-python where it is
         installed (:func:`.blas.probe`: imports it once), else why not."""
@@ -161,6 +169,8 @@ class CudaBackend:
     def alloc(self, nbytes: int) -> memory.DeviceStorage:
         if not self._thread.bound:
             self._bind()
+        if nbytes > 0:   # memory.alloc, written out: every evaluation into a new array is here
+            return memory.take_block(self._pool, nbytes)
         return memory.alloc(self._pool, nbytes)
 
     def from_host(self, array: np.ndarray) -> memory.DeviceStorage:

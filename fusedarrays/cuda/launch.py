@@ -192,6 +192,17 @@ class Launcher:
             args[k:k + 1] = [part(value.real), part(value.imag)]
         return args
 
+    def direct(self, n: int, geometry: tuple = ()):
+        """``(call, config)`` where ``call(config, n, args)`` queues this kernel over ``n``
+        elements and ``geometry`` and returns None (the C launch, whose config is made here
+        once), or None where there is no C launch. ``args`` must be of the parameter types
+        that :meth:`__call__` would pass as they are (a launch record's packer makes them so);
+        a launch the driver refuses returns something other than None, and the caller goes
+        through :meth:`__call__` for cuda.core's error."""
+        if self._fast is None or n <= 0:
+            return None
+        return self._fast, self._configs.get((n, geometry)) or self._config(n, geometry)
+
     def __call__(self, n: int, args, geometry: tuple = ()) -> None:
         """Launch over ``n`` elements (nothing for ``n <= 0``) with the parameters after ``n``;
         ``geometry`` (``KernelPlan.geometry``) picks a 1-D, row or tile grid."""

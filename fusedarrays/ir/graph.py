@@ -64,10 +64,10 @@ _sweep_at = 4096
 _DTYPE_TYPES = frozenset(type(np.dtype(c)) for c in "?bhilqBHILQefd")
 
 
-def new_uid() -> int:
-    """A number naming a buffer or a stand-in for one (a planner's temporary, a traced
-    output): leaves are interned by it, so every kind draws from this one counter."""
-    return next(_uids)
+# new_uid(): a number naming a buffer or a stand-in for one (a planner's temporary, a traced
+# output): leaves are interned by it, so every kind draws from this one counter. The counter's
+# own __next__, so that a new buffer (every evaluation makes one) pays no Python frame for it.
+new_uid = _uids.__next__
 
 
 class Node(NodeBase):
@@ -488,3 +488,7 @@ def transform(node: Node, fn) -> Node:
 
 if fastgraph is not None:
     fastgraph.configure(Node, _Scalar, _sids, _sid, _uids, layout.broadcast_shapes, SHARE_FROM)
+
+# fresh_leaf(buffer, dtype, view, sid) with the sid given (a launch record keeps its result's):
+# one C call where the extension is built, on the hot path of every evaluation into a new array
+fresh_leaf_with_sid = fresh_leaf if fastgraph is None else fastgraph.fresh_leaf

@@ -3,7 +3,9 @@
 A :class:`LaunchRecord` is built once per signature from a plan: the loaded kernel, a generated
 argument packer and the launch geometry. Lazy evaluation (:mod:`realize`, one record per graph
 structure and binding), ``fa.fuse`` (one per launch of a traced program) and ``foreach`` (one per
-traced group) all launch through :meth:`LaunchRecord.launch_with`; nothing else launches.
+traced group) all launch through :meth:`LaunchRecord.launch_with`, or after a record's first
+launch through the call its backend prepared for its size and geometry
+(:meth:`LaunchRecord.launch`); nothing else launches.
 
 A packer is straight-line Python written for its plan (:class:`Packer`): each operand's pointer
 from where that signature's caller keeps the buffer, the plan's integer parameters as constants,
@@ -71,7 +73,7 @@ class LaunchRecord:
     """A planned kernel, ready to launch: ``pack(*inputs)`` gives the arguments after ``n``."""
 
     __slots__ = ("backend", "kernel", "size", "geometry", "pack", "name", "launched",
-                 "result_sid", "traffic", "elements", "flagged")
+                 "result_sid", "traffic", "elements", "flagged", "direct")
 
     def __init__(self, backend, kernel, pack, size: int = 0, geometry: tuple | None = None,
                  name: str = "", traffic: tuple = (0, 0), elements: int = 0):
@@ -86,6 +88,9 @@ class LaunchRecord:
         # the kernel records out-of-range indices in the device's error word: launched under
         # its lock (runtime/indexflags.py)
         self.flagged = False
+        # (call, config): the backend's launch of this kernel over `size` and `geometry`,
+        # prepared after the first launch (CudaBackend.direct_launch), or None
+        self.direct = None
 
     @classmethod
     def of_plan(cls, backend, kernel, plan, pack) -> LaunchRecord:
@@ -96,9 +101,27 @@ class LaunchRecord:
         return record
 
     def launch(self, *inputs) -> None:
-        """Pack ``inputs`` (the signature's buffers and values) and launch."""
+        """Pack ``inputs`` (the signature's buffers and values) and launch.
+
+        Every launch of a record is over the same size and geometry, so after the first one
+        the backend may hand over a call prepared for them (``direct_launch``: on cuda the C
+        launch and its grid), which this calls with the packed arguments alone: a cached
+        evaluation's launch is then one C call, not four Python frames. It is skipped while
+        ``fa.profile()`` is active; a launch it refuses (a thread whose device is not bound
+        yet, an error) goes the whole way, which binds or raises the backend's error."""
+        direct = self.direct
+        if direct is not None and profiling[0] is None:
+            start = _perf()
+            if direct[0](direct[1], self.size, self.pack(*inputs)) is None:
+                _add_time("launch", _perf() - start)
+                _stats["launches"] += 1
+                return
         if self.size:
             self.launch_with(self.pack(*inputs), self.size, self.geometry)
+            if direct is None and not self.flagged:
+                prepare = getattr(self.backend, "direct_launch", None)
+                if prepare is not None:
+                    self.direct = prepare(self.kernel, self.size, self.geometry)
 
     def launch_with(self, args: list, size: int, geometry: tuple) -> None:
         """Launch over ``size`` elements with ``args`` after ``n``: the one call of

@@ -345,7 +345,8 @@ def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
             _strides.clear()
         found = _strides[shape] = (layout.contiguous_strides(shape), layout.size_of(shape))
     strides = found[0]
-    buffer = new_buffer(backend, found[1] * dtype.itemsize)
+    nbytes = found[1] * dtype.itemsize
+    buffer = Buffer(backend.alloc(nbytes), nbytes, backend, backend.alloc_align)  # new_buffer
     if _settings_seen[0] != config._generation:
         _check_settings()
     align = buffer.align    # _fresh_key, written out
@@ -362,7 +363,7 @@ def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
     sid = record.result_sid
     if sid is None:
         sid = record.result_sid = graph.leaf_sid(buffer, dtype, (shape, strides, 0))
-    leaf = node.realized = graph.fresh_leaf(buffer, dtype, (shape, strides, 0), sid)
+    leaf = node.realized = graph.fresh_leaf_with_sid(buffer, dtype, (shape, strides, 0), sid)
     return leaf
 
 

@@ -223,3 +223,50 @@ def test_abs_of_a_negation_follows_numpy_for_signed_and_unsigned_integers():
         with np.errstate(over="ignore"):
             want = np.abs(-values[::-1]) + np.abs(values[::-1])
         np.testing.assert_array_equal((fa.abs(-x) + fa.abs(x)).get(), want, err_msg=str(dtype))
+
+
+def test_after_its_first_launch_a_record_launches_through_the_backends_prepared_call(
+        monkeypatch):
+    """A launch record asks the backend for a prepared launch after its first (cuda's C launch:
+    ``direct_launch``) and uses it for every later launch; a refused one goes the whole way,
+    and ``fa.profile()`` goes the whole way too. The cpu backend has none, so one is lent here
+    that launches for real: each result is checked against NumPy."""
+    from fusedarrays.runtime import realize
+    from fusedarrays.runtime.backend import get_backend
+
+    seed = 131
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    backend = get_backend()
+    calls, refuse, prepared = [], [False], []
+
+    def direct_launch(kernel, n, geometry):
+        prepared.append(n)
+
+        def call(config, size, args):
+            calls.append(size)
+            if refuse[0]:
+                return "refused"
+            backend.launch(kernel, size, list(args), geometry)
+        return call, ("a config",)
+
+    monkeypatch.setattr(backend, "direct_launch", direct_launch, raising=False)
+    shape = (3, 4099)
+    try:
+        for step, expect in enumerate([0, 1, 2, 3, 3]):
+            refuse[0] = step == 3
+            a, b = rng.standard_normal(shape, np.float32), rng.standard_normal(shape, np.float32)
+            x, y = fa.asarray(a), fa.asarray(b)
+            fa.reset_stats()
+            if step == 4:
+                with fa.profile():
+                    got = (x[::-1, ::-1] * 1.75 - y).get()
+            else:
+                got = (x[::-1, ::-1] * 1.75 - y).get()
+            np.testing.assert_array_equal(got, a[::-1, ::-1] * np.float32(1.75) - b)
+            assert fa.stats()["launches"] == 1
+            assert len(calls) == expect, step
+            assert prepared == [3 * 4099], step
+    finally:
+        for record in realize._records.values():   # nothing lent stays behind
+            record.direct = None

@@ -96,3 +96,44 @@ def test_threads_run_one_fused_in_place_step_on_their_own_arrays():
         where = f"seed {SEED}, thread {k}"
         np.testing.assert_allclose(p, p_h, rtol=2e-5, atol=2e-6, err_msg=where)
         np.testing.assert_allclose(b, b_h, rtol=2e-5, atol=2e-6, err_msg=where)
+
+
+def test_a_thread_whose_first_call_is_a_cached_in_place_launch():
+    """A launch record prepares the C launch after its first launch (``direct_launch``); a new
+    thread has no current context, so the driver refuses that call there and the record goes
+    through the backend, which makes the device current: nothing else in the thread did."""
+    from fusedarrays.runtime import launch as runtime_launch
+
+    rng = np.random.default_rng(SEED + 20)
+    x_h = rng.standard_normal(N).astype(np.float32)
+    x, out = fa.asarray(x_h), fa.asarray(rng.standard_normal(N).astype(np.float32))
+
+    @fa.fuse
+    def scale(out, x, s):
+        out[...] = x * s + 1.0
+
+    for s in (2.0, 3.0):                      # the second launch goes through the prepared call
+        scale(out, x, s)
+    np.testing.assert_allclose(out.get(), x_h * np.float32(3.0) + np.float32(1.0), rtol=1e-6)
+    prepared = [r for r in gc_records(runtime_launch.LaunchRecord) if r.direct is not None]
+    assert prepared, "no launch record holds a prepared launch"
+    errors = []
+
+    def first_call():
+        try:
+            scale(out, x, -0.5)
+        except Exception as exc:   # reported below, in the test's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=first_call)
+    thread.start()
+    thread.join()
+    assert not errors, errors
+    np.testing.assert_allclose(out.get(), x_h * np.float32(-0.5) + np.float32(1.0), rtol=1e-6,
+                               err_msg=f"seed {SEED + 20}")
+
+
+def gc_records(kind):
+    import gc
+
+    return [o for o in gc.get_objects() if type(o) is kind]

@@ -6,6 +6,7 @@ default settings, so a failed build can't pass unnoticed (``tests/cpu/test_nativ
 runs the operators, the pending registry and the packer, and the Python path end to end)."""
 
 import random
+import weakref
 
 import numpy as np
 import pytest
@@ -117,3 +118,26 @@ def test_the_extension_is_loaded_at_the_default_settings():
     assert native.NATIVE, ("fusedarrays.ir._fastgraph is not importable from "
                            f"{native.__file__}: build it with python -m pip install -e .")
     assert native.NodeBase is NATIVE.NodeBase
+
+
+@needs_native
+def test_the_c_fresh_leaf_is_the_python_one():
+    """``graph.fresh_leaf_with_sid`` (C) against ``graph.fresh_leaf`` (Python): the same fields,
+    the buffer's weak reference to it, found by ``graph.leaf`` through it, gone with it."""
+    assert graph.fresh_leaf_with_sid is NATIVE.fresh_leaf
+    view = ((3, 5), (5, 1), 0)
+    made = {}
+    for way, fresh in (("python", graph.fresh_leaf), ("c", graph.fresh_leaf_with_sid)):
+        buffer = Buf()
+        sid = graph.leaf_sid(buffer, F32, view)
+        node = fresh(buffer, F32, view, sid)
+        assert buffer.fresh() is node and graph.leaf(buffer, F32, (3, 5), (5, 1), 0) is node
+        made[way] = (node.kind, node.dtype, node.shape, node.inputs, node.attrs[1], node.sid,
+                     node.params, node.count, node.realized, node.buffers == {buffer},
+                     node.attrs[0] is buffer, node.is_leaf, node.key == graph.sha256_key(node))
+        ref = weakref.ref(node)
+        del node
+        assert ref() is None and buffer.fresh() is None
+    assert made["c"] == made["python"]
+    with pytest.raises(TypeError, match="view"):
+        NATIVE.fresh_leaf(Buf(), F32, ((3,), (1,)), 1)

@@ -57,6 +57,7 @@ extern Py_ssize_t ShareFrom, InternMax;
 extern PyObject *ScalarNodes;     /* scalarops._scalar_nodes: scalar sid → {value: node} */
 extern PyObject *MaxNodes, *ConfigGlobals, *CheckLimitFn;
 extern PyObject *s_op, *s_scalar, *s_leaf, *s_same, *s_mirrored, *s_generation, *s_storage,
+    *s_fresh,
     *EmptyTuple, *EmptyFrozenset, *Zero, *One;
 
 static inline void set_ref(PyObject **slot, PyObject *value) {   /* steals value */
@@ -89,6 +90,7 @@ extern PyType_Spec node_spec;
 PyObject *op_of1(Node *a, PyObject *attrs, PyObject *aid);
 PyObject *op_of2(Node *a, Node *b, PyObject *attrs, PyObject *aid);
 Node *new_scalar(PyObject *value, PyObject *dtype, PyObject *sid);
+PyObject *fresh_leaf(PyObject *buffer, PyObject *dtype, PyObject *view, PyObject *sid);
 Node *interned_scalar(PyObject *value, PyObject *dtype, PyObject *sid);
 PyObject *op_scalar(Node *node, PyObject *value, PyObject *sdtype, PyObject *ssid,
                     PyObject *attrs, PyObject *aid, int scalar_first);

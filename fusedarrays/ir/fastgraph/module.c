@@ -11,7 +11,7 @@ PyObject *Sids, *SidFn, *Uids, *BroadcastFn;
 Py_ssize_t ShareFrom = 16, InternMax = 1024;
 PyObject *ScalarNodes;
 PyObject *MaxNodes, *ConfigGlobals, *CheckLimitFn;
-PyObject *s_op, *s_scalar, *s_leaf, *s_same, *s_mirrored, *s_generation, *s_storage,
+PyObject *s_op, *s_scalar, *s_leaf, *s_same, *s_mirrored, *s_generation, *s_storage, *s_fresh,
     *EmptyTuple, *EmptyFrozenset, *Zero, *One;
 
 static void keep(PyObject **slot, PyObject *value) {
@@ -156,6 +156,14 @@ static PyObject *py_scalar(PyObject *module, PyObject *args) {
     return (PyObject *)new_scalar(value, dtype, sid);
 }
 
+static PyObject *py_fresh_leaf(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || NodeType == NULL || !PyLong_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "fresh_leaf(buffer, dtype, view, sid), after configure()");
+        return NULL;
+    }
+    return fresh_leaf(args[0], args[1], args[2], args[3]);
+}
+
 static PyObject *py_roots_params(PyObject *module, PyObject *roots) {
     if (!PyList_Check(roots)) {
         PyErr_SetString(PyExc_TypeError, "roots_params: a list of graph nodes");
@@ -210,6 +218,8 @@ static PyMethodDef module_methods[] = {
     {"op_scalar", (PyCFunction)(void (*)(void))py_op_scalar, METH_VARARGS | METH_KEYWORDS,
      "op_scalar(node, value, dtype, sid, attrs, aid, scalar_first=False): scalarops.op_scalar."},
     {"scalar", py_scalar, METH_VARARGS, "scalar(value, dtype, sid): a scalar node."},
+    {"fresh_leaf", FASTCALL(py_fresh_leaf), METH_FASTCALL,
+     "fresh_leaf(buffer, dtype, view, sid): graph.fresh_leaf with its sid."},
     {"roots_params", py_roots_params, METH_O,
      "roots_params([root, ...]) -> (params, structure): params.roots_params."},
     {"wrap", py_wrap, METH_O, "wrap(node): array._wrap."},
@@ -229,6 +239,7 @@ static int module_exec(PyObject *module) {
         (s_mirrored = PyUnicode_InternFromString("<")) == NULL ||
         (s_generation = PyUnicode_InternFromString("_generation")) == NULL ||
         (s_storage = PyUnicode_InternFromString("storage")) == NULL ||
+        (s_fresh = PyUnicode_InternFromString("fresh")) == NULL ||
         (EmptyTuple = PyTuple_New(0)) == NULL ||
         (EmptyFrozenset = PyFrozenSet_New(NULL)) == NULL ||
         (Zero = PyLong_FromLong(0)) == NULL || (One = PyLong_FromLong(1)) == NULL)

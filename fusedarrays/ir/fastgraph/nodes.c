@@ -512,6 +512,39 @@ fail:
     return NULL;
 }
 
+/* graph.fresh_leaf with its sid given: the leaf over a buffer just allocated (an evaluation's
+   result), not interned; the buffer's `fresh` attribute takes a weak reference to it */
+PyObject *fresh_leaf(PyObject *buffer, PyObject *dtype, PyObject *view, PyObject *sid) {
+    if (!PyTuple_Check(view) || PyTuple_Size(view) != 3) {
+        PyErr_SetString(PyExc_TypeError, "fresh_leaf: view is (shape, strides, offset)");
+        return NULL;
+    }
+    Node *node = new_node(node_alloc, NodeType);
+    if (node == NULL)
+        return NULL;
+    node->kind = ref(s_leaf);
+    node->dtype = ref(dtype);
+    node->shape = ref(PyTuple_GetItem(view, 0));
+    node->inputs = ref(EmptyTuple);
+    node->attrs = untracked(PyTuple_Pack(2, buffer, view));
+    node->sid = ref(sid);
+    node->params = ref(Py_None);
+    node->count = ref(One);
+    PyObject *one = PyTuple_Pack(1, buffer);
+    node->buffers = one == NULL ? NULL : untracked(PyFrozenSet_New(one));
+    Py_XDECREF(one);
+    PyObject *weak = NULL;
+    if (node->attrs == NULL || node->buffers == NULL ||
+        (weak = PyWeakref_NewRef((PyObject *)node, NULL)) == NULL ||
+        PyObject_SetAttr(buffer, s_fresh, weak) < 0) {
+        Py_XDECREF(weak);
+        Py_DECREF(node);
+        return NULL;
+    }
+    Py_DECREF(weak);
+    return (PyObject *)node;
+}
+
 Node *new_scalar(PyObject *value, PyObject *dtype, PyObject *sid) {
     Node *s = new_node(scalar_alloc, ScalarType);
     if (s == NULL)
