@@ -43,6 +43,9 @@ class CudaBackend:
 
     name = "cuda"
     alloc_align = memory.POOL_ALIGN   # the pool's blocks (and zero bytes, address 0)
+    # operand_arg(storage, dtype, k) is storage.ptr + k * itemsize: packers compute it without
+    # the call (a lazy evaluation's packer in C, fa.fuse's in its generated source)
+    operand_at = "ptr"
     disk_kind = "cubin"               # what a disk-cache hit loads
     # A CUDA context does not survive fork(): in a forked child every method refuses, naming the
     # 'spawn' start method (fusedarrays/backend.py, refuse_after_fork).

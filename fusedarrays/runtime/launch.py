@@ -179,8 +179,12 @@ class Packer:
         return name
 
     def pointer(self, storage: str, dtype: np.dtype, offset: int, memo: bool = False) -> None:
-        """Operand pointer from the storage expression ``storage``."""
-        convert = f"oparg({{}}, {self.name(dtype)}, {offset})"
+        """Operand pointer from the storage expression ``storage``: the backend's
+        ``operand_arg``, or written out where the backend names the storage's address
+        attribute (``operand_at``)."""
+        at = getattr(self.backend, "operand_at", None)
+        convert = (f"{{}}.{at} + {offset * dtype.itemsize}" if at else
+                   f"oparg({{}}, {self.name(dtype)}, {offset})")
         if memo:
             self.memo(storage, convert.format("s"))
         else:
@@ -275,4 +279,4 @@ def native_graph_packer(plan, nparams: int, backend):
         tuple(middle),
         tuple((position, converter(dtype))
               for (_, dtype), position in zip(plan.scalars, plan.scalar_sources)),
-        backend.operand_arg)
+        getattr(backend, "operand_at", None) or backend.operand_arg)

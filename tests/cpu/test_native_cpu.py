@@ -164,3 +164,52 @@ def test_the_python_path_runs_end_to_end_without_the_extension():
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+@needs_native
+def test_packers_compute_an_address_attribute_as_operand_arg_would(monkeypatch):
+    """A backend that names its storage's address attribute (``operand_at``: cuda's ``ptr``)
+    gets each pointer as that address plus the element offset's bytes, computed by the packer
+    (in C for lazy evaluation, in generated source for the Python packer): the same arguments as
+    through ``operand_arg`` itself. Storages stand in for device memory with a ``ptr``."""
+    print(f"seed {SEED + 1}")
+    rng = np.random.default_rng(SEED + 1)
+    x, y = rng.standard_normal((2, 64, 48)).astype(np.float32)
+    a, b = fa.asarray(x), fa.asarray(y.astype(np.float64))
+    backend = a._node.attrs[0].backend
+
+    class Storage:
+        def __init__(self, ptr):
+            self.ptr = ptr
+
+    def through_call(storage, dtype, k):
+        return storage.ptr + k * dtype.itemsize
+
+    by_attribute = type("AtPtr", (), {"operand_at": "ptr", "operand_arg": staticmethod(
+        through_call), "counters": backend.counters})()
+    by_call = type("ByCall", (), {"operand_arg": staticmethod(through_call),
+                                  "counters": backend.counters})()
+    cases = [a * b + 2.0, a[3:] * 2.0 - b[:61], a[3:, 5:] * 2 - b[::-1, 5:][3:],
+             (a[1:] - 3.0).sum(axis=0)]
+    reached = []
+    for e in cases:
+        node = e._node
+        params = node.params
+        out = realize.new_buffer(backend, 8 * max(1, int(np.prod(node.shape))))
+        plan = plan_program([(node, (out, node.dtype, node.shape,
+                                     layout.contiguous_strides(node.shape), 0))],
+                            params, 256).steps[-1].plan
+        buffers = {p.attrs[0] for p in params if p.kind == "leaf"} | {out}
+        for buffer in buffers:       # device-like addresses: 256-byte aligned, above 2**47
+            monkeypatch.setattr(buffer, "storage",
+                                Storage(0x7F00_0000_0000 + 256 * int(rng.integers(1 << 20))))
+        packed = []
+        for stand_in in (by_attribute, by_call):
+            packed.append(launch.graph_packer(plan, len(params), stand_in)(params, (out,)))
+            with monkeypatch.context() as m:
+                m.setattr(launch, "fastgraph", None)
+                packed.append(launch.graph_packer(plan, len(params), stand_in)(params, (out,)))
+        assert all(len(p) == len(packed[0]) and all(map(_same_argument, p, packed[0]))
+                   for p in packed), packed
+        reached.append(any(type(v) is int and v % 256 for v in packed[0]))
+    assert any(reached), "no case folds an offset into a pointer"

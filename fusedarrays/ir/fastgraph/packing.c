@@ -5,7 +5,8 @@
  * pack(P, O) -> list: P the evaluated graph's params (a dict, node -> position, in order; or
  * a list, where a cut graph's temporaries follow them: runtime/program.py), O the output
  * buffers. The list holds, in order: each input operand's pointer (a leaf's buffer's
- * storage through the backend's operand_arg), each output's, the plan's other arguments (a call
+ * storage through the backend's operand_arg, or its address attribute plus the offset's bytes
+ * where the backend names one: operand_at), each output's, the plan's other arguments (a call
  * made per launch, a constant, or constants spliced in), then each scalar parameter converted to
  * its kernel type. A scalar's conversion is kept per position and reused while the value is the
  * same object: a lazy expression's scalars are new nodes at every call but their values mostly
@@ -16,6 +17,7 @@
 typedef struct {
     Py_ssize_t position;
     PyObject *dtype, *offset;
+    long long bytes;        /* offset times the item size: where oparg is an attribute */
 } Operand;
 
 typedef struct {
@@ -30,7 +32,9 @@ typedef struct {
     Scalar *scalars;
     PyObject *middle;       /* tuple of (kind, a, b): ("call", fn, arg), ("const", v, None),
                                ("extend", values, None) */
-    PyObject *oparg;
+    PyObject *oparg;        /* operand_arg(storage, dtype, offset), or the name of the storage's
+                               address attribute: then storage.<name> + offset * itemsize here */
+    int at_attribute;
     Py_ssize_t size;        /* the list's length */
 } GraphPacker;
 
@@ -88,12 +92,19 @@ static int read_operands(PyObject *seq, Operand **ops, Py_ssize_t *n) {
         return -1;
     }
     for (Py_ssize_t i = 0; i < *n; i++) {
-        PyObject *dtype, *offset;
+        PyObject *dtype, *offset, *itemsize;
         if (!PyArg_ParseTuple(PyTuple_GetItem(seq, i), "nOO", &(*ops)[i].position, &dtype,
                               &offset))
             return -1;
         (*ops)[i].dtype = ref(dtype);
         (*ops)[i].offset = ref(offset);
+        if ((itemsize = PyObject_GetAttrString(dtype, "itemsize")) == NULL)
+            return -1;
+        long long k = PyLong_AsLongLong(offset), size = PyLong_AsLongLong(itemsize);
+        Py_DECREF(itemsize);
+        if ((k == -1 || size == -1) && PyErr_Occurred())
+            return -1;
+        (*ops)[i].bytes = k * size;
     }
     return 0;
 }
@@ -112,6 +123,7 @@ static PyObject *packer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->nparams = nparams;
     self->middle = ref(middle);
     self->oparg = ref(oparg);
+    self->at_attribute = PyUnicode_Check(oparg);
     if (read_operands(inputs, &self->inputs, &self->ninputs) < 0 ||
         read_operands(outputs, &self->outputs, &self->noutputs) < 0)
         goto fail;
@@ -167,13 +179,23 @@ static PyObject *attrs_of(PyObject *param, int *owned) {
     return *owned ? PyObject_GetAttrString(param, "attrs") : ((Node *)param)->attrs;
 }
 
-/* oparg(storage of `buffer`, dtype, offset) */
+/* oparg(storage of `buffer`, dtype, offset), or storage.<oparg> + the offset's bytes */
 static PyObject *pointer(GraphPacker *self, PyObject *buffer, Operand *o) {
-    PyObject *storage = PyObject_GetAttr(buffer, s_storage);
+    PyObject *storage = PyObject_GetAttr(buffer, s_storage), *arg;
     if (storage == NULL)
         return NULL;
-    PyObject *arg = PyObject_CallFunctionObjArgs(self->oparg, storage, o->dtype, o->offset,
-                                                 NULL);
+    if (self->at_attribute) {
+        PyObject *address = PyObject_GetAttr(storage, self->oparg);
+        arg = NULL;
+        if (address != NULL) {
+            unsigned long long at = PyLong_AsUnsignedLongLong(address);
+            if (!(at == (unsigned long long)-1 && PyErr_Occurred()))
+                arg = PyLong_FromUnsignedLongLong(at + (unsigned long long)o->bytes);
+            Py_DECREF(address);
+        }
+    } else {
+        arg = PyObject_CallFunctionObjArgs(self->oparg, storage, o->dtype, o->offset, NULL);
+    }
     Py_DECREF(storage);
     return arg;
 }
