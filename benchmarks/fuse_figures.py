@@ -11,7 +11,7 @@
   (8 × 4 a parameter) — beside ``torch.nn.utils.clip_grad_norm_(foreach=True)`` then
   ``torch.optim.Adam(fused=True)``, and the launches per step;
 - host µs per cached call on 1 K float32: ``f(x, y, 1.5)`` returning a new array and an
-  in-place variant, the fusedarrays part alone (the backend's launch a no-op) and a lazy
+  in-place variant, the fusedarrays part alone (every launch a no-op) and a lazy
   ``(x * y + 1.5).compute()``, beside CuPy's ``ElementwiseKernel`` and ``cupy.fuse``: rounds of
   2000 calls, the contenders alternating within each round, the best round each.
 
@@ -201,17 +201,13 @@ def host_costs(run: harness.Run, rounds: int, calls: int) -> None:
             missing = exc
     best = dict.fromkeys([*contenders, *peers, "new array, no launch", "in place, no launch"],
                          float("inf"))
-    backend = harness.backend()
     for _ in range(rounds):   # alternating, so that drift of the host touches all alike
         for name, call in {**contenders, **peers}.items():
             best[name] = min(best[name], run.device_time(call, calls, batches=1))
-        backend.launch = lambda *args: None   # the fusedarrays part alone
-        try:
+        with harness.launches_as_no_ops():   # the fusedarrays part alone
             for name in ("new array", "in place"):
                 best[f"{name}, no launch"] = min(best[f"{name}, no launch"], run.device_time(
                     contenders[name], calls, batches=1))
-        finally:
-            del backend.launch   # the class's method again
 
     def peer(name):
         if name not in best:

@@ -12,6 +12,7 @@ imports the standard library and NumPy only. Self-check: ``python benchmarks/har
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import importlib
 import importlib.metadata as metadata
@@ -82,6 +83,28 @@ def compare(got, want, rtol: float, atol: float) -> dict:
 def backend():
     """The active fusedarrays backend object (the runtime's backend seam)."""
     return importlib.import_module("fusedarrays.runtime.backend").get_backend()
+
+
+@contextlib.contextmanager
+def launches_as_no_ops():
+    """Inside the block every launch of the active backend does nothing: its ``launch``, and
+    the call each launch record prepared for its later launches (``LaunchRecord.direct``, cuda's
+    C launch), so that what is timed is fusedarrays' own host work."""
+    import gc
+
+    record_type = importlib.import_module("fusedarrays.runtime.launch").LaunchRecord
+    found = backend()
+    prepared = [(r, r.direct) for r in gc.get_objects()
+                if type(r) is record_type and r.direct is not None]
+    found.launch = lambda *args: None
+    for record, (_, config) in prepared:
+        record.direct = ((lambda config, n, args: None), config)
+    try:
+        yield
+    finally:
+        del found.launch   # the class's method again
+        for record, direct in prepared:
+            record.direct = direct
 
 
 def _attempt(fn):

@@ -190,6 +190,20 @@ ROW_CACHE_CASES = [(np.float32, 200, 1), (np.float32, 1000, 1), (np.float32, 400
 
 
 @pytest.mark.parametrize("dtype, n, slots", ROW_CACHE_CASES)
+def test_a_row_kernel_keeps_the_slots_its_row_length_and_dtype_allow(dtype, n, slots):
+    """What each case's plans keep (planned, not run): the run below takes the cases that keep
+    something, since a kernel that keeps nothing is the one it would be compared with."""
+    from fusedarrays.ir.reductions import BLOCK_THREADS
+
+    rng = np.random.default_rng(rc.seed_of("row slots", np.dtype(dtype).name, n))
+    x, w, b = ((rng.standard_normal(shape) * 3).astype(dtype) for shape in ((2, n), n, n))
+    with config.override(SIM_BLOCK=BLOCK_THREADS):
+        for what, make in _row_cases(fa.asarray(x), fa.asarray(w), fa.asarray(b)).items():
+            (plan, _), = fa.explain(make()).kernels
+            assert plan.row_slots == (0 if "weight" in what else slots), what
+
+
+@pytest.mark.parametrize("dtype, n, slots", [case for case in ROW_CACHE_CASES[1:] if case[2]])
 def test_row_kernels_keep_a_threads_share_of_the_row_with_the_same_bits(dtype, n, slots,
                                                                         monkeypatch):
     """Where a thread's share of a row fits its registers, the kernel keeps it (and the values
