@@ -352,7 +352,8 @@ def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
     align = buffer.align    # _fresh_key, written out
     key = (backend, node.sid, len(node.buffers), align if align < VECTOR_ALIGN else VECTOR_ALIGN)
     record = _records.get(key)
-    params = node.params
+    # node.params, written out: a node without a token owns its dict (ir/params.py)
+    params = node._params if node._open is None else node.params
     if record is None:
         record = _record_for([(node, (buffer, dtype, shape, strides, 0))], params, key)
     else:

@@ -188,9 +188,11 @@ static PyObject *pointer(GraphPacker *self, PyObject *buffer, Operand *o) {
         PyObject *address = PyObject_GetAttr(storage, self->oparg);
         arg = NULL;
         if (address != NULL) {
-            unsigned long long at = PyLong_AsUnsignedLongLong(address);
-            if (!(at == (unsigned long long)-1 && PyErr_Occurred()))
-                arg = PyLong_FromUnsignedLongLong(at + (unsigned long long)o->bytes);
+            /* signed: a user-space address is below 2**63, and the signed conversion reads
+               an int's digits directly (the unsigned one goes through a byte array) */
+            long long at = PyLong_AsLongLong(address);
+            if (!(at == -1 && PyErr_Occurred()))
+                arg = PyLong_FromLongLong(at + o->bytes);
             Py_DECREF(address);
         }
     } else {
