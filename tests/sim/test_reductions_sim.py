@@ -197,6 +197,7 @@ def test_a_row_kernel_keeps_the_slots_its_row_length_and_dtype_allow(dtype, n, s
 
     rng = np.random.default_rng(rc.seed_of("row slots", np.dtype(dtype).name, n))
     x, w, b = ((rng.standard_normal(shape) * 3).astype(dtype) for shape in ((2, n), n, n))
+    # cuda's block width, as in the run below: the slots a thread keeps are a block's share
     with config.override(SIM_BLOCK=BLOCK_THREADS):
         for what, make in _row_cases(fa.asarray(x), fa.asarray(w), fa.asarray(b)).items():
             (plan, _), = fa.explain(make()).kernels
