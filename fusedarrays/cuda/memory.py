@@ -343,8 +343,6 @@ def _out_of_memory_error(pool: DeviceMemoryResource, nbytes: int, in_use: int) -
 
 
 _BLOCKS = _BlockCache()
-# alloc(pool, nbytes) for nbytes > 0, as a bound method (the backend's alloc calls it directly)
-take_block = _BLOCKS.take
 
 
 def alloc(pool: DeviceMemoryResource, nbytes: int) -> DeviceStorage:

@@ -345,8 +345,7 @@ def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
             _strides.clear()
         found = _strides[shape] = (layout.contiguous_strides(shape), layout.size_of(shape))
     strides = found[0]
-    nbytes = found[1] * dtype.itemsize
-    buffer = Buffer(backend.alloc(nbytes), nbytes, backend, backend.alloc_align)  # new_buffer
+    buffer = new_buffer(backend, found[1] * dtype.itemsize)
     if _settings_seen[0] != config._generation:
         _check_settings()
     align = buffer.align    # _fresh_key, written out
