@@ -300,6 +300,7 @@ class _Entry:
                        if s[0] == "const"}
         # the most common result, one new array, is made without going through _item
         self.single = self.outputs[0] if program.items == ("one", ("out", 0)) else None
+        self.single_sids: dict[int, int] = {}   # that array's leaf sid by its buffer's alignment
         self.launches = [LaunchRecord.of_plan(backend, realize.kernel_for(plan, backend,
                                                                           render_plan), plan,
                                               make_packer(plan, sources, roots, backend))
@@ -326,7 +327,11 @@ class _Entry:
         for record in self.launches:
             record.launch(values, outs, temps)
         if single is not None:
-            return ndarray(graph.fresh_leaf(outs[0], single[0], single[1]))
+            buffer = outs[0]
+            sid = self.single_sids.get(buffer.align)
+            if sid is None:   # once per alignment (a pool block's is always the same)
+                sid = self.single_sids[buffer.align] = graph.leaf_sid(buffer, *single[:2])
+            return ndarray(graph.fresh_leaf_with_sid(buffer, single[0], single[1], sid))
         items = self.program.items
         if items is None:
             return None

@@ -431,3 +431,25 @@ def test_a_scalar_argument_equal_to_a_constant_stays_an_argument():
         want = host * np.float32(s) + host * np.float32(0.5) - np.float32(0.5)
         np.testing.assert_array_equal(f(x, s).get(), want, err_msg=f"s={s}")
     assert f.traces == 1
+
+
+def test_a_fused_functions_new_array_is_the_leaf_its_buffer_would_make():
+    """The array a fused function returns is made with the leaf sid its entry keeps per buffer
+    alignment: the sid ``graph.leaf`` would give that view, on every call, so later expressions
+    over it plan as over any array (checked against NumPy through a reversed view)."""
+    from fusedarrays.ir import graph
+
+    seed = 77
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    f = fa.fuse(lambda x, y: x * y - 0.5)
+    for _ in range(3):
+        a, b = (rng.standard_normal((37, 129)).astype(np.float32) for _ in range(2))
+        got = f(fa.asarray(a), fa.asarray(b))
+        node = got._node
+        buffer, view = node.attrs
+        assert node.sid == graph.leaf_sid(buffer, node.dtype, view)
+        assert graph.leaf(buffer, node.dtype, (37, 129), (129, 1), 0) is node
+        np.testing.assert_array_equal((got[::-1] * 2.0).get(),
+                                      (a * b - np.float32(0.5))[::-1] * np.float32(2.0))
+    assert f.traces == 1
