@@ -108,26 +108,31 @@ def stand_ins():
     ``operand_arg`` (the backend seam) replaced by the cheapest stand-ins inside a ``with``
     block."""
     storage = np.empty(4096, np.uint8)
-    inside = [True]
-
-    def direct(config, n, args):
-        # a launch record's prepared launch (cuda's C launch), which the record keeps: None (a
-        # queued launch) inside the block, refused after it, so records go the backend's way
-        return None if inside[0] else "refused"
-
     methods = {"launch": lambda kernel, n, args, geometry=(): None,
-               "direct_launch": lambda kernel, n, geometry: (direct, ()),
+               # a launch record's prepared launch (cuda's C launch): queued, as None says
+               "direct_launch": lambda kernel, n, geometry: ((lambda config, n, args: None), ()),
                "alloc": lambda nbytes: storage,
                "address": lambda storage: ADDRESS,
                "operand_arg": lambda storage, dtype, offset: ADDRESS + offset}
     backend = harness.backend()
     vars(backend).update(methods)
+    _forget_prepared_launches()     # records made before ask the stand-in
     try:
         yield backend
     finally:
-        inside[0] = False
         for name in methods:
             del vars(backend)[name]   # the class's methods again
+        _forget_prepared_launches()     # and now the backend itself again
+
+
+def _forget_prepared_launches() -> None:
+    import gc
+
+    from fusedarrays.runtime.launch import LaunchRecord
+
+    for record in gc.get_objects():
+        if type(record) is LaunchRecord:
+            record.direct = None
 
 
 @pytest.fixture(scope="module")

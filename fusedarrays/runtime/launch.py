@@ -89,7 +89,8 @@ class LaunchRecord:
         # its lock (runtime/indexflags.py)
         self.flagged = False
         # (call, config): the backend's launch of this kernel over `size` and `geometry`,
-        # prepared after the first launch (CudaBackend.direct_launch), or None
+        # prepared after the first launch (CudaBackend.direct_launch); None before it, False
+        # where the backend prepares none (asked once)
         self.direct = None
 
     @classmethod
@@ -110,7 +111,7 @@ class LaunchRecord:
         ``fa.profile()`` is active; a launch it refuses (a thread whose device is not bound
         yet, an error) goes the whole way, which binds or raises the backend's error."""
         direct = self.direct
-        if direct is not None and profiling[0] is None:
+        if direct and profiling[0] is None:
             start = _perf()
             if direct[0](direct[1], self.size, self.pack(*inputs)) is None:
                 timing = _timings.get("launch")   # _add_time, written out
@@ -123,10 +124,10 @@ class LaunchRecord:
                 return
         if self.size:
             self.launch_with(self.pack(*inputs), self.size, self.geometry)
-            if direct is None and not self.flagged:
-                prepare = getattr(self.backend, "direct_launch", None)
-                if prepare is not None:
-                    self.direct = prepare(self.kernel, self.size, self.geometry)
+            if direct is None:
+                prepare = None if self.flagged else getattr(self.backend, "direct_launch", None)
+                self.direct = prepare is not None and prepare(
+                    self.kernel, self.size, self.geometry) or False
 
     def launch_with(self, args: list, size: int, geometry: tuple) -> None:
         """Launch over ``size`` elements with ``args`` after ``n``: the one call of

@@ -233,7 +233,6 @@ def test_after_its_first_launch_a_record_launches_through_the_backends_prepared_
     that launches for real: each result is checked against NumPy."""
     from fusedarrays.runtime import realize
     from fusedarrays.runtime.backend import get_backend
-    from fusedarrays.runtime.launch import LaunchRecord
 
     seed = 131
     print("seed", seed)
@@ -252,23 +251,34 @@ def test_after_its_first_launch_a_record_launches_through_the_backends_prepared_
         return call, ("a config",)
 
     monkeypatch.setattr(backend, "direct_launch", direct_launch, raising=False)
+    monkeypatch.setattr(realize, "_records", {})   # records made here only, gone after
     shape = (3, 4099)
-    try:
-        for step, expect in enumerate([0, 1, 2, 3, 3]):
-            refuse[0] = step == 3
-            a, b = rng.standard_normal(shape, np.float32), rng.standard_normal(shape, np.float32)
-            x, y = fa.asarray(a), fa.asarray(b)
-            fa.reset_stats()
-            if step == 4:
-                with fa.profile():
-                    got = (x[::-1, ::-1] * 1.75 - y).get()
-            else:
+    for step, expect in enumerate([0, 1, 2, 3, 3]):
+        refuse[0] = step == 3
+        a, b = rng.standard_normal(shape, np.float32), rng.standard_normal(shape, np.float32)
+        x, y = fa.asarray(a), fa.asarray(b)
+        fa.reset_stats()
+        if step == 4:
+            with fa.profile():
                 got = (x[::-1, ::-1] * 1.75 - y).get()
-            np.testing.assert_array_equal(got, a[::-1, ::-1] * np.float32(1.75) - b)
-            assert fa.stats()["launches"] == 1
-            assert len(calls) == expect, step
-            assert prepared == [3 * 4099], step
-    finally:
-        for record in realize._records.values():   # nothing lent stays behind
-            if isinstance(record, LaunchRecord):
-                record.direct = None
+        else:
+            got = (x[::-1, ::-1] * 1.75 - y).get()
+        np.testing.assert_array_equal(got, a[::-1, ::-1] * np.float32(1.75) - b)
+        assert fa.stats()["launches"] == 1
+        assert len(calls) == expect, step
+        assert prepared == [3 * 4099], step
+
+
+def test_a_backend_without_prepared_launches_is_asked_once(monkeypatch):
+    """The cpu backend prepares no launch: its records say so after their first launch (False)
+    and every later launch goes the backend's way without asking again."""
+    from fusedarrays.runtime import realize
+
+    monkeypatch.setattr(realize, "_records", {})
+    a = rand(3, 4099)
+    x = fa.asarray(a)
+    for _ in range(3):
+        np.testing.assert_array_equal((x[:, ::-2] * 3 - 1).get(),
+                                      a[:, ::-2] * np.float32(3) - np.float32(1))
+    record, = realize._records.values()
+    assert record.direct is False
