@@ -15,6 +15,8 @@ table: a cached evaluation's host time is the point.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..compiler.plan import flags_index_errors
@@ -69,6 +71,18 @@ def elem_offset(operand) -> int:
     return operand.offset if operand.folded else 0
 
 
+# False in a forked child: records launch through their backend, which refuses a device the
+# parent used (runtime/backend.refuse_after_fork), never through a call prepared in the parent
+_prepared_ok = [True]
+
+
+def _forget_prepared_launches() -> None:
+    _prepared_ok[0] = False
+
+
+os.register_at_fork(after_in_child=_forget_prepared_launches)
+
+
 class LaunchRecord:
     """A planned kernel, ready to launch: ``pack(*inputs)`` gives the arguments after ``n``."""
 
@@ -108,10 +122,11 @@ class LaunchRecord:
         the backend may hand over a call prepared for them (``direct_launch``: on cuda the C
         launch and its grid), which this calls with the packed arguments alone: a cached
         evaluation's launch is then one C call, not four Python frames. It is skipped while
-        ``fa.profile()`` is active; a launch it refuses (a thread whose device is not bound
-        yet, an error) goes the whole way, which binds or raises the backend's error."""
+        ``fa.profile()`` is active and in a forked child (where the backend refuses: no driver
+        call may be made there); a launch it refuses (a thread whose device is not bound yet,
+        an error) goes the whole way, which binds or raises the backend's error."""
         direct = self.direct
-        if direct and profiling[0] is None:
+        if direct and profiling[0] is None and _prepared_ok[0]:
             start = _perf()
             if direct[0](direct[1], self.size, self.pack(*inputs)) is None:
                 timing = _timings.get("launch")   # _add_time, written out

@@ -231,7 +231,7 @@ def test_after_its_first_launch_a_record_launches_through_the_backends_prepared_
     ``direct_launch``) and uses it for every later launch; a refused one goes the whole way,
     and ``fa.profile()`` goes the whole way too. The cpu backend has none, so one is lent here
     that launches for real: each result is checked against NumPy."""
-    from fusedarrays.runtime import realize
+    from fusedarrays.runtime import launch, realize
     from fusedarrays.runtime.backend import get_backend
 
     seed = 131
@@ -267,6 +267,13 @@ def test_after_its_first_launch_a_record_launches_through_the_backends_prepared_
         assert fa.stats()["launches"] == 1
         assert len(calls) == expect, step
         assert prepared == [3 * 4099], step
+    # what os.fork runs in a child: no call prepared in the parent is made there (the backend
+    # refuses a device the parent used; the cpu backend goes on)
+    monkeypatch.setattr(launch, "_prepared_ok", [True])
+    launch._forget_prepared_launches()
+    got = (x[::-1, ::-1] * 1.75 - y).get()
+    np.testing.assert_array_equal(got, a[::-1, ::-1] * np.float32(1.75) - b)
+    assert len(calls) == 3
 
 
 def test_a_backend_without_prepared_launches_is_asked_once(monkeypatch):
