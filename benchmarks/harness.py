@@ -85,16 +85,22 @@ def backend():
     return importlib.import_module("fusedarrays.runtime.backend").get_backend()
 
 
+def launch_records() -> list:
+    """Every live launch record of the package (a walk of the collector's objects: for a
+    benchmark's set-up, never timed)."""
+    import gc
+
+    record_type = importlib.import_module("fusedarrays.runtime.launch").LaunchRecord
+    return [r for r in gc.get_objects() if type(r) is record_type]
+
+
 @contextlib.contextmanager
 def launches_as_no_ops():
     """Inside the block every launch of the active backend does nothing: its ``launch``, and
     the call each launch record prepared for its later launches (``LaunchRecord.direct``, cuda's
     C launch), so that what is timed is fusedarrays' own host work."""
-    import gc
-
-    record_type = importlib.import_module("fusedarrays.runtime.launch").LaunchRecord
     found = backend()
-    prepared = [(r, r.direct) for r in gc.get_objects() if type(r) is record_type and r.direct]
+    prepared = [(r, r.direct) for r in launch_records() if r.direct]
     found.launch = lambda *args: None
     for record, (_, config) in prepared:
         record.direct = ((lambda config, n, args: None), config)

@@ -116,23 +116,19 @@ def stand_ins():
                "operand_arg": lambda storage, dtype, offset: ADDRESS + offset}
     backend = harness.backend()
     vars(backend).update(methods)
-    _forget_prepared_launches()     # records made before ask the stand-in
+    _unprepare_records()     # records made before ask the stand-in
     try:
         yield backend
     finally:
         for name in methods:
             del vars(backend)[name]   # the class's methods again
-        _forget_prepared_launches()     # and now the backend itself again
+        _unprepare_records()     # and now the backend itself again
 
 
-def _forget_prepared_launches() -> None:
-    import gc
-
-    from fusedarrays.runtime.launch import LaunchRecord
-
-    for record in gc.get_objects():
-        if type(record) is LaunchRecord:
-            record.direct = None
+def _unprepare_records() -> None:
+    """Each launch record asks its backend for a prepared launch again at its next launch."""
+    for record in harness.launch_records():
+        record.direct = None
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from ..compiler.plan import flags_index_errors
 from ..ir import layout
 from ..ir.native import fastgraph
 from . import indexflags
-from .records import _add_time, _perf, _stats, _timings, profiling
+from .records import _add_time, _perf, _stats, profiling
 
 
 def scalar_arg(value, dtype: np.dtype):
@@ -129,12 +129,7 @@ class LaunchRecord:
         if direct and profiling[0] is None and _prepared_ok[0]:
             start = _perf()
             if direct[0](direct[1], self.size, self.pack(*inputs)) is None:
-                timing = _timings.get("launch")   # _add_time, written out
-                if timing is None:
-                    _add_time("launch", _perf() - start)
-                else:
-                    timing[0] += 1
-                    timing[1] += _perf() - start
+                _add_time("launch", _perf() - start)
                 _stats["launches"] += 1
                 return
         if self.size:
