@@ -145,7 +145,72 @@ def broadcast_draw(seed):
     return result, lambda s: x * s(seed, "random", np.float32, 140)[None, :]
 
 
-CASES = [noise_add_flat, dropout_f16, two_word_draws, rows, tiled, nd_views, broadcast_draw]
+def _comparisons(u, p):
+    """Every comparison of ``u`` with ``p`` in both orders, as the bits of an int32 (each a draw's
+    word against a threshold of p's in the kernel: compiler/streams.U24_FORMS)."""
+    tests = [u > p, u >= p, u < p, u <= p, p > u, p >= u, p < u, p <= u]
+    return sum(t * np.int32(1 << k) for k, t in enumerate(tests))
+
+
+_SPECIAL = [np.float32(v) for v in (0.0, -0.0, 2.0**-24, 2.0**-25, 1 - 2.0**-24, 1.0, -1.0,
+                                     0.1, np.nan, np.inf, -np.inf)]
+
+
+def _near(v: np.float32, k: int) -> np.float32:
+    """Variant ``k % 5`` of a stream value: itself, a grid step (2**-24) above or below, its
+    float32 neighbours (between grid points below 0.5)."""
+    step = np.float32(2.0**-24)
+    return [v, v + step, v - step, np.nextafter(v, np.float32(2)),
+            np.nextafter(v, np.float32(-1))][k % 5]
+
+
+def uniform_thresholds_by_row(seed):
+    """A float32 uniform compared with a column of edge thresholds (the rows walk: each row's
+    thresholds once a row), with 128-bit vectors: rows 0-14 against one of their own values and
+    its neighbours, the rest against specials."""
+    shape = (15 + len(_SPECIAL), 136)
+    stream = uniform_f32(seed, shape[0] * shape[1]).reshape(shape)
+    p = np.array([_near(stream[i, 3], i) for i in range(15)] + _SPECIAL, np.float32)[:, None]
+    u = fa.random.default_rng(seed).random(shape, dtype=np.float32)
+    return _comparisons(u, fa.asarray(p)), lambda s: _comparisons(
+        s(seed, "random", np.float32, shape[0] * shape[1]).reshape(shape), p)
+
+
+def masked_half_specials(seed):
+    """float16 values times a mask, the mask on either side (an exact product in the kernel, no
+    rounding): infinities and NaN times 0, signed zeros, the largest and smallest halves."""
+    x = _data(seed, 1029, np.float16)
+    x[:8] = [np.inf, -np.inf, np.nan, -0.0, 0.0, 65504, -6e-8, 6e-8]
+    x[8:16] = x[:8]
+    rng = fa.random.default_rng(seed)
+    keep = rng.random(1029, dtype=np.float32) < np.float32(0.5)
+    fx = fa.asarray(x)
+    result = fx * keep - keep * fx[::-1]
+
+    def expected(s):
+        k = s(seed, "random", np.float32, 1029) < np.float32(0.5)
+        with np.errstate(invalid="ignore"):   # inf * 0, as the kernel computes it
+            return x * k - k * x[::-1]
+    return result, expected
+
+
+CASES = [noise_add_flat, dropout_f16, two_word_draws, rows, tiled, nd_views, broadcast_draw,
+         uniform_thresholds_by_row, masked_half_specials]
+
+
+def scalar_comparisons(seed: int, p, n: int = 1003):
+    """``(result, expected)``: a float32 uniform compared with the scalar ``p`` (a Python float:
+    a float32 comparison; a np.float64: a float64 one), flat with vectors and a tail."""
+    u = fa.random.default_rng(seed).random(n, dtype=np.float32)
+    return _comparisons(u, p), lambda s: _comparisons(s(seed, "random", np.float32, n), p)
+
+
+def scalar_edges(seed: int, n: int = 1003) -> list:
+    """Edge thresholds of the stream :func:`scalar_comparisons` draws, as Python floats: three
+    of its values and their neighbours, and the specials."""
+    stream = uniform_f32(seed, n)
+    return [float(v) for v in [_near(stream[i], k) for i in (1, 7, 40) for k in range(5)]
+            + _SPECIAL]
 
 
 def materialised(seed, dist, dtype, size, key=0):

@@ -18,8 +18,8 @@ from __future__ import annotations
 from ..ir import ops
 from ..ir.dtypes import BY_CODE, COMPLEX_PART, COMPUTE_CODE
 from ..ir.layout import TILE, TILE_THREADS, VECTOR_LANES
-from . import streams
-from .plan import Instr, KernelPlan, kernel_param_names, operand_params
+from . import divisions, streams
+from .plan import Instr, KernelPlan, kernel_param_names, operand_params, value_levels
 
 
 def render_kernel(plan: KernelPlan, target: str) -> str:
@@ -50,7 +50,7 @@ class _Renderer:
     def __init__(self, plan: KernelPlan):
         self.plan = plan
         self.codes = {i.var: i.code for i in plan.body if i.var is not None}
-        self.level: dict[int, int] = {}
+        self.level = value_levels(plan)
         # Suffix of per-row and per-element names: a tile renders several groups of rows at once
         # (all their loads first), each group's values under its own names.
         self.tag = ""
@@ -62,55 +62,28 @@ class _Renderer:
         # Values an earlier walk of the same kernel already computed under the same names (a
         # row kernel's registers, compiler/rowfusion.py): lines_at writes no line for them.
         self.skip: frozenset = frozenset()
-        for ins in plan.body:
-            if ins.var is None:
-                continue
-            if ins.kind in ("random", "gather"):  # per element, whatever their inputs
-                self.level[ins.var] = 2
-            elif ins.kind == "scalar":
-                self.level[ins.var] = 0
-            elif ins.kind == "load":
-                cls = plan.operands[ins.arg].layout
-                self.level[ins.var] = (0 if cls == "B" and plan.schedule == "flat" else
-                                       1 if cls == "B" else 2)
-            else:
-                self.level[ins.var] = max((self.level[v] for v in ins.inputs), default=0)
         # a row kernel's divisions keep the form without zeros on the fast path (cuda/division.py)
         self.divby = "fa_rowdivby" if getattr(plan, "rows", False) else "fa_divby"
-        # divisor's var → the name of its reciprocal, for the divisions by_reciprocal takes
+        # divisor's var → the name of its reciprocal, for the divisions that take one
         self.recips: dict[int, str] = {}
         self.divided: set[int] = set()       # those divisions' vars
         for ins in plan.body:
-            if self.by_reciprocal(ins):
+            if divisions.by_reciprocal(ins, self.codes, self.level, self.divby == "fa_divby"):
                 self.recips[ins.inputs[1]] = f"y{ins.inputs[1]}"
                 self.divided.add(ins.var)
+        # comparisons of a float32 uniform draw as integer ones (streams.u24_comparisons), and
+        # the value's var → the helpers of its thresholds, computed once where the value is
+        self.u24 = streams.u24_comparisons(plan.body, self.level)
+        self.random = {i.var: i for i in plan.body if i.kind == "random"}
+        self.thresholds = streams.u24_thresholds(self.u24)
+
+    def threshold_name(self, value: int, helper: str) -> str:
+        return f"u{value}{helper}" + (self.tag if self.level[value] else "")
 
     def half(self, divisor: int) -> bool:
         """Whether the divisions by ``divisor`` are float16 ones outside a row kernel: those take
         ``fa_divrcph`` and ``fa_divbyh``, whose operands are float16 values (cuda/division.py)."""
         return self.codes[divisor] == "f16" and self.divby == "fa_divby"
-
-    def by_reciprocal(self, ins: Instr) -> bool:
-        """Whether a division takes its divisor's reciprocal, once where the divisor is computed,
-        and ``fa_divby`` an element, in place of ``fa_div``. The one rule: a float division
-        computed in float32 (float16 too) whose divisor is computed outside the loop that
-        computes its dividend (a scalar, a 0-d or broadcast operand the kernel reads once, a
-        row's constant) and that needs no conversion. Why: on cuda ``fa_divby`` is NumPy's
-        quotient by a multiply and two fmas whose fast path keeps zero dividends (dropout's
-        ``x * mask / (1 - p)``), where ``div.rn`` sends a zero to a slow-path subroutine;
-        divisions by per-element values stay a plain ``div.rn``, the fewest instructions for
-        compute-bound kernels (Black-Scholes). float64 divides plainly: the reciprocal's
-        quotient is checked for float32 alone (``cuda/division.py``). Other backends divide with
-        ``/`` under the same names."""
-        if ins.kind != "op" or ins.arg[0] != "true_divide":
-            return False
-        a, b = ins.inputs
-        loop = ins.arg[1]
-        # a row kernel's per-row quotients (a mean's sum / n) divide plainly, as they did
-        # before the rule: once a row, and the row kernels' speed was measured with them so
-        return (COMPUTE_CODE.get(loop[1]) == "f32" and self.codes[b] == loop[1]
-                and self.level[b] < self.level[a] and (self.divby == "fa_divby" or
-                                                       self.level[a] == 2))
 
     # -- values -------------------------------------------------------------------------------
     def name(self, var: int, lane: str) -> str:
@@ -140,6 +113,18 @@ class _Renderer:
                 return streams.lane(ins.code, ins.var, ins.arg, names, int(lane[1:]))
             return streams.element(ins.code, ins.arg, names, self.pos(lane))
         name, loop = ins.arg
+        if ins.var in self.u24:
+            draw, value, helper, comparison = self.u24[ins.var]
+            rand = self.random[draw]
+            shared = self.vshared and streams.shares_blocks(rand.arg, self.plan.vector_width)
+            word = streams.u24_word(draw, rand.arg, [self.name(v, lane) for v in rand.inputs],
+                                    self.pos(lane), int(lane[1:]) if shared else None)
+            return f"fa_u24_{comparison}({word}, {self.threshold_name(value, helper)})"
+        if name == "multiply" and loop[0] == loop[1] == ins.code == "f16" and \
+                "b1" in (self.codes[v] for v in ins.inputs):
+            # a float16 value times a mask's 0 or 1 is exact: no rounding to half (dropout)
+            x, m = ins.inputs if self.codes[ins.inputs[1]] == "b1" else ins.inputs[::-1]
+            return f"({self.convert(x, 'f16', lane)} * cv_f32({self.name(m, lane)}))"
         row = ops.OPS[name]
         loop_dtypes = tuple(BY_CODE[c] for c in loop)
         template = row.template(ops.template_kind(row, loop_dtypes))
@@ -168,6 +153,9 @@ class _Renderer:
                 divrcp = "fa_divrcph" if self.half(ins.var) else "fa_divrcp"
                 out.append(f"{self.recip_name(ins.var)} = "
                            f"{divrcp}_f32({self.name(ins.var, lane)})")
+            for helper in self.thresholds.get(ins.var, ()):
+                out.append(f"{self.threshold_name(ins.var, helper)} = "
+                           f"fa_u24_{helper}({self.name(ins.var, lane)})")
         return out
 
     def gather(self, ins: Instr, lane: str, load) -> str:
@@ -288,14 +276,34 @@ class _Renderer:
             body = self.scalar_element(lambda k: self._flat_index(k, "i"))
             return head + ["i = t", "while i < n:"] + _indent(body + ["i += step"])
         self.vshared = "j"      # vector j holds elements j * width ... (j + 1) * width - 1
-        block = self.vector_block(
-            lambda k, per, m: "j" if per == 1 else f"j * {per}" + (f" + {m}" if m else ""),
-            lambda k, lane: self._flat_index(k, f"(j * {width} + {lane})"))
+
+        def vindex(j):
+            return lambda k, per, m: j if per == 1 else f"{j} * {per}" + (f" + {m}" if m else "")
+        block = self.vector_block(vindex("j"),
+                                  lambda k, lane: self._flat_index(k, f"(j * {width} + {lane})"))
         self.vshared = False
         tail = self.scalar_element(lambda k: self._flat_index(k, "i"))
+        if any(ins.kind == "random" for ins in self.plan.body):
+            # ptxas issues a vector's load just before its first use, after the draw's Philox
+            # rounds, so each turn waits out a whole memory latency: the next turn's vectors are
+            # asked into L2 first (no register held), and that load hits L2. Noise add and
+            # dropout on the H100: 0.93 → 0.97 and 0.86 → 0.98 of a copy (benchmarks/README.md)
+            ahead = self.prefetches(vindex("jn"))
+            block = ["jn = j + step", "if jn < nv:"] + _indent(ahead) + block if ahead else block
         return (head + [f"nv = n // {width}", "j = t", "while j < nv:"]
                 + _indent(block + ["j += step"])
                 + [f"i = nv * {width} + t", "if i < n:"] + _indent(tail))
+
+    def prefetches(self, vindex) -> list[str]:
+        """``pf_l2`` of each 16-byte access the vector walk's loads make at ``vindex``."""
+        out, seen = [], set()
+        for ins in self.plan.body:
+            if ins.kind == "load" and self.plan.operands[ins.arg].layout == "C" \
+                    and ins.arg not in seen:
+                seen.add(ins.arg)
+                per = self.accesses(ins.arg)[1]
+                out += [f"pf_l2(p{ins.arg}, {vindex(ins.arg, per, m)})" for m in range(per)]
+        return out
 
     def _row_base(self) -> list[str]:
         out = []

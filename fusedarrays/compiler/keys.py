@@ -48,6 +48,7 @@ KERNEL_CODE = (
     "compiler/philox.py",     # fa.random's helpers, part of devicelib's source
     "compiler/complexlib.py",  # the complex helpers, part of devicelib's source
     "compiler/streams.py",    # fa.random draws in the kernel source
+    "compiler/divisions.py",  # which divisions take their divisor's reciprocal
     "cuda/intrinsics.py",     # loads, stores, casts and parameter types of the cuda target
     "cuda/division.py",       # the cuda target's float division
     "cuda/randombits.py",     # fa.random's Philox rounds and floor(log2) on the cuda target

@@ -224,6 +224,65 @@ def fa_bm_f32(a, b):
 def fa_rand_uniform_f32(seed, key, g):
     return fa_u01_f32(fa_word(fa_philox_at(seed, key, g >> 2), g & 3))
 
+def fa_rand_word(seed, key, g):
+    return fa_word(fa_philox_at(seed, key, g >> 2), g & 3)
+
+def fa_floor_i32(y):
+    # floor of -2**31 < y < 2**31 by truncation (the simulator's math has no floor)
+    t = cv_i32(y)
+    if cv_f64(t) > y:
+        return cv_i32(t - 1)
+    return t
+
+def fa_ceil_i32(y):
+    t = cv_i32(y)
+    if cv_f64(t) < y:
+        return cv_i32(t + 1)
+    return t
+
+def fa_u24_gt(p):
+    # T with (u > p) == (k > T) for every float32 uniform u = k * 2**-24 (k = word >> 8):
+    # floor(p * 2**24), the product exact; NaN compares false, so T = 2**24, above every k
+    y = cv_f64(p) * 16777216.0
+    if y != y or y >= 16777216.0:
+        return cv_i32(16777216)
+    if y <= -1.0:
+        return cv_i32(-1)
+    return fa_floor_i32(y)
+
+def fa_u24_ge(p):
+    # (u >= p) == (k > T): T = ceil(p * 2**24) - 1
+    y = cv_f64(p) * 16777216.0
+    if y != y or y > 16777216.0:
+        return cv_i32(16777216)
+    if y <= -1.0:
+        return cv_i32(-1)
+    return cv_i32(fa_ceil_i32(y) - 1)
+
+def fa_u24_lt(p):
+    # (u < p) == (k < T): T = ceil(p * 2**24); NaN: T = 0, below every k
+    y = cv_f64(p) * 16777216.0
+    if y != y or y <= 0.0:
+        return cv_i32(0)
+    if y >= 16777216.0:
+        return cv_i32(16777216)
+    return fa_ceil_i32(y)
+
+def fa_u24_le(p):
+    # (u <= p) == (k < T): T = floor(p * 2**24) + 1
+    y = cv_f64(p) * 16777216.0
+    if y != y or y < 0.0:
+        return cv_i32(0)
+    if y >= 16777216.0:
+        return cv_i32(16777216)
+    return cv_i32(fa_floor_i32(y) + 1)
+
+def fa_u24_above(w, t):
+    return cv_i32(cv_u32(w) >> cv_u32(8)) > t
+
+def fa_u24_below(w, t):
+    return cv_i32(cv_u32(w) >> cv_u32(8)) < t
+
 def fa_rand_uniform_f64(seed, key, g):
     h = fa_philox_at(seed, key, g >> 1)
     j = (g & 1) * 2

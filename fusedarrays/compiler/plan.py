@@ -101,6 +101,26 @@ class Instr:
     code: str               # result dtype code (for a store, the stored operand's)
 
 
+def value_levels(plan) -> dict[int, int]:
+    """Each value's level: 0 computed from scalars alone, 1 constant along a row (a broadcast
+    operand of a 2-D walk), 2 per element. Codegen computes a value once outside the loops
+    above its level."""
+    level: dict[int, int] = {}
+    for ins in plan.body:
+        if ins.var is None:
+            continue
+        if ins.kind in ("random", "gather"):  # per element, whatever their inputs
+            level[ins.var] = 2
+        elif ins.kind == "scalar":
+            level[ins.var] = 0
+        elif ins.kind == "load":
+            cls = plan.operands[ins.arg].layout
+            level[ins.var] = 0 if cls == "B" and plan.schedule == "flat" else 1 if cls == "B" else 2
+        else:
+            level[ins.var] = max((level[v] for v in ins.inputs), default=0)
+    return level
+
+
 def operand_params(schedule: str, cls: str, rank: int, k: int) -> list[str]:
     """Names of operand ``k``'s integer parameters: base offset ``b``, strides ``s_j``."""
     if schedule == "flat":

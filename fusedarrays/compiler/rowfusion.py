@@ -36,7 +36,7 @@ L1/L2). The cpu target walks as before.
 
 A float32 division of an element by a row's constant (a softmax's sum, a layer norm's
 ``sqrt(var + eps)``) takes the row's reciprocal once and two fmas an element on cuda
-(``codegen._Renderer.by_reciprocal``, ``cuda/division.py``): the same quotient as a division,
+(``compiler/divisions.by_reciprocal``, ``cuda/division.py``): the same quotient as a division,
 bit for bit.
 """
 

@@ -84,3 +84,52 @@ def lane(code: str, var: int, arg: tuple, names: list[str], k: int) -> str:
         expr = (f"(cv_i64({names[2]}) + fa_int_span({h}[{2 * w}], {h}[{2 * w + 1}], "
                 f"{names[3]}))")
     return _typed(code, dist, expr)
+
+
+# A float32 uniform u = k * 2**-24 (k its word's top 24 bits) compared with a value p computed
+# outside the element loop is the integer comparison of k with a threshold of p's (philox.py's
+# fa_u24_*), which needs no conversion of k to a float (a conversion runs at an eighth of float32's
+# rate on the H100: dropout's mask): op → (the threshold's helper, the comparison) for ``u op p``,
+# and for ``p op u`` under the op's mirror.
+U24_FORMS = {"greater": ("gt", "above"), "greater_equal": ("ge", "above"),
+             "less": ("lt", "below"), "less_equal": ("le", "below")}
+MIRROR = {"greater": "less", "less": "greater", "greater_equal": "less_equal",
+          "less_equal": "greater_equal"}
+
+
+def u24_comparisons(body, level: dict) -> dict[int, tuple]:
+    """var → ``(draw, value, helper, comparison)`` for each instruction of ``body`` comparing a
+    float32 uniform draw with a float32 or float64 value of a lower ``level``."""
+    draws = {i.var for i in body if i.kind == "random" and i.arg[0] == "uniform_f32"}
+    out = {}
+    for ins in body:
+        if ins.kind != "op" or ins.arg[0] not in U24_FORMS:
+            continue
+        name, loop = ins.arg
+        a, b = ins.inputs
+        if loop[0] != loop[1] or loop[0] not in ("f32", "f64") or a == b:
+            continue
+        if a in draws and level[b] < 2:
+            out[ins.var] = (a, b) + U24_FORMS[name]
+        elif b in draws and level[a] < 2:
+            out[ins.var] = (b, a) + U24_FORMS[MIRROR[name]]
+    return out
+
+
+def u24_thresholds(comparisons: dict) -> dict[int, dict]:
+    """The value's var → its thresholds' helpers (a dict as an ordered set), from
+    :func:`u24_comparisons`: each computed once, where its value is."""
+    out: dict[int, dict] = {}
+    for _, value, helper, _ in comparisons.values():
+        out.setdefault(value, {})[helper] = None
+    return out
+
+
+def u24_word(var: int, arg: tuple, names: list[str], position: str, lane: int | None) -> str:
+    """The 32-bit word of a float32 uniform draw: lane ``lane``'s of the blocks
+    :func:`block_lines` computed (``lane`` None: the element at ``position``'s own block)."""
+    if lane is not None:
+        m, w = divmod(lane, GROUP[arg[0]])
+        return f"h{var}_{m}[{w}]"
+    return f"fa_rand_word({names[0]}, {names[1]}, {stream_index(arg[1], position)})"
+

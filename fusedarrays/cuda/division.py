@@ -6,7 +6,7 @@ divisor's reciprocal, with no division an element and no slow path for a zero di
 Where it sits: beside :mod:`.intrinsics`, which puts them in the kernels' namespace as
 ``fa_div_f32``/``fa_div_f64`` (the op table's division template), ``fa_divrcp_f32`` and
 ``fa_divby_f32``, and for float16 divisions ``fa_divrcph_f32`` and ``fa_divbyh_f32``
-(``compiler/codegen.py`` chooses, ``_Renderer.by_reciprocal``); the cpu and sim
+(``compiler/codegen.py`` chooses, ``compiler/divisions.by_reciprocal``); the cpu and sim
 backends divide with ``/`` under the same names. ``tests/gpu/test_division_gpu.py`` compares
 every finite float16 pair, random float32 bit patterns and divisions by scalars and by a row's
 constant with NumPy on the device.

@@ -117,6 +117,14 @@ def _vector_load(lanes: int, name: str = "ldv"):
     return ldv
 
 
+def _pf_l2(p, j):
+    # an L2 prefetch of the 16 bytes at 16-byte index j: a hint that changes no value, checked
+    # to name the operand's own bytes, as every load of the next turn it asks for will
+    start = p[1] * p[0].itemsize + 16 * j
+    if not 0 <= start <= p[0].nbytes - 16:
+        raise IndexError(f"pf_l2: bytes {start}..{start + 16} of a {p[0].nbytes}-byte operand")
+
+
 def _vector_store(lanes: int, name: str = "stv"):
     def stv(p, j, *values):
         first = p[1] + lanes * j
@@ -186,6 +194,7 @@ def _build_namespace(helpers: dict) -> dict:
             ns[f"st_{code}_split"] = _checked(f"st_{code}_split", size // 2, _st)
     ns["cv_b1"] = lambda x: np.bool_(x != 0)
     ns["cv_f16"] = _cv_f16
+    ns["pf_l2"] = _pf_l2
     for code, lanes in (("f32", 4), ("i32", 4), ("u32", 4), ("f16", 8), ("c64", 2)):
         ns[f"ldv{lanes}_{code}"] = _vector_load(lanes, f"ldv{lanes}_{code}")
         ns[f"stv{lanes}_{code}"] = _vector_store(lanes, f"stv{lanes}_{code}")

@@ -181,3 +181,16 @@ def test_permutation_sorts_the_stream_stably():
         fa.random.default_rng(1).permutation(fa.asarray(np.float32(1.0)))
     with pytest.raises(TypeError, match="fa.ndarray"):
         fa.random.default_rng(1).shuffle(np.arange(3))
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["float32", "float64"])
+def test_uniform_comparisons_with_edge_scalars_match_numpy(wide):
+    """A float32 uniform compared with a scalar threshold (in the kernel, the word's top 24 bits
+    against an integer threshold of the scalar's): each edge value, both orders, every op, a
+    float32 comparison (a Python float) and a float64 one (a NumPy float64)."""
+    seed = 1620 + wide
+    for p in randomcases.scalar_edges(seed):
+        p = np.float64(p) if wide else p
+        result, expected = randomcases.scalar_comparisons(seed, p)
+        np.testing.assert_array_equal(result.get(), expected(randomcases.materialised),
+                                      err_msg=f"{seed=} {p=}")

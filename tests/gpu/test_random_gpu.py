@@ -113,3 +113,14 @@ def check(bad, fixed, which):
         bad = cuda.to_device(np.zeros(1, np.int64))
         check[132 * 32, 256](bad, fixed, which)
         assert bad.copy_to_host()[0] == 0, (which, fixed)
+
+
+def test_uniform_comparisons_with_edge_scalars_match_the_cpu():
+    """The integer thresholds of a float32 uniform's comparisons on the device: each edge of
+    the cpu tier's test, as a float32 and a float64 comparison, over 2**20 + 3 elements."""
+    seed, n = 2602, (1 << 20) + 3
+    for p in randomcases.scalar_edges(seed, n):
+        for q in (p, np.float64(p)):
+            result, expected = randomcases.scalar_comparisons(seed, q, n)
+            want = _cpu(lambda e=expected: e(randomcases.materialised))
+            np.testing.assert_array_equal(result.get(), want, err_msg=f"{seed=} {q=}")

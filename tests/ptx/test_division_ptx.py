@@ -1,8 +1,8 @@
-"""Float division compiles to PTX for sm_90 (no GPU needed) by codegen's one rule
-(``_Renderer.by_reciprocal``): a float32 division by a divisor computed outside its dividend's
-loop takes the divisor's reciprocal once and a multiply and two fmas an element, ``div.rn`` only
-on a side block for dividends outside the reciprocal's span (zeros stay on the fast path); a
-division by per-element values is a plain ``div.rn`` with no selects around it."""
+"""Float division compiles to PTX for sm_90 (no GPU needed) by one rule
+(``compiler/divisions.by_reciprocal``): a float32 division by a divisor computed outside its
+dividend's loop takes the divisor's reciprocal once and a multiply and two fmas an element,
+``div.rn`` only on a side block for dividends outside the reciprocal's span (zeros stay on the fast
+path); a division by per-element values is a plain ``div.rn`` with no selects around it."""
 
 import re
 

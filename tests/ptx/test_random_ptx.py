@@ -138,3 +138,31 @@ def test_dropout_draws_with_one_mul_wide_a_product():
     ptx = fa.explain(x * (rng.random(x.shape, dtype=np.float32) > 0.1) / (1 - 0.1),
                      arch="sm_90").ptx
     assert ptx.count("mul.wide.u32") >= 20 and "mul.hi.u32" not in ptx
+
+
+def test_a_draws_vector_walk_asks_for_its_next_vectors_first():
+    """ptxas issues a vector's load after the draw's Philox rounds: a kernel that draws asks
+    L2 for the next turn's 16 bytes of each operand it loads before that, and a kernel without
+    a draw asks for nothing (codegen.flat)."""
+    data = np.random.default_rng(124)
+    x = fa.asarray(data.standard_normal(4096).astype(np.float32))
+    w = fa.asarray(data.standard_normal(4096).astype(np.float32))
+    drawn = fa.explain(x * w + fa.random.default_rng(5).random(x.shape, dtype=np.float32),
+                       arch="sm_90").ptx
+    loop = drawn[drawn.index("prefetch.global.L2"):]
+    assert drawn.count("prefetch.global.L2") == 2
+    assert loop.index("prefetch.global.L2") < loop.index("ld.global.v4.f32")
+    assert "prefetch" not in fa.explain(x * w + 1, arch="sm_90").ptx
+
+
+def test_dropout_compares_the_words_and_rounds_once_an_element():
+    """``x * (u > p) / (1 - p)`` in float16: the uniform's word against an integer threshold
+    (no conversion of it to a float), the mask's product exact (no rounding to half), so one
+    conversion to half an element, its quotient's."""
+    x = fa.asarray(np.random.default_rng(125).standard_normal(4096).astype(np.float16))
+    rng = fa.random.default_rng(6)
+    ptx = fa.explain(x * (rng.random(x.shape, dtype=np.float32) > 0.1) / (1 - 0.1),
+                     arch="sm_90").ptx
+    body = ptx[ptx.index("ld.global.v4"):ptx.index("st.global.v4")]
+    assert "cvt.rn.f32.u32" not in body and body.count("setp.gt.s32") == 8
+    assert body.count("cvt.rn.f16.f32") == 8

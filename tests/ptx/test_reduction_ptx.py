@@ -111,7 +111,7 @@ def test_row_kernels_keep_row_results_on_chip_and_divide_by_the_rows_reciprocal(
     mu = x.mean(axis=-1, keepdims=True)
     layer_norm = (x - mu) / fa.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
     # one reciprocal for the row's divisor; the layer norm's two means divide their row sums by
-    # the row length plainly, once a row (codegen.by_reciprocal: per-element dividends only)
+    # the row length plainly, once a row (divisions.by_reciprocal: per-element dividends only)
     for array, reciprocals in ((fa.softmax(x), 1), (layer_norm, 1)):
         _, (ptx,) = _ptx_of(array)
         loads = re.findall(r"ld\.global\.(v4\.)?f32", ptx)

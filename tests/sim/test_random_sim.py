@@ -29,3 +29,16 @@ def test_vector_walk_shares_blocks():
         y = x + fa.random.default_rng(9).standard_normal(64, dtype=np.float32)
         source = fa.explain(y).source
     assert fa.explain(y).vector_width == 4 and "fa_philox_at" in source and "fa_bm_f32(" in source
+
+
+def test_uniform_comparisons_with_edge_scalars_match_the_cpu():
+    """The integer thresholds of a float32 uniform's comparisons (streams.U24_FORMS) through
+    the vector walk and its tail: each edge of the cpu tier's test, as a float32 and a float64
+    comparison."""
+    seed = 1622
+    for p in randomcases.scalar_edges(seed):
+        for q in (p, np.float64(p)):
+            with config.override(BACKEND="sim"):   # the tier's backend
+                result, expected = randomcases.scalar_comparisons(seed, q)
+                got = result.get()
+            np.testing.assert_array_equal(got, expected(_cpu_stream), err_msg=f"{seed=} {q=}")
