@@ -225,7 +225,8 @@ class CpuBackend(HostMemory):
 
     def _jit(self, fn, ns: dict):
         rebound = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
-        return self._numba.njit(error_model="numpy")(rebound)
+        return self._numba.njit(error_model="numpy", no_cpython_wrapper=True,
+                                no_cfunc_wrapper=True)(rebound)
 
     def namespace(self, helpers: dict) -> dict:
         if self._namespace is not None:
