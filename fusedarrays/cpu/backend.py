@@ -290,7 +290,7 @@ class CpuBackend(HostMemory):
         sys.modules[module.__name__] = module
         try:
             exec(compile(source, path or f"<fusedarrays kernel {name}>", "exec"), module.__dict__)
-            return self._numba.njit(nogil=True, error_model="numpy",
+            return self._numba.njit(nogil=True, error_model="numpy", no_cfunc_wrapper=True,
                                     cache=path is not None)(module.__dict__[name])
         except Exception as exc:
             raise CompileError(f"cpu backend failed to build {name}: {exc}", source) from exc
