@@ -185,7 +185,7 @@ OP_DTYPES = ("bool", "int8", "uint64", "float16", "float32", "float64", "complex
 
 def every_op_plans():
     """Flat kernels that together use every op of the table for each of :data:`OP_DTYPES` it
-    takes (thirty ops to a kernel, each its own output: a kernel's compile has a fixed cost, so
+    takes (sixty ops to a kernel, each its own output: a kernel's compile has a fixed cost, so
     fewer, larger kernels halve the test's time), plus a row walk, a tile and float16 lanes."""
     from fusedarrays.errors import FusedArraysError
     from fusedarrays.ir import dtypes, ops
@@ -204,8 +204,8 @@ def every_op_plans():
                     outs.append(getattr(fa.special if row.module else fa, row.name)(*args))
                 except (FusedArraysError, TypeError):   # an op that does not take this dtype
                     continue
-            for k in range(0, len(outs), 30):
-                found += precompile.kernel_plans(outs[k:k + 30], real_buffers=False)
+            for k in range(0, len(outs), 60):
+                found += precompile.kernel_plans(outs[k:k + 60], real_buffers=False)
         x = fa.asarray(rng.random((256, 256), np.float32))
         h = fa.asarray(rng.random(1 << 12).astype(np.float16))
         found += precompile.kernel_plans([fa.exp(x + x[0][None, :]) * x], real_buffers=False)
@@ -239,7 +239,7 @@ def test_the_trimmed_pipeline_changes_no_kernel(tmp_path):
     import contextlib
 
     plan_list = every_op_plans()
-    assert {"flat", "rows", "tiled"} <= {p.schedule for p in plan_list} and len(plan_list) > 20
+    assert {"flat", "rows", "tiled"} <= {p.schedule for p in plan_list} and len(plan_list) > 10
     from fusedarrays.ir import ops
     used = {i.arg[0] for p in plan_list for i in p.body if i.kind == "op"}
     assert used == set(ops.OPS), set(ops.OPS) - used
