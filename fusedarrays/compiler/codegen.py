@@ -210,15 +210,14 @@ class _Renderer:
     def vector_parts(self, vindex, lane_index, tile_value=None) -> tuple[list, list, list]:
         """:meth:`vector_block` as its three parts: the 128-bit loads, the lanes, the stores."""
         plan, width, tag = self.plan, self.plan.vector_width, self.tag
-        loads, lanes, stores, loaded = [], [], [], set()
+        loads, lanes, stores = [], [], []
+        vector_loads = self.vector_loads()
 
         def access(code: str, n: int, k: int) -> str:   # one element per access: the element's own
             return f"ldv{n}_{code}" if n > 1 else f"ld_{self.access(k)}"
         for ins in plan.body:
-            if ins.kind == "load" and plan.operands[ins.arg].layout == "C" \
-                    and ins.arg not in loaded:
+            if ins in vector_loads:
                 k = ins.arg
-                loaded.add(k)
                 n, per = self.accesses(k)
                 if per == 1:
                     loads.append(f"w{k}{tag} = ldv{width}_{ins.code}(p{k}, {vindex(k, 1, 0)})")
@@ -287,23 +286,26 @@ class _Renderer:
             # ptxas issues a vector's load just before its first use, after the draw's Philox
             # rounds, so each turn waits out a whole memory latency: the next turn's vectors are
             # asked into L2 first (no register held), and that load hits L2. Noise add and
-            # dropout on the H100: 0.93 → 0.97 and 0.86 → 0.98 of a copy (benchmarks/README.md)
+            # dropout on the H100: 0.93 → 0.96 and 0.86 → 0.97 of a copy (benchmarks/README.md,
+            # run 21 and note 14)
             ahead = self.prefetches(vindex("jn"))
             block = ["jn = j + step", "if jn < nv:"] + _indent(ahead) + block if ahead else block
         return (head + [f"nv = n // {width}", "j = t", "while j < nv:"]
                 + _indent(block + ["j += step"])
                 + [f"i = nv * {width} + t", "if i < n:"] + _indent(tail))
 
+    def vector_loads(self) -> list[Instr]:
+        """The first load of each contiguous operand: a vector's 128-bit accesses."""
+        first = {}
+        for ins in self.plan.body:
+            if ins.kind == "load" and self.plan.operands[ins.arg].layout == "C":
+                first.setdefault(ins.arg, ins)
+        return list(first.values())
+
     def prefetches(self, vindex) -> list[str]:
         """``pf_l2`` of each 16-byte access the vector walk's loads make at ``vindex``."""
-        out, seen = [], set()
-        for ins in self.plan.body:
-            if ins.kind == "load" and self.plan.operands[ins.arg].layout == "C" \
-                    and ins.arg not in seen:
-                seen.add(ins.arg)
-                per = self.accesses(ins.arg)[1]
-                out += [f"pf_l2(p{ins.arg}, {vindex(ins.arg, per, m)})" for m in range(per)]
-        return out
+        return [f"pf_l2(p{ins.arg}, {vindex(ins.arg, per, m)})" for ins in self.vector_loads()
+                for per in [self.accesses(ins.arg)[1]] for m in range(per)]
 
     def _row_base(self) -> list[str]:
         out = []

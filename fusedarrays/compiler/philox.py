@@ -221,11 +221,11 @@ def fa_bm_f32(a, b):
     cs = fa_fma_f32(z * z, pc, fa_fma_f32(z, cv_f32(-0.5), cv_f32(1.0)))
     return fa_bm_turn_f32(r, cs, sn, w)
 
-def fa_rand_uniform_f32(seed, key, g):
-    return fa_u01_f32(fa_word(fa_philox_at(seed, key, g >> 2), g & 3))
-
 def fa_rand_word(seed, key, g):
     return fa_word(fa_philox_at(seed, key, g >> 2), g & 3)
+
+def fa_rand_uniform_f32(seed, key, g):
+    return fa_u01_f32(fa_rand_word(seed, key, g))
 
 def fa_floor_i32(y):
     # floor of -2**31 < y < 2**31 by truncation (the simulator's math has no floor)

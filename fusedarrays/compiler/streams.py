@@ -132,4 +132,3 @@ def u24_word(var: int, arg: tuple, names: list[str], position: str, lane: int | 
         m, w = divmod(lane, GROUP[arg[0]])
         return f"h{var}_{m}[{w}]"
     return f"fa_rand_word({names[0]}, {names[1]}, {stream_index(arg[1], position)})"
-
