@@ -91,9 +91,11 @@ def _isnan(x):
     return np.isnan(x) if x.dtype.kind in "fc" else np.zeros(x.shape, bool)
 
 
-def check_ops(dtype, layout: str, shape: tuple, to_device=fa.asarray) -> tuple[int, set]:
-    """Every complex op on ``dtype`` operands in ``layout`` over ``shape``, one evaluation per
-    result shape; returns (ops checked, the (schedule, vector width) pairs reached)."""
+def check_ops(dtype, layout: str, shape: tuple, to_device=fa.asarray,
+              names=None) -> tuple[int, set]:
+    """Every complex op on ``dtype`` operands in ``layout`` over ``shape`` (those of ``names``
+    where given, and ``where``), one evaluation per result shape; returns (ops checked, the
+    (schedule, vector width) pairs reached)."""
     dtype = np.dtype(dtype)
     seed = zlib.crc32(f"complex {dtype} {layout} {shape}".encode())
     rng = np.random.default_rng(seed)
@@ -106,6 +108,8 @@ def check_ops(dtype, layout: str, shape: tuple, to_device=fa.asarray) -> tuple[i
         device.append(view(to_device(base), k))
     cond = rng.random(np.broadcast_shapes(host[0].shape, host[1].shape)) < 0.5
     cases = [(name, [0]) for name in UNARY] + [(name, [0, 1]) for name in BINARY]
+    if names is not None:
+        cases = [case for case in cases if case[0] in names]
     lazy, want = [], []
     for name, which in cases:
         lazy.append(getattr(fa, name)(*(device[k] for k in which)))
@@ -113,7 +117,8 @@ def check_ops(dtype, layout: str, shape: tuple, to_device=fa.asarray) -> tuple[i
     lazy.append(fa.where(fa.asarray(cond), device[0], device[1]))
     want.append(("where", np.where(cond, host[0], host[1])))
     reached = set()
-    for expr in (lazy[0], lazy[len(UNARY)]):    # a unary op, and one over operands 0 and 1
+    unary = sum(which == [0] for _, which in cases)
+    for expr in (lazy[0], lazy[unary]):    # a unary op, and one over operands 0 and 1
         plan = fa.explain(expr).plan
         reached.add((plan.schedule, plan.vector_width))
     fa.compute(*lazy)

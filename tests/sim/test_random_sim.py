@@ -33,12 +33,12 @@ def test_vector_walk_shares_blocks():
 
 def test_uniform_comparisons_with_edge_scalars_match_the_cpu():
     """The integer thresholds of a float32 uniform's comparisons (streams.U24_FORMS) through
-    the vector walk and its tail: each edge of the cpu tier's test, as a float32 and a float64
-    comparison."""
-    seed = 1622
-    for p in randomcases.scalar_edges(seed):
+    the vector walk and its tail (261 elements: 65 vectors and one more): each edge of the cpu
+    tier's test, as a float32 and a float64 comparison."""
+    seed, n = 1622, 261
+    for p in randomcases.scalar_edges(seed, n):
         for q in (p, np.float64(p)):
             with config.override(BACKEND="sim"):   # the tier's backend
-                result, expected = randomcases.scalar_comparisons(seed, q)
+                result, expected = randomcases.scalar_comparisons(seed, q, n)
                 got = result.get()
             np.testing.assert_array_equal(got, expected(_cpu_stream), err_msg=f"{seed=} {q=}")
