@@ -94,16 +94,14 @@ def _is_value(t) -> bool:
 
 
 def _to_half(context, builder, value, valty):
-    # One rounding straight to half, as NumPy does: float32 → half directly, a bool as a
-    # select of half's 1 and 0 (a dropout mask: no conversion instruction, which the H100 runs
-    # at an eighth of float32's rate), integers of up to 16 bits through float32 (exact for
-    # them), anything else through float64 (exact for every integer that does not overflow
-    # half anyway).
+    # One rounding straight to half, as NumPy does: float32 → half directly, a bool (an i1) as
+    # a select of half's 1 and 0 (no conversion instruction, which the H100 runs at an eighth
+    # of float32's rate), integers of up to 16 bits through float32 (exact for them), anything
+    # else through float64 (exact for every integer that does not overflow half anyway).
     if valty == types.float32:
         return builder.fptrunc(value, _HALF)
     if valty == types.boolean:
-        flag = context.cast(builder, value, valty, types.boolean)
-        return builder.select(flag, ir.Constant(_HALF, 1.0), ir.Constant(_HALF, 0.0))
+        return builder.select(value, ir.Constant(_HALF, 1.0), ir.Constant(_HALF, 0.0))
     if isinstance(valty, types.Integer) and valty.bitwidth <= 16:
         return builder.fptrunc(context.cast(builder, value, valty, types.float32), _HALF)
     wide = context.cast(builder, value, valty, types.float64)
