@@ -38,8 +38,8 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
     from ``ptrs`` once (the same for every thread), then its threads walk the chunk; only where a
     chunk crosses into a later tensor does a thread step along the starts and reload. ``i`` is
     the element within the tensor, so the per-element lines are the tensor plan's own. cpu: a
-    loop over the tensors (the chunks the backend spreads over threads), operands from lists of
-    arrays.
+    loop over the tensors (the chunks the backend spreads over threads), each tensor's operand
+    addresses from ``ptrs``.
     """
     r = _Renderer(plan.tensor)
     count = plan.width
@@ -58,8 +58,9 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
     scalars = [f"a{m}" for m in range(len(plan.tensor.scalars))]
     across = (["np_"] + [f"q{j}" for j in range(len(plan.globals))]) if plan.globals else []
     if target == "cpu":   # tensors are the chunks (see _Renderer.cpu): k0 == k1 asks for nt
-        params = ["k0", "k1", "n", "meta", "nt"] + [f"l{c}" for c in range(count)]
-        per_tensor = ([f"p{k} = l{c}[t]" for c, k in first.items()] + pointers
+        params = ["k0", "k1", "n", "meta", "ptrs", "nt"]
+        per_tensor = ([f"p{k} = ld_u64(ptrs, t * {count} + {c})" for c, k in first.items()]
+                      + pointers
                       + ["for i in range(m):"] + _indent(element))
         return _foreach_cpu(plan, params + across + scalars, hoisted, per_tensor)
     if target != "cuda":
@@ -226,12 +227,13 @@ class _AcrossRenderer:
         per = ["lo = op * gc", "hi = min(lo + gc, n)"] + self.starts
         if self.target == "cpu":
             tensor = (["start = ld_i64(meta, t)", "end = start + ld_i64(meta, sz0 + t)"]
-                      + [f"p{k} = l{c}[t]" for c, k in self.first.items()] + self.pointers)
+                      + [f"p{k} = ld_u64(ptrs, t * {plan.table} + {c})"
+                         for c, k in self.first.items()] + self.pointers)
             walk = self.find + ["while g < hi:"] + _indent(
                 tensor + ["for i in range(g - start, min(end, hi) - start):"]
                 + _indent(self.element) + ["g = ld_i64(meta, t + 1)", "t += 1"])
             per += ["g = lo", "if g < hi:"] + _indent(walk) + self.stores
-            params = ["k0", "k1", "n", "meta", "nt"] + [f"l{c}" for c in range(plan.table)]
+            params = ["k0", "k1", "n", "meta", "ptrs", "nt"]
             return _function(plan.name, params + self.tail,
                              ["if k0 >= k1:", "    return np_"] + self.head + hoisted
                              + ["for op in range(k0, min(k1, np_)):"] + _indent(per)

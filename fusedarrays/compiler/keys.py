@@ -55,7 +55,8 @@ KERNEL_CODE = (
     "cuda/atomics.py",        # the split reductions' counter and the gathers' error word on cuda
     "cuda/irhelpers.py",      # element addresses the cuda intrinsics compute
     "cuda/compile.py",        # compile options, numba's pass pipeline as trimmed, typing memos
-    "cpu/backend.py",         # the cpu target's loads, stores, casts and math, compile options
+    "cpu/backend.py",         # the cpu target's casts and math, operands, compile options
+    "cpu/intrinsics.py",      # the cpu target's loads, stores and compare-and-swap
     "cpu/half.py",            # float16 emulated on the cpu target
 )
 

@@ -1,9 +1,10 @@
 """The cpu backend: the same kernel plans, as numba-compiled chunk functions run on threads.
 
 The default where no GPU is present, so the README's commands and the notebooks run anywhere.
-Buffers are NumPy byte arrays; an operand is ``(array, element offset)`` over its whole buffer.
-numba's CPU target has no float16, so float16 buffers are passed as uint16 and converted in the
-kernel (:mod:`fusedarrays.cpu.half`).
+Buffers are NumPy byte arrays; an operand is the address of its view's first element, read and
+written through :mod:`fusedarrays.cpu.intrinsics` as on the cuda target. numba's CPU target has
+no float16, so float16 elements are loaded and stored as uint16 bits and converted in the kernel
+(:mod:`fusedarrays.cpu.half`).
 
 A kernel (``codegen``'s cpu variant) is one serial function over a range of chunks of its walk,
 compiled with ``nogil``; :func:`run_chunks` spreads the chunks over a pool of Python threads,
@@ -68,24 +69,14 @@ def _divby_f32(a, b, y):
     return np.true_divide(a, b)
 
 
-# An operand is ``(array, offset)``: the whole buffer as a typed array and the element offset of
-# the view's first element, so every index a kernel forms from it (a row walked backwards too) is
-# non-negative. A view sliced at its first element would turn a negative index into numba's
-# Python-style wraparound: a silent read from the buffer's end.
-def _ld(p, i):
-    return p[0][p[1] + i]
-
-
-def _st(p, i, v):
-    p[0][p[1] + i] = v
-
-
+# float16 is uint16 bits in memory (numba's CPU target has no float16): loaded and stored as
+# those, converted by cpu/half.py
 def _ld_f16(p, i):
-    return half_to_f32(p[0][p[1] + i])  # noqa: F821 - bound in the namespace
+    return half_to_f32(ld_u16(p, i))  # noqa: F821 - bound in the namespace
 
 
 def _st_f16(p, i, v):
-    p[0][p[1] + i] = f32_to_half(v)  # noqa: F821
+    st_u16(p, i, f32_to_half(v))  # noqa: F821
 
 
 def _cv_b1(x):
@@ -123,32 +114,12 @@ def _fma_intrinsic(bits: int):
     return intrinsic(fma)
 
 
-def _cas_intrinsic():
-    """``fa_cas_i64(array, i, expected, new)``: an atomic compare-and-swap of element ``i`` of
-    an int64 array, the old value returned (the chunk threads share the error word)."""
-    from numba import types
-    from numba.core.extending import intrinsic
-
-    def cas(typingctx, array, i, expected, new):
-        def codegen(context, builder, sig, args):
-            data = context.make_array(sig.args[0])(context, builder, args[0]).data
-            index, old, value = (context.cast(builder, v, t, types.int64)
-                                 for v, t in zip(args[1:], sig.args[1:]))
-            ptr = builder.gep(data, [index])
-            pair = builder.cmpxchg(ptr, old, value, "monotonic", "monotonic")
-            return builder.extract_value(pair, 0)
-        return types.int64(array, i, expected, new), codegen
-
-    cas.__name__ = "fa_cas_i64"
-    return intrinsic(cas)
-
-
 def _flag_index(e, bad, site, value):
     # A flagged gather's out-of-range index (runtime/indexflags.py): the site swapped into the
     # error word's slot 0 if it is clear, and the index stored by the thread that swapped it.
     if bad:
-        if fa_cas_i64(e[0], e[1], 0, site) == 0:   # noqa: F821 - the kernel namespace's
-            e[0][e[1] + 1] = value
+        if fa_cas_i64(e, 0, 0, site) == 0:   # noqa: F821 - the kernel namespace's
+            st_i64(e, 1, value)              # noqa: F821
 
 
 def _cpus() -> int:
@@ -231,19 +202,25 @@ class CpuBackend(HostMemory):
     def namespace(self, helpers: dict) -> dict:
         if self._namespace is not None:
             return self._namespace
+        from numba import types as nbtypes
+        from numba.np.numpy_support import from_dtype
+
+        from . import intrinsics
+
         ns: dict = {"np": np, "math": math, "cmath": cmath}
         ns["half_to_f32"] = self._numba.njit(half.half_bits_to_float32)
         ns["f32_to_half"] = self._numba.njit(half.float32_to_half_bits)
         ns["f64_to_half"] = self._numba.njit(half.float64_to_half_bits)
         for code, cast in _INT_CASTS.items():
             ns[f"cv_{code}"] = cast
-            ns[f"ld_{code}"] = self._jit(_ld, ns)
-            ns[f"st_{code}"] = self._jit(_st, ns)
-        for code in ("c64", "c128"):   # by parts on the device; numba's own element access
-            # here (an array it types unaligned, as NumPy flags it, takes unaligned loads)
+            ty = from_dtype(np.dtype(cast))
+            ns[f"ld_{code}"] = intrinsics.load(code, ty)
+            ns[f"st_{code}"] = intrinsics.store(code, ty)
+        for code in ("c64", "c128"):   # by parts on the device; one unaligned access here
             ns[f"ld_{code}_split"], ns[f"st_{code}_split"] = ns[f"ld_{code}"], ns[f"st_{code}"]
         ns["cv_b1"] = self._jit(_cv_b1, ns)
-        ns["ld_b1"], ns["st_b1"] = self._jit(_ld, ns), self._jit(_st, ns)
+        ns["ld_b1"] = intrinsics.load("b1", nbtypes.boolean)
+        ns["st_b1"] = intrinsics.store("b1", nbtypes.boolean)
         ns["cv_f16"] = self._jit(_cv_f16, ns)
         ns["ld_f16"], ns["st_f16"] = self._jit(_ld_f16, ns), self._jit(_st_f16, ns)
         for fname, ufunc in _MATH.items():
@@ -253,7 +230,7 @@ class CpuBackend(HostMemory):
         ns["fa_divrcp_f32"] = self._jit(_divrcp_f32, ns)
         ns["fa_divby_f32"] = ns["fa_rowdivby_f32"] = self._jit(_divby_f32, ns)
         ns["fa_divrcph_f32"], ns["fa_divbyh_f32"] = ns["fa_divrcp_f32"], ns["fa_divby_f32"]
-        ns["fa_cas_i64"] = _cas_intrinsic()
+        ns["fa_cas_i64"] = intrinsics.cas_i64
         ns["fa_flag_index"] = self._jit(_flag_index, ns)
         for name, fn in helpers.items():
             ns[name] = self._jit(fn, ns)
@@ -350,26 +327,27 @@ class CpuBackend(HostMemory):
                 best = min(best, time.perf_counter() - start)
         return 2 * nbytes / best
 
-    def operand_arg(self, storage, dtype: np.dtype, elem_offset: int):
-        view_dtype = np.uint16 if dtype == np.float16 else dtype
-        return storage.view(view_dtype), elem_offset
+    def operand_arg(self, storage, dtype: np.dtype, elem_offset: int) -> int:
+        """The host address of element ``elem_offset`` (a kernel ``ptr`` parameter): the
+        caller holds ``storage`` while the kernel runs."""
+        return storage.ctypes.data + elem_offset * dtype.itemsize
+
+    def counters(self, slots: int) -> int:
+        # the address of HostMemory's array; the cpu kernels never touch it (the backend
+        # sequences a split reduction's fold itself), so a grown array may free the old one
+        return HostMemory.counters(self, slots)[0].ctypes.data
 
 
-    def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, None]:
+    def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, tuple]:
         """The arguments after ``n`` of a multi-tensor kernel (the cpu variant of
-        ``foreach_codegen.render_foreach_kernel``): ``meta``, the tensor count, then per operand
-        a numba typed list of the tensors' arrays (no raw pointers here: numba's CPU arrays carry
-        their own). ``rows[t][k]`` is operand k of tensor t as ``(storage, dtype, element
-        offset)``."""
-        from numba.typed import List
-
-        columns = []
-        for k in range(len(rows[0])):
-            column = List()
-            for row in rows:
-                column.append(self.operand_arg(*row[k]))
-            columns.append(column)
-        return [(meta, 0), len(rows), *columns], None
+        ``foreach_codegen.render_foreach_kernel``): the addresses of ``meta`` and of the
+        ``[T, K]`` table of operand addresses, and T. ``rows[t][k]`` is operand k of tensor t as
+        ``(storage, dtype, element offset)``; the second value keeps the two tables alive while
+        they are reused (the caller holds the tensors)."""
+        table = np.array([[self.operand_arg(*operand) for operand in row] for row in rows],
+                         dtype=np.uint64)
+        meta = np.ascontiguousarray(meta, dtype=np.int64)
+        return [meta.ctypes.data, table.ctypes.data, len(rows)], (meta, table)
 
 
 def _module_file(folder, source: str) -> str | None:
