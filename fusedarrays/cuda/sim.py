@@ -64,7 +64,7 @@ def _cv_f16(x):
     return np.float32(np.float16(x))
 
 
-# An operand is ``(array, offset)``, as on the cpu backend: every index is non-negative, where a
+# An operand is ``(array, offset)``: every index is non-negative, where a
 # view sliced at its first element would wrap a negative index around to the buffer's end.
 def _ld(p, i):
     return p[0][p[1] + i]

@@ -19,7 +19,7 @@ list, its dtype and which lists share a buffer within a tuple; shapes and sizes 
 (they are table data). The arrays of a tuple must share its shape and be contiguous; tensors of
 different tuples must not overlap where one of them is written. Arrays must be lists: a shared
 array is refused (repeat it in a list). The cpu backend runs the tensors one after another inside
-its one kernel call (lists of arrays instead of a pointer table).
+its one kernel call (its pointer table in host memory).
 """
 
 from __future__ import annotations
