@@ -28,22 +28,23 @@ def test_reads_match_numpy(shape):
     host = rng.standard_normal(shape).astype(np.float32)
     x = fa.asarray(host)
     reached = set()
-    for vname, view in indexcases.VIEWS.items():
+    for v, (vname, view) in enumerate(indexcases.VIEWS.items()):
         hv, xv = view(host), view(x)
-        for kname, key in indexcases.keys(rng, hv.shape).items():
-            for on_fa in (False, True):
-                xkey = indexcases.as_fa_key(key) if on_fa else key
-                want = _outcome(hv, key)
-                if isinstance(want, IndexError):     # a mask of another view's shape
-                    with pytest.raises(IndexError):
-                        xv[xkey]
-                    continue
-                got = xv[xkey] * 2 + 1
-                if got.size:
-                    reached.add(fa.explain(got).plan.schedule)
-                msg = f"{seed=} {vname} {kname} {on_fa=}"
-                assert got.shape == want.shape, msg
-                np.testing.assert_array_equal(got.get(), want, err_msg=msg)
+        for k, (kname, key) in enumerate(indexcases.keys(rng, hv.shape).items()):
+            # NumPy's and fa index arrays alternate, so each key takes both across the views
+            on_fa = (k + v) % 2 == 1
+            xkey = indexcases.as_fa_key(key) if on_fa else key
+            want = _outcome(hv, key)
+            if isinstance(want, IndexError):     # a mask of another view's shape
+                with pytest.raises(IndexError):
+                    xv[xkey]
+                continue
+            got = xv[xkey] * 2 + 1
+            if got.size:
+                reached.add(fa.explain(got).plan.schedule)
+            msg = f"{seed=} {vname} {kname} {on_fa=}"
+            assert got.shape == want.shape, msg
+            np.testing.assert_array_equal(got.get(), want, err_msg=msg)
         mask = indexcases.full_mask(rng, hv.shape)
         got = xv[fa.asarray(mask)] - xv[mask][::-1]
         np.testing.assert_array_equal(got.get(), hv[mask] - hv[mask][::-1],
@@ -55,28 +56,38 @@ def test_reads_match_numpy(shape):
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_writes_match_numpy(shape):
     """``x[key] = scalar``, ``= array`` (NumPy's broadcast to the selection's shape), ``+=``
-    and ``*=`` with repeated indices (NumPy's buffered result: the last write wins)."""
+    and ``*=`` with repeated indices (NumPy's buffered result: the last write wins): every key
+    through every view, two of the four forms each time."""
     seed = 200 + shape[-1]
     rng = np.random.default_rng(seed)
     base = rng.standard_normal(shape).astype(np.float32)
-    for vname, view in indexcases.VIEWS.items():
+    for v, (vname, view) in enumerate(indexcases.VIEWS.items()):
         host, x = base.copy(), fa.asarray(base)
         hv, xv = view(host), view(x)
-        for kname, key in indexcases.keys(rng, hv.shape).items():
+        for k, (kname, key) in enumerate(indexcases.keys(rng, hv.shape).items()):
             try:
                 sel = hv[key].shape
             except IndexError:
                 continue
             values = rng.standard_normal(sel).astype(np.float32)
-            hv[key] = 2.5
-            xv[key] = 2.5
-            hv[key] = values
-            xv[indexcases.as_fa_key(key)] = values
-            hv[key] += 1.5
-            xv[key] += 1.5
-            hv[key] *= values
-            xv[key] *= fa.asarray(values)
-            np.testing.assert_array_equal(x.get(), host, err_msg=f"{seed=} {vname} {kname}")
+            # two of the four writes, rotating: each key takes all four across the three views
+            # and each view all four across the keys
+            first = (k + 2 * v) % 4
+            for form in (first, (first + 1) % 4):
+                if form == 0:
+                    hv[key] = 2.5
+                    xv[key] = 2.5
+                elif form == 1:
+                    hv[key] = values
+                    xv[indexcases.as_fa_key(key)] = values
+                elif form == 2:
+                    hv[key] += 1.5
+                    xv[key] += 1.5
+                else:
+                    hv[key] *= values
+                    xv[key] *= fa.asarray(values)
+            np.testing.assert_array_equal(x.get(), host,
+                                          err_msg=f"{seed=} {vname} {kname} {first=}")
         mask = rng.random(hv.shape) < 0.3
         hv[mask] -= hv[mask] * 0.5
         xv[fa.asarray(mask)] -= xv[mask] * 0.5
