@@ -363,6 +363,15 @@ def check_vector_writes(to_device=fa.asarray) -> None:
         assert_close("multiply", got, want, label, C64)
 
 
+# view of a misaligned base → (its shape, the schedule it reaches with the aligned output)
+MISALIGNED_WALKS = {
+    "flat": ((300,), lambda z: z[::-1], "flat"),
+    "rows": ((8, 136), lambda z: z[:, ::-1], "rows"),
+    "tiled": ((136, 65), lambda z: z.T, "tiled"),
+    "nd": ((3, 4, 5), lambda z: z[::-1, 1:, ::-2], "nd"),
+}
+
+
 def misaligned(host: np.ndarray) -> fa.ndarray:
     """``host`` (complex, C-contiguous) as a fa array of the host backends (cpu, sim) whose data
     sits half an element off a multiple of its itemsize: a complex128 array at 8 bytes past a

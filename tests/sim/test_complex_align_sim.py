@@ -14,13 +14,7 @@ import fusedarrays as fa
 from fusedarrays import config
 from fusedarrays.errors import CompileError
 
-# view of the misaligned base → (its shape, the schedule it reaches with the aligned output)
-WALKS = {
-    "flat": ((300,), lambda z: z[::-1], "flat"),
-    "rows": ((8, 136), lambda z: z[:, ::-1], "rows"),
-    "tiled": ((136, 65), lambda z: z.T, "tiled"),
-    "nd": ((3, 4, 5), lambda z: z[::-1, 1:, ::-2], "nd"),
-}
+WALKS = complexcases.MISALIGNED_WALKS
 
 
 @pytest.fixture(autouse=True)
