@@ -8,9 +8,8 @@ follows the plan's schedule (:func:`layout.schedule`): ``flat`` grid-stride over
 tail, ``rows`` a 2-D grid with no division per element, ``tiled`` transposed operands staged
 through shared memory, ``nd`` coordinates by division. The cpu variant walks the same plan with
 serial loops over chunks of the walk (the cpu backend runs the chunks on threads) and no vectors.
-Generated code calls names each backend supplies: ``ld_<t>``,
-``st_<t>``, ``ldv<V>_<t>``, ``stv<V>_<t>``, ``cv_<t>``, ``sh_<t>``, ``math`` and the helpers of
-:mod:`devicelib`. Snapshot tests pin the output.
+Generated code calls names each backend supplies: ``ld_<t>``, ``st_<t>``, ``ldv<V>_<t>``,
+``stv<V>_<t>``, ``cv_<t>``, ``sh_<t>``, ``math``, :mod:`devicelib`'s helpers. Snapshots pin it.
 """
 
 from __future__ import annotations
@@ -455,9 +454,12 @@ class _Renderer:
         if plan.schedule in ("rows", "tiled"):
             row = self._row_base() + self._constant_loads(1, self._rb)
             body = self.scalar_element(lambda k: self._row_index(k, "c"))
+            # tiled: TILE rows walked TILE columns at a time (a transposed operand's lines reused)
+            tiled, cols = plan.schedule == "tiled", f"c0, min(c0 + {TILE}, d1)"
             loop = ["for r in range(lo, hi):"] + _indent(
-                row + ["for c in range(d1):"] + _indent(body))
-            total, grain = "d0", f"max(1, {CPU_CHUNK} // max(d1, 1))"
+                row + [f"for c in range({cols if tiled else 'd1'}):"] + _indent(body))
+            loop = [f"for c0 in range(0, d1, {TILE}):"] + _indent(loop) if tiled else loop
+            total, grain = "d0", str(TILE) if tiled else f"max(1, {CPU_CHUNK} // max(d1, 1))"
         else:
             strided = plan.schedule == "nd" and any(o.layout != "C" for o in plan.operands)
             index = self._flat_index if plan.schedule == "flat" else (
