@@ -372,6 +372,29 @@ MISALIGNED_WALKS = {
 }
 
 
+def check_misaligned_walk(dtype, walk: str, seed: int) -> None:
+    """A misaligned complex array (:func:`misaligned`) read through ``walk``'s view into an
+    expression, and written through it, against NumPy; the plan takes its elements by parts."""
+    shape, view, schedule = MISALIGNED_WALKS[walk]
+    rng = np.random.default_rng(seed)
+    label = f"{np.dtype(dtype)} {walk} (seed {seed})"
+    host = random_complex(rng, shape, dtype)
+    z = misaligned(host)
+    want = view(host) * 2 + 1
+    got = view(z) * 2 + 1
+    plan = fa.explain(got).plan
+    if not (walk == "tiled" and dtype == np.complex128):  # its tiles would pass 48 KiB: rows
+        assert plan.schedule == schedule, (label, plan.schedule)
+    assert any(o.access.endswith("_split") for o in plan.operands), label
+    np.testing.assert_array_equal(got.get(), want, err_msg=f"read {label}")
+    # written: the misaligned array's own elements, through the same view
+    out_host = random_complex(rng, shape, dtype)
+    out = misaligned(out_host)
+    view(out)[...] = view(z) * 2 + 1
+    view(out_host)[...] = want
+    np.testing.assert_array_equal(out.get(), out_host, err_msg=f"written {label}")
+
+
 def misaligned(host: np.ndarray) -> fa.ndarray:
     """``host`` (complex, C-contiguous) as a fa array of the host backends (cpu, sim) whose data
     sits half an element off a multiple of its itemsize: a complex128 array at 8 bytes past a

@@ -170,19 +170,5 @@ def test_misaligned_complex_read_and_written(dtype, walk):
     """Complex elements half an element off their size (an import of a complex view of float
     data starting at an odd element): the cpu target's accesses at any address
     (cpu/intrinsics.py), read and written through each walk, against NumPy."""
-    shape, view, schedule = complexcases.MISALIGNED_WALKS[walk]
     seed = 7300 + 10 * list(complexcases.MISALIGNED_WALKS).index(walk) + dtype.itemsize
-    rng = np.random.default_rng(seed)
-    label = f"{dtype} {walk} (seed {seed})"
-    host = complexcases.random_complex(rng, shape, dtype)
-    z = complexcases.misaligned(host)
-    want = view(host) * 2 + 1
-    got = view(z) * 2 + 1
-    if not (walk == "tiled" and dtype == np.complex128):  # its tiles would pass 48 KiB: rows
-        assert fa.explain(got).plan.schedule == schedule, label
-    np.testing.assert_array_equal(got.get(), want, err_msg=f"read {label}")
-    out_host = complexcases.random_complex(rng, shape, dtype)
-    out = complexcases.misaligned(out_host)
-    view(out)[...] = view(z) * 2 + 1
-    view(out_host)[...] = want
-    np.testing.assert_array_equal(out.get(), out_host, err_msg=f"written {label}")
+    complexcases.check_misaligned_walk(dtype, walk, seed)

@@ -26,25 +26,8 @@ def sim_backend():
 @pytest.mark.parametrize("walk", list(WALKS))
 @pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
 def test_misaligned_complex_read_and_written(dtype, walk):
-    shape, view, schedule = WALKS[walk]
     seed = 7000 + 10 * list(WALKS).index(walk) + dtype.itemsize
-    rng = np.random.default_rng(seed)
-    label = f"{dtype} {walk} (seed {seed})"
-    host = complexcases.random_complex(rng, shape, dtype)
-    z = complexcases.misaligned(host)
-    want = view(host) * 2 + 1
-    got = view(z) * 2 + 1
-    plan = fa.explain(got).plan
-    if not (walk == "tiled" and dtype == np.complex128):  # its tiles would pass 48 KiB: rows
-        assert plan.schedule == schedule, (label, plan.schedule)
-    assert any(o.access.endswith("_split") for o in plan.operands), label
-    np.testing.assert_array_equal(got.get(), want, err_msg=f"read {label}")
-    # written: the misaligned array's own elements, through the same view
-    out_host = complexcases.random_complex(rng, shape, dtype)
-    out = complexcases.misaligned(out_host)
-    view(out)[...] = view(z) * 2 + 1
-    view(out_host)[...] = want
-    np.testing.assert_array_equal(out.get(), out_host, err_msg=f"written {label}")
+    complexcases.check_misaligned_walk(dtype, walk, seed)
 
 
 @pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
