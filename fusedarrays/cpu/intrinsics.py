@@ -1,10 +1,10 @@
 """The cpu target's typed loads and stores, and its compare-and-swap, over raw addresses.
 
 An operand reaches a cpu kernel as the host address of its view's first element (an integer), as
-on the cuda target, and ``ld_f32(p, i)`` is one LLVM ``load`` at ``p + 4 * i``. An operand passed
-as a NumPy array cost every kernel numba's unboxing of the array in its CPython wrapper and an
-array access per load to type and lower: with integers the wrapper unboxes a word and each access
-is inline IR. Indices may be negative (a view walked backwards from its first element).
+on the cuda target, and ``ld_f32(p, i)`` is one LLVM ``load`` at ``p + 4 * i``. Why not NumPy
+arrays: each would cost every kernel numba's unboxing of an array in its CPython wrapper and an
+array access per load to type and lower, where an integer is one word to unbox and an access is
+inline IR. Indices may be negative (a view walked backwards from its first element).
 
 Accesses are unaligned (``align=1``): a buffer's views may start anywhere in it (a complex view at
 an odd float's offset), and x86 runs unaligned accesses at full speed. A value is stored as
