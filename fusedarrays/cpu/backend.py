@@ -84,7 +84,7 @@ def _cv_b1(x):
 
 
 def _cv_f16(x):
-    return half_to_f32(f64_to_half(np.float64(x)))  # noqa: F821
+    return round_to_half(np.float64(x))  # noqa: F821
 
 
 def _fma_intrinsic(bits: int):
@@ -210,7 +210,7 @@ class CpuBackend(HostMemory):
         ns: dict = {"np": np, "math": math, "cmath": cmath}
         ns["half_to_f32"] = self._numba.njit(half.half_bits_to_float32)
         ns["f32_to_half"] = self._numba.njit(half.float32_to_half_bits)
-        ns["f64_to_half"] = self._numba.njit(half.float64_to_half_bits)
+        ns["round_to_half"] = self._numba.njit(half.round_float32_to_half)
         for code, cast in _INT_CASTS.items():
             ns[f"cv_{code}"] = cast
             ty = from_dtype(np.dtype(cast))

@@ -9,8 +9,8 @@ with :func:`half_bits_to_float32`, computes in float32, rounds after every op wi
 
 Every function here is plain Python written in the subset numba's nopython mode compiles, and
 calls no other Python function, so it runs as it is (reference, tests) and compiles on its own; the
-backend wraps each with ``numba.njit(inline="always")`` and calls it from its njit kernels. This
-module does not import numba.
+backend compiles each with ``numba.njit`` and its kernels call them. This module does not import
+numba.
 
 How it works without bit casts (numba has no scalar float<->int bitcast, and a 1-element array view
 per element would be far too slow): a value is rounded to float16 precision with exact float64
