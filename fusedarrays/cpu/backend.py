@@ -330,12 +330,12 @@ class CpuBackend(HostMemory):
     def operand_arg(self, storage, dtype: np.dtype, elem_offset: int) -> int:
         """The host address of element ``elem_offset`` (a kernel ``ptr`` parameter): the
         caller holds ``storage`` while the kernel runs."""
-        return storage.ctypes.data + elem_offset * dtype.itemsize
+        return self.address(storage) + elem_offset * dtype.itemsize
 
     def counters(self, slots: int) -> int:
         # the address of HostMemory's array; the cpu kernels never touch it (the backend
         # sequences a split reduction's fold itself), so a grown array may free the old one
-        return HostMemory.counters(self, slots)[0].ctypes.data
+        return self.address(HostMemory.counters(self, slots)[0])
 
 
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, tuple]:
@@ -346,8 +346,7 @@ class CpuBackend(HostMemory):
         they are reused (the caller holds the tensors)."""
         table = np.array([[self.operand_arg(*operand) for operand in row] for row in rows],
                          dtype=np.uint64)
-        meta = np.ascontiguousarray(meta, dtype=np.int64)
-        return [meta.ctypes.data, table.ctypes.data, len(rows)], (meta, table)
+        return [self.address(meta), self.address(table), len(rows)], (meta, table)
 
 
 def _module_file(folder, source: str) -> str | None:
