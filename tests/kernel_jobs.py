@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import struct
 
 import numpy as np
 
@@ -32,3 +33,19 @@ def jobs(plan_list, arch="sm_90"):
 def normal(ptx: str) -> str:
     # mangled names and shared arrays are numbered per process
     return re.sub(r"_ZN\w+|_cudapy_smem_\d+", "NAME", re.sub(r"//[^\n]*", "", ptx))
+
+
+def code_sections(cubin: bytes) -> list[bytes]:
+    """The machine code of a cubin (an ELF64 image): its ``.text.*`` sections' bytes, in order.
+    Comparable across processes where the whole image is not: its string tables hold the
+    mangled names, whose numbering changes their length and so the image's padding."""
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQ", cubin, shoff + k * shentsize) for k in range(shnum)]
+    names_at = headers[shstrndx][4]
+    sections = []
+    for name, _, _, _, offset, size in headers:
+        label = cubin[names_at + name:cubin.index(b"\0", names_at + name)]
+        if label.startswith(b".text."):
+            sections.append(cubin[offset:offset + size])
+    return sections
