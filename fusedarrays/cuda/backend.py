@@ -20,6 +20,7 @@ import threading
 
 import numpy as np
 
+from ..errors import UnsupportedOperationError
 from ..runtime.backend import MemoryInfo
 from . import events, memory
 from .launch import Launcher
@@ -256,6 +257,18 @@ class CudaBackend:
             self.device.sync()
         else:
             events.wait_for_stream(stream)
+
+    def array_library(self):
+        """CuPy, whose kernels (cuSOLVER, cuBLAS, CUB's sorts) run on this device's memory
+        without a copy (``api/libraries.py``); imported by the first call that needs it."""
+        try:
+            import cupy
+        except ImportError as e:
+            raise UnsupportedOperationError(
+                "this operation runs CuPy's kernel on fusedarrays' GPU memory (no copy), and "
+                "CuPy is not installed: pip install 'fusedarrays[cuda-libs]' (or compute on "
+                "the host: x.get())") from e
+        return cupy
 
     def memory_info(self) -> MemoryInfo:
         """What fusedarrays holds on the device, what it keeps cached, and the device's free and

@@ -120,6 +120,10 @@ class HostMemory:
     def free_cached_memory(self) -> int:
         return 0  # nothing is kept: a freed buffer is NumPy's to give back
 
+    def array_library(self):
+        """NumPy: the library whose kernels (LAPACK, sorting) run on host memory."""
+        return np
+
 
 class Backend(Protocol):
     name: str
@@ -156,6 +160,11 @@ class Backend(Protocol):
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, Any]: ...
     def memory_info(self) -> MemoryInfo: ...
     def free_cached_memory(self) -> int: ...
+    # the array module whose own kernels (sort, LAPACK/cuSOLVER, cuBLAS) fusedarrays hands its
+    # memory to, without a copy, where no generated kernel does the job: NumPy on the host
+    # backends, CuPy on cuda (api/libraries.py); raises UnsupportedOperationError naming the
+    # extra to install where the library is missing
+    def array_library(self) -> types.ModuleType: ...
 
 
 _MODULES = {"cuda": "fusedarrays.cuda.backend", "cpu": "fusedarrays.cpu.backend",

@@ -1,0 +1,79 @@
+"""The kernels fusedarrays borrows: another array library's routines run on fusedarrays' own
+memory, without a copy, where no generated kernel does the job (linear algebra, sorting).
+
+Where it sits: over :mod:`.array` and the backend seam's ``array_library()`` (NumPy on the host
+backends, CuPy on cuda), under the namespace functions that take this route (``fa.linalg``,
+``fa.sort`` …). These are **not fused**: :func:`borrowed` computes pending operands first and
+views their buffers in the library's array type; :func:`adopt` makes the library's results
+``fa.ndarray`` leaves that later fused work reads.
+
+- **No copy, one order.** On cuda each operand is a CuPy array over its buffer (the CUDA array
+  interface), and the library's kernels are queued on the device's legacy default stream, where
+  fusedarrays' kernels run, so they follow the work that computed their operands and precede
+  the work that reads their results, with no synchronisation. A result is imported without a
+  copy and holds CuPy's memory alive. On the host backends the operands are NumPy views of the
+  buffers (DLPack) and the results' memory is taken as it is.
+- **Not inside ``fa.fuse``.** A traced value has no memory to hand over: refused, naming the
+  function.
+
+>>> import fusedarrays as fa, numpy as np
+>>> from fusedarrays.api.libraries import adopt, borrowed
+>>> with borrowed("sort", fa.asarray(np.array([3.0, 1.0]))) as (xp, (h,)):
+...     s = adopt(xp.sort(h))
+>>> s.get().tolist()
+[1.0, 3.0]
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from ..ir import dtypes, graph, layout
+from ..runtime.backend import Buffer
+from .array import _no_host_value_while_tracing, asarray, compute, ndarray
+
+
+@contextlib.contextmanager
+def borrowed(name: str, *arrays):
+    """``(xp, views)``: the library of the operands' backend and each operand (computed
+    first) as that library's array over the same memory; inside, the library's kernels run on
+    fusedarrays' stream and device. ``name`` is the public function, for errors."""
+    xs = tuple(asarray(a) for a in arrays)
+    _no_host_value_while_tracing(xs, f"fa.{name} (a library kernel, not fused)")
+    compute(*[x for x in xs if x.pending])
+    backend = _backend(xs)
+    xp = backend.array_library()
+    if xp is np:
+        yield np, tuple(np.from_dlpack(x) for x in xs)
+        return
+    with xp.cuda.Device(backend.device_id), xp.cuda.Stream.null:
+        yield xp, tuple(xp.asarray(x) for x in xs)
+
+
+def adopt(result) -> ndarray:
+    """A library's result (a NumPy or CuPy array, or a scalar) as a ``fa.ndarray`` over the same
+    memory where the backend can hold it (a CuPy array; a NumPy array on the host backends),
+    else a copy into the backend's memory."""
+    backend = _host_backend() if isinstance(result, np.ndarray) else None
+    if backend is not None and result.flags.c_contiguous and result.dtype in dtypes.SUPPORTED:
+        storage = result.reshape(-1).view(np.uint8) if result.size else backend.alloc(0)
+        buffer = Buffer(storage, result.nbytes, backend)
+        return ndarray(graph.leaf(buffer, dtypes.as_dtype(result.dtype), result.shape,
+                                  layout.contiguous_strides(result.shape), 0))
+    return asarray(result)
+
+
+def _backend(xs: tuple):
+    for x in xs:
+        for buffer in x._resolved().buffers:
+            return buffer.backend
+    from ..runtime.backend import get_backend
+    return get_backend()
+
+
+def _host_backend():
+    from ..runtime.backend import get_backend
+    backend = get_backend()
+    return backend if backend.array_library() is np else None
