@@ -7,6 +7,8 @@ values, and what to do. Bottom layer: imports nothing from the package.
 
 from __future__ import annotations
 
+from numpy.linalg import LinAlgError as _NumPyLinAlgError
+
 
 class FusedArraysError(Exception):
     """Root of every error fusedarrays raises on purpose."""
@@ -30,6 +32,12 @@ class DTypeError(FusedArraysError, TypeError):
 
 class UnsupportedOperationError(FusedArraysError, TypeError):
     """An op, or an op on these dtypes, that fusedarrays does not compute."""
+
+
+class LinAlgError(FusedArraysError, _NumPyLinAlgError):
+    """A matrix the factorization or solver can't take (singular, not positive definite, not
+    square, or a routine that did not converge): ``np.linalg.LinAlgError`` too, as NumPy
+    raises it."""
 
 
 class TracerConversionError(UnsupportedOperationError):
