@@ -139,6 +139,8 @@ class _ReduceRenderer:
     def identity(self, code: str) -> str:
         value = identity(self.plan.reduction, _dtype(COMPUTE_CODE[code]))
         if isinstance(value, float):
+            if value != value:      # nanmax/nanmin start from NaN
+                return f"({_INF} - {_INF})"
             return _INF if value > 0 else f"-{_INF}"
         return str(int(value))
 

@@ -430,6 +430,8 @@ def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int
     start = identity(name, BY_CODE[COMPUTE_CODE[plan.body[value].code]])
     text = ("(1e308 * 10.0)" if start > 0 else "-(1e308 * 10.0)") if isinstance(
         start, float) else str(int(start))
+    if start != start:      # nanmax/nanmin start from NaN
+        text = "((1e308 * 10.0) - (1e308 * 10.0))"
     # each section's own names: their types differ (an any's byte, a sum's float64)
     a, u, w = f"acc{number}", f"u{number}", f"w{number}"
 

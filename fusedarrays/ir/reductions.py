@@ -61,6 +61,16 @@ REDUCTIONS: dict[str, Reduction] = {r.name: r for r in (
               ("if not (acc <= {v}) and acc == acc:", "    acc = {v}"),
               ("if not (acc <= {w}) and acc == acc:", "    acc = {w}"), False, False,
               "Smallest element over the given axes (NaN propagates)."),
+    # NumPy's nanmax/nanmin are fmax/fmin.reduce: NaN is skipped (`{v} == {v}`) and the
+    # accumulator starts from NaN (identity), so only an all-NaN slice gives NaN
+    Reduction("nanmax", "nanmax", "fmax", "same",
+              ("if not (acc >= {v}) and {v} == {v}:", "    acc = {v}"),
+              ("if not (acc >= {w}) and {w} == {w}:", "    acc = {w}"), False, False,
+              "Largest element over the given axes, NaN skipped (NaN where all are NaN)."),
+    Reduction("nanmin", "nanmin", "fmin", "same",
+              ("if not (acc <= {v}) and {v} == {v}:", "    acc = {v}"),
+              ("if not (acc <= {w}) and {w} == {w}:", "    acc = {w}"), False, False,
+              "Smallest element over the given axes, NaN skipped (NaN where all are NaN)."),
     Reduction("argmax", "argmax", None, "index",
               ("if {v} > acc or ({v} != {v} and acc == acc):", "    acc = {v}", "    idx = j"),
               _ARG_MERGE, False, False,
@@ -98,14 +108,17 @@ def result_dtype(name: str, dtype: np.dtype) -> np.dtype:
 
 def identity(name: str, dtype: np.dtype):
     """The accumulator's starting value for ``name`` over values of ``dtype`` (a Python value):
-    max and argmax start below every value, min and argmin above."""
+    max and argmax start below every value, min and argmin above, nanmax and nanmin of floats
+    from NaN (the code generators render it as ``inf - inf``)."""
     if name in ("sum",):
         return 0
     if name == "prod":
         return 1
     if name in ("any", "all"):
         return name == "all"
-    low = name in ("max", "argmax")
+    low = name in ("max", "argmax", "nanmax")
+    if dtype.kind == "f" and name in ("nanmax", "nanmin"):
+        return float("nan")
     if dtype.kind == "f":
         return float("-inf") if low else float("inf")
     if dtype.kind == "b":
