@@ -15,10 +15,14 @@ import numpy as np
 
 from . import creation, manipulation, masks, products, sorting, standard
 from .array import asarray, ndarray
+from .comparisons import allclose, array_equal, array_equiv, isclose
 from .creation import empty, full
+from .differences import diff, ediff1d
+from .einsum import einsum, einsum_path
 from .elementwise import FUNCTIONS
 from .linalg import norm
 from .manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
+from .nanfunctions import FUNCTIONS_NAN
 from .reductions import ALIASES, FUNCTIONS_REDUCING
 from .refusals import options_text, refusal
 from .scans import FUNCTIONS_SCANNING
@@ -211,6 +215,16 @@ IMPLEMENTED.update({getattr(np, name): FUNCTIONS_REDUCING[name] for name in (
 IMPLEMENTED.update({getattr(np, alias): FUNCTIONS_REDUCING[name]
                     for alias, name in ALIASES.items()})
 IMPLEMENTED[np.linalg.norm] = norm
+# einsum (views + a fused reduction, or matmul: api/einsum.py), differences (fused), whole-array
+# comparisons (fused; allclose & co. one reduction and a Python bool: api/comparisons.py)
+IMPLEMENTED.update({
+    np.einsum: einsum, np.einsum_path: einsum_path, np.ediff1d: ediff1d,
+    np.diff: lambda a, n=1, axis=-1, prepend=None, append=None: diff(
+        a, n=n, axis=axis, prepend=prepend, append=append),
+    np.isclose: isclose, np.allclose: allclose, np.array_equal: array_equal,
+    np.array_equiv: array_equiv,
+})
+IMPLEMENTED.update({getattr(np, name): f for name, f in FUNCTIONS_NAN.items()})  # nan-functions
 IMPLEMENTED.update({getattr(np, name): FUNCTIONS_SCANNING[name] for name in (
     "cumsum", "cumprod", "cumulative_sum", "cumulative_prod") if hasattr(np, name)})
 if hasattr(np, "astype"):     # NumPy 2.1 and later
