@@ -8,6 +8,13 @@ Why a cubin: PTX from the NVVM wheel can be newer than the driver accepts (PTX I
 13.5 is refused by a CUDA 13.0 driver), while the cubin nvJitLink links from it loads there; linking
 needs no GPU.
 
+Two stages, so that a batch pipelines them (``runtime/precompile.py``): :func:`lower_kernel`
+(numba's typing and lowering, under numba's global compile lock) and :func:`finish_kernel` (NVVM
+and nvJitLink, which release the GIL, outside it). While the lock is held, numba's typing of calls
+and globals is memoized across our compiles, the cyclic collector is paused, numba's error text
+is left unmarked, and its pipeline runs without the passes that find nothing to do in a generated
+kernel (each a context manager below).
+
 numba is imported inside :func:`compile_ptx` only, and the toolchain versions that every
 disk-cache key holds come from :mod:`.toolchain`: a process whose kernels all come from the disk
 cache must not pay for ``import numba`` (0.75–1 s).

@@ -5,7 +5,9 @@ generated code and cache keys, the *compute type* each is held in inside a kerne
 are
 held as float32 and rounded after every op, as NumPy's float16 loops do), and the resolution of an
 op's loop dtypes. NumPy's ``ufunc.resolve_dtypes`` is the reference; Python scalars are *weak*
-(NEP 50): they take the array's dtype when its kind is at least as high.
+(NEP 50): they take the array's dtype when its kind is at least as high. complex64 and
+complex128 (``c64``/``c128``) are numba's complex types, their parts' codes in
+:data:`COMPLEX_PART`; a Python complex is weak too (``float32_array + 1j`` is complex64).
 """
 
 from __future__ import annotations

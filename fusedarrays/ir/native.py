@@ -10,7 +10,8 @@ path, which stays the reference.
 
 ``NodeBase`` and ``ArrayBase`` hold the fields of ``ir/graph.Node`` and ``api/array.ndarray``
 (C members, or ``__slots__`` here); the classes themselves, with their methods, are defined
-on them in those modules.
+on them in those modules. Nodes and arrays made in C are untracked by the cyclic collector: a
+graph is a DAG, so the collector has nothing to find in them.
 """
 
 from __future__ import annotations
