@@ -248,7 +248,10 @@ def gather0(x: ndarray, index: ndarray, site: graph.Node | None = None,
     k, rest = index.ndim, x.ndim - 1
     idx = index._resolved()
     if rest:    # the index over the result's leading axes, constant along x's other axes
-        idx = graph.transform(idx, lambda v: layout.reshape(v, index.shape + (1,) * rest))
+        try:    # (a pending reduction or scan stays pending: ir/gathers.py)
+            idx = gathers.with_unit_axes(idx, rest)
+        except layout.NotAView:     # a product: computed first
+            idx = index.reshape(index.shape + (1,) * rest)._resolved()
     node = x._resolved()
     if not node.is_leaf:
         try:

@@ -9,7 +9,8 @@ it is read: ``((x - y)**2).sum()`` is one kernel and no temporary. A reduction's
 something else reads is a temporary buffer; what consumes it (``x - x.max(axis=-1,
 keepdims=True)``, a norm's square root) is one elementwise kernel after the reductions, reading
 the temporaries as leaves broadcast back over the reduced axes. A reduction that is the whole
-evaluation writes its output directly.
+evaluation writes its output directly. What reads a cut node, a gather through a reduced or
+scanned index included (``t[x.argmax(axis=1)]``), is rebuilt over its temporary (``cuts.py``).
 
 A reduction kernel walks its *kept* axes (one output each) and its *reduced* axes (each
 collapsed as :func:`layout.collapse` collapses a walk, the kept and the reduced apart, so an
@@ -40,6 +41,7 @@ from ..ir.dtypes import CODES
 from ..ir.params import roots_params
 from ..ir.reductions import REDUCTIONS
 from . import keys
+from .cuts import holds_placed, rebuild
 from .plan import (
     Instr,
     KernelPlan,
@@ -330,6 +332,8 @@ def _cut(outputs: list, params: dict, temp_align: int, new_temp, split: bool,
             continue
         step = {"reduce": cut.reduction, "scan": cut.scan, "matmul": cut.product}[node.kind]
         source = rebuild(node.inputs[0], cut.subst)
+        if node.kind != "matmul" and holds_placed(source):   # (compiler/cuts.py)
+            source = cut.computed_first(source)
         if direct and node is roots[0]:
             step(node, source, outputs[0][1], False, "into the result")
             continue
@@ -378,6 +382,21 @@ class _Cut:
         self.positions[leaf] = self.nparams + len(self.temps)
         self.temps.append((target[1], target[2]))
         return leaf
+
+    def computed_first(self, source: graph.Node) -> graph.Node:
+        """The leaf of a temporary that an elementwise kernel computes ``source`` into: the
+        input of a reduction or a scan holding a draw or a gather, which only that kernel's
+        element order places (compiler/cuts.py)."""
+        shape = source.shape
+        target = (self.buffer(source.dtype, shape), source.dtype, shape,
+                  layout.contiguous_strides(shape), 0)
+        used = roots_params([source])[0]
+        plan = plan_kernel([(source, target)], {p: self.positions[p] for p in used})
+        self.steps.append(Step(plan, len(self.temps)))
+        self.why.append(f"kernel {len(self.steps)}: the input {shape} of the next kernel, "
+                        "computed first into a temporary (it holds a draw or a gather, placed "
+                        "by an elementwise kernel's element order)")
+        return self.temp(target)
 
     def reduction(self, node, source, target: tuple, temporary: bool, where: str):
         """The step computing reduction ``node`` of ``source`` into ``target`` (the
@@ -462,30 +481,6 @@ class _Cut:
             strides = ((rows * cols if batch else 0,) if nb else ()) + (cols, 1)
             operands[k] = Operand(target[0], o.dtype, strides, 0, "S", False)
         return replace(plan, operands=tuple(operands), sources=tuple(sources))
-
-
-def rebuild(node: graph.Node, subst: dict) -> graph.Node:
-    """``node``'s graph with each reduction, scan and product replaced by ``subst[its
-    serial]`` (a leaf)."""
-    memo: dict[int, graph.Node] = {}
-
-    def visit(n: graph.Node) -> graph.Node:
-        found = subst.get(n.serial) or memo.get(n.serial)
-        if found is not None:
-            return found
-        if n.kind in ("leaf", "scalar"):
-            return n
-        inputs = [visit(i) for i in n.inputs]
-        if n.kind == "cast":
-            result = graph.cast(inputs[0], n.dtype)
-        elif n.kind == "op":
-            result = graph.op(n.attrs[0], tuple(inputs), n.attrs[1])
-        else:
-            raise ValueError(f"{n.label()} was not cut before its consumer")
-        memo[n.serial] = result
-        return result
-
-    return visit(node)
 
 
 def reduction_row(plan: ReducePlan):

@@ -10,11 +10,19 @@ integer expression, a gather included). So ``x[idx] + v`` written back through a
 re-indexed this way (a draw's stream indices come from the kernel's element order, a reduction
 is cut out first): :func:`gather_expression` raises :class:`layout.NotAView` for them, and the
 caller computes the expression first.
+
+The index is any integer node, a pending reduction or scan included (``t[x.argmax(axis=1)]``:
+the planner cuts it into a temporary before the gather reads it, ``compiler/cuts.py``). Gathering
+along the first axis of an array of more axes reads the index over the result's leading axes,
+``K + (1,) * len(rest)``: :func:`with_unit_axes` gives that view of any index, passing it under
+reductions and scans (which a plain view, ``graph.transform``, can't enter).
 """
 
 from __future__ import annotations
 
 from . import graph, layout
+from .reductions import reduction_node
+from .scans import scan_node
 
 
 def gather_expression(node: graph.Node, index: graph.Node, k: int,
@@ -75,3 +83,46 @@ def gather_expression(node: graph.Node, index: graph.Node, k: int,
 
     return visit(node)
 
+
+
+def with_unit_axes(node: graph.Node, m: int) -> graph.Node:
+    """``node`` (shape ``K``) viewed as ``K + (1,) * m``. Appending unit axes keeps NumPy's
+    right-aligned broadcasting of every input against its consumer, so the view passes under
+    elementwise ops, gathers and draws to the leaves, and under a reduction or a scan to its
+    input (its axes, counted from the front, unchanged): ``argmax(x, axis=1)`` viewed so is
+    ``argmax(x viewed so, axis=1)``, still pending. Raises :class:`layout.NotAView` for a
+    product (its matrix axes are its last two); the caller computes the index first."""
+    def append(view: tuple) -> tuple:
+        return layout.reshape(view, view[0] + (1,) * m)
+
+    if not m:
+        return node
+    memo: dict[int, graph.Node] = {}
+
+    def visit(n: graph.Node) -> graph.Node:
+        n = n.realized if n.realized is not None else n
+        found = memo.get(n.serial)
+        if found is not None:
+            return found
+        if n.kind == "reduce":
+            name, axes, keepdims = n.attrs
+            result = reduction_node(name, visit(n.inputs[0]), axes, keepdims, n.dtype)
+        elif n.kind == "scan":
+            name, axis, initial = n.attrs
+            result = scan_node(name, visit(n.inputs[0]), axis, initial, n.dtype)
+        elif n.kind in ("op", "cast", "gather") and not _uncut(n):
+            inputs = tuple(visit(i) for i in n.inputs)
+            result = (graph.cast(inputs[0], n.dtype) if n.kind == "cast"
+                      else graph.op(n.attrs[0], inputs, n.attrs[1]) if n.kind == "op"
+                      else graph.gather(inputs[0], inputs[1], *n.attrs, *inputs[2:]))
+        else:       # a leaf, a scalar, a draw, or an expression of them: a plain view
+            result = graph.transform(n, append)
+        memo[n.serial] = result
+        return result
+
+    return visit(node)
+
+
+def _uncut(n: graph.Node) -> bool:
+    """Whether ``n``'s graph holds no reduction, scan or product (a plain view passes)."""
+    return not any(i.kind in ("reduce", "scan", "matmul") for i in graph.walk([n]))
