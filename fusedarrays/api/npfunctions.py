@@ -20,7 +20,7 @@ from .creation import empty, full
 from .differences import diff, ediff1d
 from .einsum import einsum, einsum_path
 from .elementwise import FUNCTIONS
-from .linalg import norm
+from .linalg_numpy import FUNCTIONS_LINALG
 from .manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
 from .nanfunctions import FUNCTIONS_NAN
 from .reductions import ALIASES, FUNCTIONS_REDUCING
@@ -214,7 +214,8 @@ IMPLEMENTED.update({getattr(np, name): FUNCTIONS_REDUCING[name] for name in (
     "sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "mean", "var", "std")})
 IMPLEMENTED.update({getattr(np, alias): FUNCTIONS_REDUCING[name]
                     for alias, name in ALIASES.items()})
-IMPLEMENTED[np.linalg.norm] = norm
+# np.linalg.* and np.dot inner outer vdot trace diagonal cross kron (api/linalg_numpy.py)
+IMPLEMENTED.update(FUNCTIONS_LINALG)
 # einsum (views + a fused reduction, or matmul: api/einsum.py), differences (fused), whole-array
 # comparisons (fused; allclose & co. one reduction and a Python bool: api/comparisons.py)
 IMPLEMENTED.update({

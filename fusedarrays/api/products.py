@@ -11,7 +11,7 @@ Where it sits: over :mod:`.array`, re-exported by the namespace and ``fa.linalg`
   kernel keeps one implementation, every layout and NumPy's integer and bool products; a float
   user who wants BLAS speed on the host can call NumPy on ``.get()``). What reads the product
   (``(a @ b) + c``) is a kernel after it, reading its result; ``fa.explain`` shows both.
-- ``vecdot`` is a fused reduction, ``sum(x1 * x2, axis)`` (``any(x1 & x2)`` for bools), its
+- ``vecdot`` is a fused reduction, ``sum(conj(x1) * x2, axis)`` (``any(x1 & x2)`` for bools), its
   operands computed inside the reduction's kernel.
 - ``tensordot`` moves the contracted axes together (views), reshapes to matrices (a copy where
   the strides don't allow a view, as NumPy's reshape) and multiplies.
@@ -113,9 +113,9 @@ def matmul(x1, x2, /) -> ndarray:
 
 def vecdot(x1, x2, /, *, axis: int = -1) -> ndarray:
     """The dot product of vectors along ``axis`` of each operand, broadcast over the other
-    axes, as ``np.vecdot``: a fused reduction ``sum(x1 * x2, axis)`` (bools: ``any(x1 & x2)``),
-    its operands computed inside the reduction's kernel; NumPy's result dtype (no widening of
-    small integers, which wrap; float16 products summed in float32).
+    axes, as ``np.vecdot``: a fused reduction ``sum(conj(x1) * x2, axis)`` (bools:
+    ``any(x1 & x2)``), its operands computed inside the reduction's kernel; NumPy's result
+    dtype (no widening of small integers, which wrap; float16 products summed in float32).
 
     >>> import fusedarrays as fa, numpy as np
     >>> v = fa.asarray(np.array([[1., 2.], [3., 4.]]))
@@ -141,6 +141,8 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> ndarray:
         raise _broadcast_error(a.shape, b.shape, 1, ()) from None
     if dtype.kind == "b":
         return _last_axis("any", a.astype(np.bool_) & b.astype(np.bool_))
+    if a.dtype.kind == "c":     # the standard's and np.vecdot's: x1 conjugated
+        a = a.conj()
     # float16: NumPy sums the exact float32 products in float32 and rounds once
     wide = np.dtype(np.float32) if dtype == np.float16 else dtype
     total = _last_axis("sum", a.astype(wide) * b.astype(wide))

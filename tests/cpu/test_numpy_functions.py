@@ -108,12 +108,49 @@ CASES.update({
     np.cumulative_sum: lambda a, b: np.cumulative_sum(a > 0, axis=0, include_initial=True),
     np.cumulative_prod: lambda a, b: np.cumulative_prod((b > 0) + 1, axis=1),
 })
+# linear algebra (tests/cpu/test_linalg.py has their own): LAPACK's on the same values, products
+# and fused sums compared within their rounding (_ROUNDED)
+_LINALG_CASES = {
+    np.dot: lambda a, b: np.dot(a, b.T), np.inner: lambda a, b: np.inner(a, b),
+    np.vdot: lambda a, b: np.vdot(a, b), np.outer: lambda a, b: np.outer(a[0], b[:, 1]),
+    np.kron: lambda a, b: np.kron(a[:2, :2], b[:2]), np.diagonal: lambda a, b: np.diagonal(b, 1),
+    np.trace: lambda a, b: np.trace(a > 0, offset=-1),
+    np.cross: lambda a, b: np.cross(a[:, :3], b[:, 1:]),
+    np.linalg.svd: lambda a, b: np.linalg.svd(b)[1],
+    np.linalg.svdvals: lambda a, b: np.linalg.svdvals(a),
+    np.linalg.eigh: lambda a, b: np.linalg.eigh(b[:, :3])[0],
+    np.linalg.eigvalsh: lambda a, b: np.linalg.eigvalsh(a[:, 1:], UPLO="U"),
+    np.linalg.qr: lambda a, b: np.linalg.qr(b, mode="r"),
+    np.linalg.cholesky: lambda a, b: np.linalg.cholesky(b[:, :3] * 0.1 + 3 * np.eye(3)),
+    np.linalg.solve: lambda a, b: np.linalg.solve(b[:, :3] + 3 * np.eye(3), b[:, 3]),
+    np.linalg.inv: lambda a, b: np.linalg.inv(b[:, 1:]),
+    np.linalg.det: lambda a, b: np.linalg.det(np.stack([a[:, :3], b[:, 1:]])),
+    np.linalg.slogdet: lambda a, b: np.linalg.slogdet(np.stack([a[:, :3], a[:, 1:]]))[1],
+    np.linalg.pinv: lambda a, b: np.linalg.pinv(b),
+    np.linalg.lstsq: lambda a, b: np.linalg.lstsq(b, a[:, 0])[0],
+    np.linalg.matrix_rank: lambda a, b: np.linalg.matrix_rank(np.stack([b, b * 0])),
+    np.linalg.matrix_power: lambda a, b: np.linalg.matrix_power(b[:, :3], 3),
+    np.linalg.multi_dot: lambda a, b: np.linalg.multi_dot([a, b.T, a]),
+    np.linalg.matrix_norm: lambda a, b: np.linalg.matrix_norm(b, ord=np.inf),
+    np.linalg.vector_norm: lambda a, b: np.linalg.vector_norm(a, axis=0, ord=1),
+    np.linalg.trace: lambda a, b: np.linalg.trace(b, offset=1),
+    np.linalg.diagonal: lambda a, b: np.linalg.diagonal(a, offset=-1),
+    np.linalg.cross: lambda a, b: np.linalg.cross(a[:, :3], b[:, :3]),
+    np.linalg.outer: lambda a, b: np.linalg.outer(a[0], b[1]),
+    np.linalg.matmul: lambda a, b: np.linalg.matmul(a, b.T),
+    np.linalg.vecdot: lambda a, b: np.linalg.vecdot(a, b),
+    np.linalg.tensordot: lambda a, b: np.linalg.tensordot(a, b, axes=2),
+    np.linalg.matrix_transpose: lambda a, b: np.linalg.matrix_transpose(a),
+}
+CASES.update(_LINALG_CASES)
+_ROUNDED = {np.tensordot, *_LINALG_CASES}
 if hasattr(np, "astype"):
     CASES[np.astype] = lambda a, b: np.astype(a, np.int16)
 _LAZY = {np.where, np.clip, np.copy, getattr(np, "astype", None), np.tril, np.triu,
          np.round, np.around}   # ops: nothing runs yet
 _VIEWS = {np.broadcast_to, np.expand_dims, np.squeeze, np.reshape, np.transpose, np.ravel,
-          np.flip, np.moveaxis, np.matrix_transpose, np.unstack, np.broadcast_arrays}
+          np.flip, np.moveaxis, np.matrix_transpose, np.unstack, np.broadcast_arrays,
+          np.diagonal, np.linalg.diagonal, np.linalg.matrix_transpose}
 
 
 def test_the_cases_list_every_implemented_function_and_the_op_rows_that_are_not_ufuncs():
@@ -137,8 +174,9 @@ def test_an_implemented_function_gives_a_fa_array_equal_to_numpys(func):
     assert isinstance(got, fa.ndarray), type(got)
     assert (got.shape, got.dtype) == (want.shape, want.dtype)
     values = _host_view(got) if func in _VIEWS else got.get()
-    if func is np.tensordot:    # a product kernel sums in another order than NumPy's BLAS
-        np.testing.assert_allclose(values, want, rtol=1e-12, atol=1e-12, err_msg=f"seed {SEED}")
+    if func in _ROUNDED:    # a product kernel or a fused sum adds in another order than BLAS
+        tol = 1e-5 if want.dtype in (np.float32, np.complex64) else 1e-12
+        np.testing.assert_allclose(values, want, rtol=tol, atol=tol, err_msg=f"seed {SEED}")
     elif func is not np.empty_like:
         np.testing.assert_array_equal(values, want, err_msg=f"seed {SEED}")
 
@@ -161,12 +199,12 @@ def test_clip_takes_numpys_other_forms():
 @pytest.mark.parametrize("call, named", [
     (lambda x: np.median(x), "np.median"),
     (lambda x: np.nancumsum(x), "np.nancumsum"),
-    (lambda x: np.dot(x, x.T), "np.dot"),
+    (lambda x: np.linalg.eig(x), "np.linalg.eig"),
     (lambda x: np.partition(x, 1), "np.partition"),
     (lambda x: np.unique(x), "np.unique"),
     (lambda x: np.nansum(x), "np.nansum"),
     (lambda x: np.allclose(x, x), "np.allclose"),
-    (lambda x: np.linalg.norm(x, ord=2), "np.linalg.norm with ord=2 over a matrix"),
+    (lambda x: np.linalg.tensorinv(x), "np.linalg.tensorinv"),
     (lambda x: np.add.accumulate(x), "np.add.accumulate"),
     (lambda x: np.maximum.accumulate(x), "np.maximum.accumulate"),
     (lambda x: np.multiply.outer(x, x), "np.multiply.outer"),
@@ -200,7 +238,7 @@ def test_no_numpy_function_copies_a_fa_array_to_the_host_silently():
         else:
             returned.append((name, type(result).__name__))
     assert not returned
-    assert refused > 100, refused
+    assert refused > 60, refused    # fewer as more are implemented (linalg: about 30)
 
 
 def test_asarray_and_array_copy_to_the_host():
