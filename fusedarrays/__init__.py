@@ -17,6 +17,7 @@ from .api import protocols as _protocols
 from .api import scatter as _scatter  # noqa: F401 - x[idx] = v, fa.add.at
 from .api import standard as _standard
 from .api.array import compute, ndarray
+from .api.comparisons import allclose, array_equal, array_equiv, isclose
 from .api.creation import (
     arange,
     array,
@@ -39,7 +40,9 @@ from .api.creation import (
 from .api.datatypes import DTYPES as _DTYPES
 from .api.datatypes import astype, can_cast, finfo, iinfo, isdtype, result_type
 from .api.devices import Device
+from .api.differences import diff, ediff1d
 from .api.display import explain
+from .api.einsum import einsum, einsum_path
 from .api.indexing import take, take_along_axis
 from .api.info import __array_namespace_info__
 from .api.manipulation import (
@@ -139,5 +142,9 @@ __all__ = [
     # sorted by NumPy on the host (api/sorting.py)
     "argsort", "searchsorted", "sort", "unique_all", "unique_counts", "unique_inverse",
     "unique_values",
+    # einsum, differences and whole-array comparisons (api/einsum.py, differences.py,
+    # comparisons.py)
+    "allclose", "array_equal", "array_equiv", "diff", "ediff1d", "einsum", "einsum_path",
+    "isclose",
 ]
 __all__ = sorted(set(__all__))
