@@ -18,6 +18,7 @@ from .api import scatter as _scatter  # noqa: F401 - x[idx] = v, fa.add.at
 from .api import standard as _standard
 from .api.array import compute, ndarray
 from .api.comparisons import allclose, array_equal, array_equiv, isclose
+from .api.counting import bincount, histogram
 from .api.creation import (
     arange,
     array,
@@ -73,6 +74,7 @@ from .api.sorting import (
     argsort,
     searchsorted,
     sort,
+    unique,
     unique_all,
     unique_counts,
     unique_inverse,
@@ -139,9 +141,9 @@ __all__ = [
     "isdtype", "linspace", "matmul", "meshgrid", "moveaxis", "nan", "newaxis", "permute_dims",
     "pi", "real", "repeat", "result_type", "roll", "special", "stack", "tensordot", "tile",
     "tril", "triu", "unstack", "vecdot", *sorted(_DTYPES),
-    # sorted by NumPy on the host (api/sorting.py)
+    # sorted and counted by the backend's array library (api/sorting.py, api/counting.py)
     "argsort", "searchsorted", "sort", "unique_all", "unique_counts", "unique_inverse",
-    "unique_values",
+    "unique_values", "unique", "bincount", "histogram",
     # einsum, differences and whole-array comparisons (api/einsum.py, differences.py,
     # comparisons.py)
     "allclose", "array_equal", "array_equiv", "diff", "ediff1d", "einsum", "einsum_path",

@@ -49,7 +49,28 @@ def borrowed(name: str, *arrays):
         yield np, tuple(np.from_dlpack(x) for x in xs)
         return
     with xp.cuda.Device(backend.device_id), xp.cuda.Stream.null:
-        yield xp, tuple(xp.asarray(x) for x in xs)
+        yield xp, tuple(_cupy_view(xp, x, backend.device_id) for x in xs)
+
+
+def library(name: str, *arrays):
+    """The array library of the operands' backend (NumPy, or CuPy on cuda), nothing computed:
+    for a caller that builds a fused pass over pending operands before :func:`borrowed`."""
+    xs = tuple(asarray(a) for a in arrays)
+    _no_host_value_while_tracing(xs, f"fa.{name} (a library kernel, not fused)")
+    return _backend(xs).array_library()
+
+
+def _cupy_view(cp, x: ndarray, device_id: int):
+    """A CuPy array over ``x``'s memory, made from its CUDA array interface by hand: CuPy's own
+    import of a v3 interface that names a stream (``cupy.asarray``) blocks the host until that
+    stream is idle (``CUPY_CUDA_ARRAY_INTERFACE_SYNC``), and fusedarrays' stream is already
+    the one CuPy's kernels are queued on here. ``x`` is the memory's owner."""
+    cai = x.__cuda_array_interface__
+    dtype, shape, strides = np.dtype(cai["typestr"]), cai["shape"], cai["strides"]
+    nbytes = (max((abs(n * s) for n, s in zip(shape, strides)), default=dtype.itemsize)
+              if strides is not None else int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+    memory = cp.cuda.UnownedMemory(cai["data"][0], nbytes, x, device_id)
+    return cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(memory, 0), strides)
 
 
 def adopt(result) -> ndarray:

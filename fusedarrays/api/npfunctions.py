@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import creation, manipulation, masks, products, sorting, standard
+from . import counting, creation, manipulation, masks, products, sorting, standard
 from .array import asarray, ndarray
 from .comparisons import allclose, array_equal, array_equiv, isclose
 from .creation import empty, full
@@ -202,7 +202,7 @@ IMPLEMENTED: dict = {
     np.flatnonzero: lambda a: masks.flatnonzero(a),
     np.count_nonzero: lambda a, axis=None, *, keepdims=False: masks.count_nonzero(
         a, axis, keepdims=keepdims),
-    # sorted by NumPy on the host (api/sorting.py)
+    # sorted by the backend's array library on fusedarrays' memory (api/sorting.py)
     np.sort: _sorted("sort", sorting.sort),
     np.argsort: _sorted("argsort", sorting.argsort),
     np.searchsorted: lambda a, v, side="left", sorter=None: sorting.searchsorted(
@@ -210,6 +210,9 @@ IMPLEMENTED: dict = {
 }
 IMPLEMENTED.update({getattr(np, name): getattr(sorting, name) for name in (
     "unique_all", "unique_counts", "unique_inverse", "unique_values") if hasattr(np, name)})
+# NumPy's unique, bincount and histogram, by the same library (api/sorting.py, api/counting.py)
+IMPLEMENTED.update({np.unique: sorting.unique, np.bincount: counting.bincount,
+                    np.histogram: counting.histogram})
 IMPLEMENTED.update({getattr(np, name): FUNCTIONS_REDUCING[name] for name in (
     "sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "mean", "var", "std")})
 IMPLEMENTED.update({getattr(np, alias): FUNCTIONS_REDUCING[name]
