@@ -68,6 +68,7 @@ from .api.masks import argwhere, count_nonzero, flatnonzero, nonzero
 from .api.nanfunctions import FUNCTIONS_NAN as _NAN
 from .api.products import matmul, tensordot, vecdot
 from .api.profile import Profile, profile
+from .api.quantiles import FUNCTIONS_QUANTILE as _QUANTILE
 from .api.reductions import FUNCTIONS_REDUCING as _REDUCING
 from .api.scans import FUNCTIONS_SCANNING as _SCANNING
 from .api.sorting import (
@@ -107,6 +108,7 @@ globals().update(_elementwise.FUNCTIONS)
 globals().update(_REDUCING)
 globals().update(_SCANNING)        # cumulative_sum, cumulative_prod, cumsum, cumprod
 globals().update(_NAN)             # nansum … nancumprod (after _REDUCING: nanmax's full form)
+globals().update(_QUANTILE)        # median percentile quantile nanmedian nanpercentile …
 globals().update(_DTYPES)          # fa.float32 … fa.bool: NumPy's dtype objects
 # the standard's clip (optional bounds), round and where over the op-table rows of those names
 clip, round, where = _standard.clip, _standard.round, _standard.where
@@ -134,6 +136,7 @@ __all__ = [
     "timings", "transpose", "zeros", "zeros_like",
     "Profile", "profile",
     *sorted(_elementwise.FUNCTIONS), *sorted(_REDUCING), *sorted(_SCANNING), *sorted(_NAN),
+    *sorted(_QUANTILE),
     # the Array API namespace (api/creation.py, manipulation.py, datatypes.py, standard.py …)
     "Device", "__array_api_version__", "__array_namespace_info__", "matrix_transpose",
     "angle", "array", "astype", "broadcast_arrays", "can_cast", "concat",

@@ -23,6 +23,7 @@ from .elementwise import FUNCTIONS
 from .linalg_numpy import FUNCTIONS_LINALG
 from .manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
 from .nanfunctions import FUNCTIONS_NAN
+from .quantiles import FUNCTIONS_QUANTILE
 from .reductions import ALIASES, FUNCTIONS_REDUCING
 from .refusals import options_text, refusal
 from .scans import FUNCTIONS_SCANNING
@@ -229,6 +230,7 @@ IMPLEMENTED.update({
     np.array_equiv: array_equiv,
 })
 IMPLEMENTED.update({getattr(np, name): f for name, f in FUNCTIONS_NAN.items()})  # nan-functions
+IMPLEMENTED.update({getattr(np, name): f for name, f in FUNCTIONS_QUANTILE.items()})
 IMPLEMENTED.update({getattr(np, name): FUNCTIONS_SCANNING[name] for name in (
     "cumsum", "cumprod", "cumulative_sum", "cumulative_prod") if hasattr(np, name)})
 if hasattr(np, "astype"):     # NumPy 2.1 and later
