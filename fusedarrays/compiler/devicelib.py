@@ -5,7 +5,7 @@ NumPy does: integer division by zero gives 0, ``INT_MIN // -1`` wraps, shifts pa
 give
 0 or -1, maximum propagates NaN, float ``//`` and ``%`` follow NumPy's ``npy_divmod``; and the
 functions no backend's ``math`` has in the form NumPy and SciPy compute them (``logaddexp``,
-``heaviside``, ``gcd``, ``expit``, ``logit``, ``erfinv``). Each backend
+``heaviside``, ``gcd``, ``expit``, ``logit``, ``erfinv``, ``nextafter``). Each backend
 compiles them with its own namespace as globals (numba device functions on cuda, ``njit`` on cpu,
 plain Python on sim), so the names they use — ``cv_i64``, ``fa_fmod_f32``, ``math`` — are the
 backend's. Pure text and functions: imports nothing heavy. The random-number helpers
@@ -364,6 +364,64 @@ def fa_erfinv_f64_core(y):
     return math.copysign(x, y)
 '''
 
+# nextafter, as NumPy computes it (C's nextafter for float32 and float64, npy_half_nextafter for
+# float16): one step in the integer image of the float's bits, which is ordered as the magnitudes
+# are, so +1 moves away from zero and -1 toward it (from the smallest subnormal to a zero of x's
+# sign; from the largest finite value to an infinity). fa_f32_bits / fa_bits_f32 (int32) and
+# fa_f64_bits / fa_bits_f64 (int64) reinterpret a float's bits, each backend's own (libdevice on
+# cuda, a scalar view on cpu and sim). A float16 value is held in a float32 (exactly): its 10
+# fraction bits are the top of float32's 23, so a float16 step is 2**13 there while it is normal;
+# below float16's smallest normal 2**-14 the steps are float16's subnormal spacing 2**-24, exact
+# float32 arithmetic. Equal operands give y (C), or x for float16 (NumPy's half: 0 toward -0 stays
+# 0); a NaN operand gives a NaN (float16: the positive quiet NaN, as NumPy's).
+_NEXTAFTER_SOURCE = '''
+def fa_nextafter_f64(x, y):
+    if x != x or y != y:
+        return cv_f64(x + y)
+    if x == y:
+        return cv_f64(y)
+    if x == cv_f64(0.0):
+        return cv_f64(math.copysign(cv_f64(5e-324), y))
+    b = cv_i64(fa_f64_bits(x))
+    if (x < y) == (x > cv_f64(0.0)):
+        return fa_bits_f64(cv_i64(b + cv_i64(1)))
+    return fa_bits_f64(cv_i64(b - cv_i64(1)))
+
+def fa_nextafter_f32(x, y):
+    if x != x or y != y:
+        return cv_f32(x + y)
+    if x == y:
+        return cv_f32(y)
+    if x == cv_f32(0.0):
+        return cv_f32(math.copysign(cv_f32(1.401298464324817e-45), y))
+    b = cv_i32(fa_f32_bits(x))
+    if (x < y) == (x > cv_f32(0.0)):
+        return fa_bits_f32(cv_i32(b + cv_i32(1)))
+    return fa_bits_f32(cv_i32(b - cv_i32(1)))
+
+def fa_nextafter_f16(x, y):
+    tiny = cv_f32(5.960464477539063e-08)
+    if x != x or y != y:
+        return cv_f32(math.nan)
+    if x == y:
+        return cv_f32(x)
+    if x == cv_f32(0.0):
+        return cv_f32(math.copysign(tiny, y))
+    away = (x < y) == (x > cv_f32(0.0))
+    a = cv_f32(abs(x))
+    if a == cv_f32(math.inf):
+        return cv_f32(math.copysign(cv_f32(65504.0), x))
+    if a == cv_f32(65504.0) and away:
+        return cv_f32(math.copysign(cv_f32(math.inf), x))
+    if a < cv_f32(6.103515625e-05) or (a == cv_f32(6.103515625e-05) and not away):
+        step = tiny if away else cv_f32(0.0) - tiny
+        return cv_f32(math.copysign(cv_f32(a + step), x))
+    b = cv_i32(fa_f32_bits(x))
+    if away:
+        return fa_bits_f32(cv_i32(b + cv_i32(8192)))
+    return fa_bits_f32(cv_i32(b - cv_i32(8192)))
+'''
+
 _SIGN_INT_SOURCE = '''
 def fa_take_index(i, n):
     # a gather's index (fa.take): negative values count from the end; the host checked the
@@ -406,7 +464,7 @@ def helper_source() -> str:
     """All helper functions as one source text (for display and for backends that exec it)."""
     floats = "".join(_FLOAT_SOURCE.replace("{t}", t) for t in ("f32", "f64"))
     return (_INTEGER_SOURCE + _ERFINV_SOURCE + floats + COMPLEX_SOURCE + _SIGN_INT_SOURCE
-            + RANDOM_SOURCE)
+            + _NEXTAFTER_SOURCE + RANDOM_SOURCE)
 
 
 @cache

@@ -79,6 +79,23 @@ def _st_f16(p, i, v):
     st_u16(p, i, f32_to_half(v))  # noqa: F821
 
 
+# a float's bits as the signed integer of its width and back (devicelib's nextafter)
+def _f32_bits(x):
+    return np.float32(x).view(np.int32)
+
+
+def _bits_f32(b):
+    return np.int32(b).view(np.float32)
+
+
+def _f64_bits(x):
+    return np.float64(x).view(np.int64)
+
+
+def _bits_f64(b):
+    return np.int64(b).view(np.float64)
+
+
 def _cv_b1(x):
     return x != 0
 
@@ -230,6 +247,9 @@ class CpuBackend(HostMemory):
         ns["fa_divrcp_f32"] = self._jit(_divrcp_f32, ns)
         ns["fa_divby_f32"] = ns["fa_rowdivby_f32"] = self._jit(_divby_f32, ns)
         ns["fa_divrcph_f32"], ns["fa_divbyh_f32"] = ns["fa_divrcp_f32"], ns["fa_divby_f32"]
+        for name, fn in (("fa_f32_bits", _f32_bits), ("fa_bits_f32", _bits_f32),
+                         ("fa_f64_bits", _f64_bits), ("fa_bits_f64", _bits_f64)):
+            ns[name] = self._jit(fn, ns)
         ns["fa_cas_i64"] = intrinsics.cas_i64
         ns["fa_flag_index"] = self._jit(_flag_index, ns)
         for name, fn in helpers.items():

@@ -445,6 +445,10 @@ def _build_base() -> dict[str, object]:
     ns["fa_fma_f64"] = libdevice.fma    # fma.rn.f64: the exact multiply-adds fa.random needs
     ns["fa_fma_f32"] = libdevice.fmaf   # fma.rn.f32
     ns["fa_div_f32"] = ns["fa_div_f64"] = ns["fa_div"]
+    # a float's bits as the signed integer of its width and back (devicelib's nextafter)
+    ns["fa_f32_bits"], ns["fa_bits_f32"] = libdevice.float_as_int, libdevice.int_as_float
+    ns["fa_f64_bits"] = libdevice.double_as_longlong
+    ns["fa_bits_f64"] = libdevice.longlong_as_double
     ns["fa_warp_lanes"] = 32   # block trees finish within one warp (rowfusion.block_tree)
     for name in MATH_FUNCTIONS:
         ns[f"fa_{name}_f32"] = getattr(libdevice, name + "f")

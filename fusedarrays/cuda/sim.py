@@ -203,6 +203,10 @@ def _build_namespace(helpers: dict) -> dict:
     for name, fn in _BACKEND_MATH.items():
         ns[f"fa_{name}_f32"] = ns[f"fa_{name}_f64"] = fn
     ns["fa_fma_f64"], ns["fa_fma_f32"] = _fma, _fma32
+    ns["fa_f32_bits"] = lambda x: np.float32(x).view(np.int32)
+    ns["fa_bits_f32"] = lambda b: np.int32(b).view(np.float32)
+    ns["fa_f64_bits"] = lambda x: np.float64(x).view(np.int64)
+    ns["fa_bits_f64"] = lambda b: np.int64(b).view(np.float64)
     # a float32 division by a divisor uniform across its loop: the device's quotient from the
     # divisor's reciprocal is the division's own (cuda/division.py), so the simulator divides,
     # the reciprocal unused

@@ -193,6 +193,9 @@ _ROWS = [
        "b where cond else c",
        rule="where"),
     Op("copysign", 2, np.copysign, _t(f="math.copysign({0}, {1})"), "|a| with the sign of b"),
+    # {bits} is the loop dtype's width: float16 steps in float16's spacing, not its float32's
+    Op("nextafter", 2, np.nextafter, _t(f="fa_nextafter_f{bits}({0}, {1})"),
+       "the next float after a toward b (one step of the dtype's spacing)"),
     # predicates
     Op("isnan", 1, np.isnan, _t(f="({0} != {0})", any="False", c="({0} != {0})"),
        "a is NaN (complex: either part)"),
@@ -281,8 +284,7 @@ LEFT_OUT: dict[str, str] = {
     "frexp": "two results (mantissa, exponent)",
     "modf": "two results; `a - trunc(a)` and `trunc(a)` fuse into one kernel",
     "ldexp": "needs exact scaling past the exponent range (two steps of 2**k); not yet",
-    "nextafter": "bit-level float stepping; numba's math has no nextafter on cpu",
-    "spacing": "bit-level float stepping, as nextafter",
+    "spacing": "not in the Array API: `fa.nextafter(x, fa.copysign(fa.inf, x)) - x`",
     "isnat": "datetime dtypes are not supported",
     "matmul": "a product, not elementwise: `fa.matmul` / `@` (unfused)",
     "matvec": "a product, not elementwise: `fa.matmul`",
@@ -331,7 +333,7 @@ TYPED: dict[str, frozenset[str]] = {name: frozenset(codes.split()) for name, cod
     **{name: _FLOATS + _CX for name in ("expm1", "log2", "log10", "log1p", "rint")},
     **{name: _FLOATS for name in (
         "cbrt", "exp2", "arcsin", "arccos", "arctan", "arctan2", "arcsinh", "arccosh",
-        "arctanh", "hypot", "copysign")},
+        "arctanh", "hypot", "copysign", "nextafter")},
     **{name: _ALL for name in ("floor", "ceil", "trunc", "maximum", "minimum", "fmax", "fmin",
                                "clip")},
     **{name: _ALL + _CX for name in ("copy", "where", "real", "imag")},
