@@ -1,11 +1,12 @@
-"""The namespace's coverage, generated from the code: which Array API 2023.12 names
-``fusedarrays`` has, and which NumPy ufuncs the op table covers (and why the rest are left out).
+"""The namespace's coverage, generated from the code: which Array API 2024.12 names
+``fusedarrays`` has (the ``linalg`` extension's under ``fa.linalg``), and which NumPy ufuncs the
+op table covers (and why the rest are left out).
 
 ``python tests/namespace_coverage.py`` prints the README's coverage section;
 ``--write`` replaces it in README.md (between the ``coverage`` markers);
 tests/pure/test_namespace_coverage.py fails when README.md and the code disagree.
-The standard's names are its 2023.12 name lists (data-apis/array-api,
-``src/array_api_stubs/_2023_12/*.py``, ``__all__``), copied here as data.
+The standard's names are its 2024.12 name lists (data-apis/array-api,
+``src/array_api_stubs/_2024_12/*.py``, ``__all__``), copied here as data.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import fusedarrays as fa
 from fusedarrays.ir import ops
 
-STANDARD_2023_12 = {
+STANDARD_2024_12 = {
     "constants": "e inf nan newaxis pi",
     "data types": "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64 "
                   "complex64 complex128",
@@ -31,19 +32,24 @@ STANDARD_2023_12 = {
                    "floor_divide greater greater_equal hypot imag isfinite isinf isnan less "
                    "less_equal log log1p log2 log10 logaddexp logical_and logical_not "
                    "logical_or logical_xor maximum minimum multiply negative not_equal "
-                   "positive pow real remainder round sign signbit sin sinh square sqrt "
-                   "subtract tan tanh trunc",
-    "indexing": "take",
+                   "nextafter positive pow real reciprocal remainder round sign signbit sin sinh "
+                   "square sqrt subtract tan tanh trunc",
+    "indexing": "take take_along_axis",
     "inspection": "__array_namespace_info__",
     "linear algebra": "matmul matrix_transpose tensordot vecdot",
     "manipulation": "broadcast_arrays broadcast_to concat expand_dims flip moveaxis "
                     "permute_dims repeat reshape roll squeeze stack tile unstack",
-    "searching": "argmax argmin nonzero searchsorted where",
+    "searching": "argmax argmin count_nonzero nonzero searchsorted where",
     "set": "unique_all unique_counts unique_inverse unique_values",
     "sorting": "argsort sort",
-    "statistical": "cumulative_sum max mean min prod std sum var",
-    "utility": "all any",
+    "statistical": "cumulative_prod cumulative_sum max mean min prod std sum var",
+    "utility": "all any diff",
+    "linalg extension": "cholesky cross det diagonal eigh eigvalsh inv matmul matrix_norm "
+                        "matrix_power matrix_rank matrix_transpose outer pinv qr slogdet solve "
+                        "svd svdvals tensordot trace vecdot vector_norm",
 }
+# the categories whose names live in a namespace of their own (an extension)
+EXTENSIONS = {"linalg extension": "linalg"}
 BEGIN, END = "<!-- coverage: begin (tests/namespace_coverage.py --write) -->", \
     "<!-- coverage: end -->"
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
@@ -55,11 +61,12 @@ def _numpy_ufuncs() -> list[str]:
 
 def section() -> str:
     """The README's coverage section, from the code."""
-    lines = ["| Array API 2023.12 | in `fusedarrays` | missing |", "|---|---|---|"]
+    lines = ["| Array API 2024.12 | in `fusedarrays` | missing |", "|---|---|---|"]
     total = have = 0
-    for category, names in STANDARD_2023_12.items():
+    for category, names in STANDARD_2024_12.items():
         names = names.split()
-        missing = [n for n in names if not hasattr(fa, n)]
+        space = getattr(fa, EXTENSIONS[category], None) if category in EXTENSIONS else fa
+        missing = [n for n in names if not hasattr(space, n)]
         total, have = total + len(names), have + len(names) - len(missing)
         lines.append(f"| {category} | {len(names) - len(missing)}/{len(names)} | "
                      f"{' '.join(f'`{n}`' for n in missing) or '—'} |")

@@ -11,6 +11,12 @@ import numpy as np
 from ..ir import dtypes
 from .devices import check_device, default_device
 
+# The rank that every operation supports end to end: NumPy's limit (NPY_MAXDIMS, 64 since NumPy
+# 2.0), which an array's values meet when they leave (``.get()``, ``np.asarray``). Kernels collapse
+# size-1 and contiguous axes, so they see far fewer; a lazy array of more dimensions can be built
+# but not read back.
+MAX_DIMENSIONS = 64
+
 _KINDS = {
     "bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
     "real floating": "f", "complex floating": "c", "numeric": "iufc",
@@ -21,8 +27,10 @@ class Info:
     """The namespace's capabilities, devices and dtypes."""
 
     def capabilities(self) -> dict:
-        # boolean indexing and nonzero/unique have data-dependent shapes: not supported
-        return {"boolean indexing": False, "data-dependent shapes": False}
+        # x[mask], nonzero and unique_* give data-dependent shapes (a compaction, computed when
+        # its size is asked for); 2024.12 adds "max dimensions"
+        return {"boolean indexing": True, "data-dependent shapes": True,
+                "max dimensions": MAX_DIMENSIONS}
 
     def default_device(self):
         return default_device()

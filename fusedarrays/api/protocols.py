@@ -18,13 +18,15 @@ from .elementwise import FUNCTIONS
 from .manipulation import matrix_transpose
 from .products import matmul
 
-API_VERSION = "2023.12"
+API_VERSION = "2024.12"
+_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 
 
 def _array_namespace(self, /, *, api_version=None):
-    if api_version not in (None, "2021.12", "2022.12", "2023.12"):
-        raise ValueError(f"fusedarrays implements Array API {API_VERSION}; "
-                         f"api_version={api_version!r} is not supported")
+    if api_version is not None and api_version not in _VERSIONS:
+        raise ValueError(f"__array_namespace__: fusedarrays implements Array API {API_VERSION}; "
+                         f"api_version={api_version!r} is not one of {_VERSIONS}: pass one "
+                         f"of them, or None for {API_VERSION}")
     # the namespace is the package itself, always imported before any array can exist
     return sys.modules[__name__.split(".")[0]]
 

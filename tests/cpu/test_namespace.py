@@ -150,7 +150,7 @@ def test_data_type_functions_match_numpy():
 def test_object_protocols():
     host = namespace_cases.base(SEED)[:5, :6]
     x = fa.asarray(host)
-    assert x.__array_namespace__() is fa and fa.__array_api_version__ == "2023.12"
+    assert x.__array_namespace__() is fa and fa.__array_api_version__ == "2024.12"
     assert f"{x[1, 2]:.3f}" == f"{host[1, 2]:.3f}" and f"{x}" == str(host)
     with pytest.raises(TypeError, match="format"):
         f"{x:.2f}"
