@@ -108,6 +108,17 @@ CASES.update({
     np.cumulative_sum: lambda a, b: np.cumulative_sum(a > 0, axis=0, include_initial=True),
     np.cumulative_prod: lambda a, b: np.cumulative_prod((b > 0) + 1, axis=1),
 })
+# einsum, differences, whole-array comparisons (their own: test_einsum.py, test_diff_isclose.py):
+# bools and differences, exact in any order
+CASES.update({
+    np.einsum: lambda a, b: np.einsum("ij,ij->j", a > 0, b < 0),
+    np.einsum_path: lambda a, b: np.einsum_path("ij,jk,kl->il", a, b.T, a, optimize=True)[0],
+    np.diff: lambda a, b: np.diff(a, n=2, axis=0), np.ediff1d: lambda a, b: np.ediff1d(
+        b, to_begin=0.5), np.isclose: lambda a, b: np.isclose(a, b, atol=0.5),
+    np.allclose: lambda a, b: (np.allclose(a, a + 1e-9), np.allclose(a, b)),
+    np.array_equal: lambda a, b: (np.array_equal(a, a), np.array_equal(a, b[::-1])),
+    np.array_equiv: lambda a, b: (np.array_equiv(a[:1], a), np.array_equiv(a[1], a[1:2])),
+})
 # linear algebra (tests/cpu/test_linalg.py has their own): LAPACK's on the same values, products
 # and fused sums compared within their rounding (_ROUNDED)
 _LINALG_CASES = {
@@ -203,7 +214,7 @@ def test_clip_takes_numpys_other_forms():
     (lambda x: np.partition(x, 1), "np.partition"),
     (lambda x: np.unique(x), "np.unique"),
     (lambda x: np.nansum(x), "np.nansum"),
-    (lambda x: np.allclose(x, x), "np.allclose"),
+    (lambda x: np.gradient(x), "np.gradient"),
     (lambda x: np.linalg.tensorinv(x), "np.linalg.tensorinv"),
     (lambda x: np.add.accumulate(x), "np.add.accumulate"),
     (lambda x: np.maximum.accumulate(x), "np.maximum.accumulate"),
