@@ -136,8 +136,9 @@ def _equal_edges(a: ndarray, bins, range) -> np.ndarray:
     except TypeError:
         raise TypeError("histogram: `bins` must be an integer, a string, or an array") from None
     if range is None and a.size:
-        lo, hi = (v.item() for v in stack([FUNCTIONS_REDUCING["min"](a),
-                                           FUNCTIONS_REDUCING["max"](a)]).get())
+        # NumPy scalars of a's dtype, as NumPy's own a.min(): its linspace then computes in
+        # that dtype (NEP 50), where Python floats would make it compute in float64
+        lo, hi = stack([FUNCTIONS_REDUCING["min"](a), FUNCTIONS_REDUCING["max"](a)]).get()
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
         range = (lo, hi)
