@@ -78,3 +78,12 @@ def test_random_export_smoke(tmp_path):
     assert rows["launches per noise-add evaluation"]["fusedarrays"] == 1
     assert rows["launches per dropout evaluation"]["fusedarrays"] == 1
     assert rows["launches per gather evaluation"]["fusedarrays"] == 1
+
+
+def test_sorting_smoke(tmp_path):
+    rows = numbers(run_script("sorting", tmp_path))
+    figures = " | ".join(rows)
+    for part in ("fa.sort(x), 2^12", "fa.argsort(x), 2^12", "fa.sort(x, descending=True)",
+                 "fa.argsort(x, descending=True)"):
+        assert part in figures, (part, figures)
+    assert all(p == "not measured" for r in rows.values() for p in r["peers"].values())
