@@ -55,9 +55,10 @@ def tolerance(dtype) -> dict:
     return {"rtol": 2e-5, "atol": 2e-5} if single else {"rtol": 1e-12, "atol": 1e-12}
 
 
-def check(subscripts, host, *, through_numpy, views=None, **kwargs):
+def check(subscripts, host, *, through_numpy, views=None, looser=1.0, **kwargs):
     """``einsum`` on fa copies of ``host`` (each through ``views`` if given) against
-    ``np.einsum`` on the same views of ``host``; returns the fa result."""
+    ``np.einsum`` on the same views of ``host`` (float tolerances times ``looser``: another
+    summation order on the GPU); returns the fa result."""
     views = views or [lambda x: x] * len(host)
     want = np.einsum(subscripts, *(v(h) for v, h in zip(views, host)), **kwargs)
     ops = [v(fa.asarray(h)) for v, h in zip(views, host)]
@@ -65,6 +66,7 @@ def check(subscripts, host, *, through_numpy, views=None, **kwargs):
     assert isinstance(got, fa.ndarray), type(got)
     want = np.asarray(want)
     assert (got.shape, got.dtype) == (want.shape, want.dtype), (subscripts, got, want)
-    np.testing.assert_allclose(got.get(), want, **tolerance(want.dtype),
+    tol = {k: v * looser for k, v in tolerance(want.dtype).items()}
+    np.testing.assert_allclose(got.get(), want, **tol,
                                err_msg=f"{subscripts} {kwargs} seed {SEED}")
     return got

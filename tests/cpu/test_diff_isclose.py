@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import fusedarrays as fa
+from fusedarrays import config
 from fusedarrays.api import differences
 
 pytestmark = pytest.mark.usefixtures("cpu_backend")
@@ -210,3 +211,13 @@ def test_array_equal_and_equiv_as_numpys():
     assert fa.array_equal(x, "not an array") is False
     assert np.array_equiv(x[:1], x[:1] + 0.0) is True and fa.array_equiv(x, h[1]) is False
     assert fa.array_equiv(fa.asarray(np.ones((3, 4))), 1) is True
+
+
+def test_diff_and_isclose_run_on_the_sim_backend_too():
+    h = _host((4, 6), np.float32, np.random.default_rng(SEED))
+    with config.override(BACKEND="sim"):
+        x = fa.asarray(h)
+        np.testing.assert_array_equal(fa.diff(x, n=2, axis=0).get(), np.diff(h, n=2, axis=0))
+        np.testing.assert_array_equal(np.isclose(x, x[::-1], atol=50).get(),
+                                      np.isclose(h, h[::-1], atol=50))
+        assert fa.allclose(x, h) is True
