@@ -18,6 +18,7 @@ import numpy as np
 from ..ir import dtypes, graph, layout
 from ..runtime.backend import get_backend, new_buffer
 from . import array as _array
+from . import interop
 from .array import ndarray
 from .devices import check_device
 from .elementwise import FUNCTIONS
@@ -57,11 +58,20 @@ def array(obj, /, dtype=None, *, copy: bool | None = True, device=None) -> ndarr
 
 
 def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> ndarray:
-    """An array from any ``__dlpack__`` producer: zero-copy on the GPU, a copy from the host
-    (a ``fa.ndarray`` is returned as it is unless ``copy=True``)."""
-    if isinstance(x, ndarray) or get_backend().name == "cuda":
+    """An array from any ``__dlpack__`` producer (either DLPack capsule version, every dtype
+    incl. complex): its memory without a copy where the backend reaches it there (a CUDA
+    producer's on cuda, a host producer's on the host backends), else a copy, which
+    ``copy=False`` refuses with ``BufferError``; ``copy=True`` always copies. A ``fa.ndarray``
+    is returned as it is unless ``copy=True``.
+
+    >>> import fusedarrays as fa, numpy as np
+    >>> fa.from_dlpack(np.array([1 + 2j, 3j], np.complex64)).get().tolist()
+    [(1+2j), 3j]
+    """
+    check_device(device, "from_dlpack")
+    if isinstance(x, ndarray):
         return asarray(x, device=device, copy=copy)
-    return asarray(np.from_dlpack(x), device=device, copy=copy)
+    return interop.from_dlpack(x, copy=copy)
 
 
 def empty(shape, dtype=None, *, device=None) -> ndarray:

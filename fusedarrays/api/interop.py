@@ -1,11 +1,22 @@
-"""Leaving: ``fa.ndarray`` as a DLPack producer and a CUDA array interface (v3) exporter.
+"""Leaving and arriving: ``fa.ndarray`` as a DLPack producer and a CUDA array interface (v3)
+exporter, and ``fa.from_dlpack``'s import of any DLPack producer.
 
 ``torch.from_dlpack(y)``, ``cupy.asarray(y)``, ``jax.dlpack.from_dlpack(y)`` and
 ``numpy.from_dlpack(y)`` take a result without a copy. A pending array is computed first. The
-capsule is a DLPack ``DLManagedTensor`` (the ``"dltensor"`` capsule of DLPack 0.8, which every
-consumer reads) built here with ctypes: it points at the array's first element with its shape
-and strides in elements, and holds the array (so its memory) until the consumer calls its
-deleter, or until the capsule is collected unconsumed.
+capsule is built here with ctypes and points at the array's first element with its shape and
+strides in elements (negative steps too); it holds the array (so its memory) until the consumer
+calls its deleter, or until the capsule is collected unconsumed. Every dtype has its DLPack code
+(bool, int, uint, float, complex: ``kDLComplex`` 5, 64 or 128 bits); one without raises
+``BufferError``, as consumers expect.
+
+Versions: a consumer that passes ``max_version >= (1, 0)`` gets DLPack 1.0's
+``DLManagedTensorVersioned`` (capsule ``"dltensor_versioned"``: version, flags, then the tensor),
+every other one the ``DLManagedTensor`` of DLPack 0.8 (capsule ``"dltensor"``), which every
+consumer reads. ``copy=True`` exports a new buffer (a copy kernel on the array's device) with
+the versioned flag ``IS_COPIED``; ``dl_device=(kDLCPU, 0)`` of a cuda array exports a host copy
+(its values fetched, so the host waits for them) unless ``copy=False``, which raises
+``BufferError`` as any device the array cannot reach does. fusedarrays' memory is writable: no
+capsule is marked read-only.
 
 Stream order: fusedarrays computes on the device's legacy default stream. ``__dlpack__(stream=s)``
 makes the consumer's stream ``s`` wait for that work (an event; nothing for the legacy stream
@@ -15,19 +26,30 @@ legacy stream waits for ``s`` before the buffer can be reused by the pool;
 waits (its consumer holds the array itself, so the buffer lives as long as it does). On the cpu
 and sim backends the memory is host memory (``kDLCPU``; no CUDA array interface) and
 ``numpy.from_dlpack`` takes it.
+
+Arriving (:func:`from_dlpack`): on cuda a device producer is viewed without a copy (the backend's
+import, either capsule version); on the host backends a host producer's memory is viewed without a
+copy too (its strides kept), a read-only one copied. A producer elsewhere is copied in, where
+``copy`` allows it (``copy=False`` raises ``BufferError``); ``copy=True`` always gives new memory.
 """
 
 from __future__ import annotations
 
 import ctypes
 
-from ..errors import UnsupportedOperationError
-from ..ir import graph
+import numpy as np
+
+from ..ir import dtypes, graph
 from ..runtime import indexflags
+from ..runtime.backend import Buffer, get_backend
+from . import array as _array
 from .array import _backend_of, ndarray
 
-_KDL_CPU, _KDL_CUDA = 1, 2
-_CODES = {"b": 6, "i": 0, "u": 1, "f": 2}      # kDLBool, kDLInt, kDLUInt, kDLFloat
+_KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST = 1, 2, 3
+# kDLInt, kDLUInt, kDLFloat, kDLComplex, kDLBool, by NumPy's dtype kind
+_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
+VERSION = (1, 0)                          # the DLPack version of the versioned capsules made here
+_READ_ONLY, _IS_COPIED = 1 << 0, 1 << 1   # DLPACK_FLAG_BITMASK_*
 
 
 class _Device(ctypes.Structure):
@@ -48,29 +70,42 @@ class _Managed(ctypes.Structure):
     pass
 
 
+class _Version(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _Versioned(ctypes.Structure):
+    pass
+
+
 _DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Managed))
 _Managed._fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p),
                      ("deleter", _DELETER)]
+_DELETER_VERSIONED = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Versioned))
+_Versioned._fields_ = [("version", _Version), ("manager_ctx", ctypes.c_void_p),
+                       ("deleter", _DELETER_VERSIONED), ("flags", ctypes.c_uint64),
+                       ("dl_tensor", _Tensor)]
 
-_NAME = b"dltensor"
+_NAME, _NAME_VERSIONED = b"dltensor", b"dltensor_versioned"
 _CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_api = ctypes.pythonapi
-_api.PyCapsule_New.restype = ctypes.py_object
-_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR]
-_api.PyCapsule_IsValid.restype = ctypes.c_int
-_api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+# Prototypes of our own, not ctypes.pythonapi's shared function objects, whose argtypes any other
+# module may set differently (a py_object capsule where the destructor passes an address).
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                                 _CAPSULE_DESTRUCTOR)(("PyCapsule_New", ctypes.pythonapi))
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
 
-# manager_ctx → what one exported tensor keeps alive (the array, the struct, its shape and
-# strides), until its deleter runs.
+# manager_ctx → what one exported tensor keeps alive (the array or host copy, the struct, its
+# shape and strides) and the consumer's stream to order the buffer's reuse after, until its
+# deleter runs.
 _live: dict[int, tuple] = {}
 _next_ctx = [1]
 
 
-@_DELETER
-def _delete(managed) -> None:
-    entry = _live.pop(managed.contents.manager_ctx or 0, None)
+def _release(ctx) -> None:
+    entry = _live.pop(ctx or 0, None)
     if entry is not None and entry[4] is not None:
         # the consumer's stream may still read the memory: order its reuse after that work
         backend, stream = entry[4]
@@ -83,14 +118,26 @@ def _delete(managed) -> None:
                 pass
 
 
+@_DELETER
+def _delete(managed) -> None:
+    _release(managed.contents.manager_ctx)
+
+
+@_DELETER_VERSIONED
+def _delete_versioned(managed) -> None:
+    _release(managed.contents.manager_ctx)
+
+
 @_CAPSULE_DESTRUCTOR
 def _destroy_capsule(capsule) -> None:
-    # A capsule still named "dltensor" was never consumed (a consumer renames it): free it here.
+    # A capsule still under its own name was never consumed (a consumer renames it, to
+    # "used_dltensor" or "used_dltensor_versioned"): free it here.
     try:
-        if _api.PyCapsule_IsValid(capsule, _NAME):
-            managed = ctypes.cast(_api.PyCapsule_GetPointer(capsule, _NAME),
-                                  ctypes.POINTER(_Managed))
-            managed.contents.deleter(managed)
+        for name, struct in ((_NAME, _Managed), (_NAME_VERSIONED, _Versioned)):
+            if _capsule_is_valid(capsule, name):
+                managed = ctypes.cast(_capsule_pointer(capsule, name),
+                                      ctypes.POINTER(struct))
+                managed.contents.deleter(managed)
     except Exception:  # pragma: no cover - interpreter shutdown: nothing left to free
         pass
 
@@ -118,35 +165,67 @@ def dlpack_device(array: ndarray) -> tuple[int, int]:
 
 
 def dlpack(array: ndarray, *, stream=None, max_version=None, dl_device=None, copy=None):
-    """A DLPack capsule viewing ``array`` (computed first), ordered for the consumer's
-    ``stream``."""
+    """A DLPack capsule of ``array`` (computed first; a copy where ``copy`` or ``dl_device`` asks
+    for one), ordered for the consumer's ``stream``; versioned for a ``max_version >= (1, 0)``."""
+    if array.dtype.kind not in _CODES:
+        raise BufferError(f"__dlpack__: dtype {array.dtype} has no DLPack code; export it as "
+                          f"one of {sorted(d.name for d in dtypes.SUPPORTED)}")
+    versioned = max_version is not None and int(tuple(max_version)[0]) >= VERSION[0]
     node = _leaf_of(array)
-    buffer, shape, strides, offset = graph.leaf_view(node)
-    device = _device_of(buffer)
-    if dl_device is not None and tuple(dl_device) != device:
-        raise BufferError(f"__dlpack__: the array is on DLPack device {device}, not "
-                          f"{tuple(dl_device)}; copy it with .get() or fa.asarray first")
+    device = _device_of(graph.leaf_view(node)[0])
+    want = device if dl_device is None else tuple(int(v) for v in dl_device)
+    if want != device:
+        return _host_copy(array, device, want, stream, copy, versioned)
     if copy:
-        raise BufferError("__dlpack__(copy=True): fusedarrays exports its memory without a "
-                          "copy; copy with .copy() first")
+        node = _leaf_of(array.copy())
+    buffer, shape, strides, offset = graph.leaf_view(node)
+    consumer = None
     if device[0] == _KDL_CUDA:
         if stream == 0:
             raise ValueError("__dlpack__(stream=0) is ambiguous for CUDA (the DLPack protocol "
                              "disallows it): pass 1 for the legacy default stream")
         stream = 1 if stream is None else int(stream)
         buffer.backend.order_stream(stream)
+        # a consumer on a stream of its own orders the buffer's reuse after its work
+        consumer = (buffer.backend, stream) if stream not in (-1, 1) else None
     elif stream not in (None, -1):
         raise ValueError(f"__dlpack__: stream={stream!r} for an array in host memory; pass None")
-    dtype = node.dtype
-    if dtype.kind not in _CODES:
-        raise UnsupportedOperationError(f"__dlpack__: dtype {dtype} has no DLPack code")
+    base = buffer.backend.address(buffer.storage)
+    data = (base + offset * node.dtype.itemsize) if base else None
+    # the leaf holds the buffer
+    return _capsule(node, data, node.dtype, shape, strides, device, consumer, versioned,
+                    _IS_COPIED if copy else 0)
+
+
+def _host_copy(array, device, want, stream, copy, versioned):
+    """The capsule of a host copy of a cuda ``array`` for a consumer that asks for
+    ``dl_device=(kDLCPU, 0)``; ``BufferError`` for any other device, or where copying is
+    refused."""
+    if want != (_KDL_CPU, 0) or device[0] != _KDL_CUDA:
+        raise BufferError(f"__dlpack__: the array is on DLPack device {device} and can be "
+                          f"exported there or (copied) to the host (1, 0), not to {want}")
+    if copy is False:
+        raise BufferError(f"__dlpack__(dl_device={want}, copy=False): the array is on DLPack "
+                          f"device {device}, so the host needs a copy; pass copy=None or True")
+    if stream not in (None, -1):
+        raise ValueError(f"__dlpack__: stream={stream!r} with dl_device=(1, 0) (host memory); "
+                         "pass None")
+    host = np.ascontiguousarray(array.get())     # waits for the values
+    strides = tuple(s // host.itemsize for s in host.strides)
+    data = host.ctypes.data if host.size else None
+    return _capsule(host, data, host.dtype, host.shape, strides, want, None, versioned,
+                    _IS_COPIED)
+
+
+def _capsule(owner, data, dtype, shape, strides, device, consumer, versioned: bool, flags: int):
+    """A ``"dltensor"`` or ``"dltensor_versioned"`` capsule over ``data``, keeping ``owner``
+    (whatever holds the memory) alive until the consumer's deleter or the capsule's end."""
     ndim = len(shape)
     shape_c = (ctypes.c_int64 * max(ndim, 1))(*shape)
     strides_c = (ctypes.c_int64 * max(ndim, 1))(*strides)
-    base = buffer.backend.address(buffer.storage)
-    managed = _Managed()
+    managed = _Versioned() if versioned else _Managed()
     tensor = managed.dl_tensor
-    tensor.data = (base + offset * dtype.itemsize) if base else None
+    tensor.data = data
     tensor.device = _Device(*device)
     tensor.ndim = ndim
     tensor.dtype = _DataType(_CODES[dtype.kind], dtype.itemsize * 8, 1)
@@ -155,12 +234,59 @@ def dlpack(array: ndarray, *, stream=None, max_version=None, dl_device=None, cop
     tensor.byte_offset = 0
     ctx, _next_ctx[0] = _next_ctx[0], _next_ctx[0] + 1
     managed.manager_ctx = ctx
-    managed.deleter = _delete
-    # the leaf holds the buffer; a consumer on a stream of its own orders the buffer's reuse
-    consumer = ((buffer.backend, stream) if device[0] == _KDL_CUDA and stream not in (-1, 1)
-                else None)
-    _live[ctx] = (node, managed, shape_c, strides_c, consumer)
-    return _api.PyCapsule_New(ctypes.addressof(managed), _NAME, _destroy_capsule)
+    if versioned:
+        managed.version = _Version(*VERSION)
+        managed.flags = flags
+        managed.deleter = _delete_versioned
+    else:
+        managed.deleter = _delete
+    _live[ctx] = (owner, managed, shape_c, strides_c, consumer)
+    return _capsule_new(ctypes.addressof(managed), _NAME_VERSIONED if versioned else _NAME,
+                        _destroy_capsule)
+
+
+def from_dlpack(x, *, copy: bool | None = None) -> ndarray:
+    """``x`` (any DLPack producer) as a ``fa.ndarray`` on the current backend: its memory without
+    a copy where the backend can read it there, else a copy (refused by ``copy=False`` with
+    ``BufferError``); ``copy=True`` always new memory."""
+    kind = int(x.__dlpack_device__()[0])
+    backend = get_backend()
+    if backend.name == "cuda" and kind == _KDL_CUDA:
+        out = _array.asarray(x)      # the backend's zero-copy import (either capsule version)
+        return out.copy() if copy else out
+    host_producer = kind in (_KDL_CPU, _KDL_CUDA_HOST)
+    if copy is False and (backend.name == "cuda" or not host_producer):
+        raise BufferError(f"from_dlpack(copy=False): a {type(x).__name__} on DLPack device type "
+                          f"{kind} reaches the {backend.name} backend's memory only by a copy; "
+                          "pass copy=None or True")
+    host = np.from_dlpack(x) if host_producer else np.from_dlpack(x, device="cpu")
+    if backend.name == "cuda":
+        return _array.asarray(host)                         # the upload is the copy
+    if copy or (copy is None and not host.flags.writeable):
+        host = host.copy()          # fusedarrays' memory is writable: a read-only view is copied
+    elif not host.flags.writeable:
+        raise BufferError(f"from_dlpack(copy=False): the {type(x).__name__}'s memory is "
+                          "read-only and a fa.ndarray's is writable; pass copy=None or True")
+    return _host_view(host, backend)
+
+
+def _host_view(host: np.ndarray, backend) -> ndarray:
+    """A leaf over a NumPy array's memory on a host backend, strides kept, without a copy: the
+    buffer is a byte view from the lowest element the array reaches (its first one, unless a
+    step is negative), which holds the array and so its owner."""
+    dt = dtypes.as_dtype(host.dtype, what="from_dlpack of dtype")
+    strides = tuple(s // dt.itemsize for s in host.strides)
+    if host.size == 0:
+        storage, offset = backend.alloc(0), 0
+    else:
+        first = tuple(slice(n - 1, n) if s < 0 else slice(0, 1)
+                      for n, s in zip(host.shape, strides)) + (Ellipsis,)
+        low = host[first].reshape(-1).view(np.uint8)        # the lowest element's bytes
+        offset = -sum(s * (n - 1) for n, s in zip(host.shape, strides) if s < 0)
+        span = sum(abs(s) * (n - 1) for n, s in zip(host.shape, strides)) + 1
+        storage = np.lib.stride_tricks.as_strided(low, (span * dt.itemsize,), (1,))
+    buffer = Buffer(storage, storage.nbytes, backend)
+    return ndarray(graph.leaf(buffer, dt, host.shape, strides, offset))
 
 
 def cuda_array_interface(array: ndarray) -> dict:

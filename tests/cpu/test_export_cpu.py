@@ -1,7 +1,11 @@
 """Leaving on the cpu backend at its defaults: numpy.from_dlpack takes fa arrays (pending ones
-computed first, views with negative steps, every dtype) without a copy and keeps their memory
-alive; no CUDA array interface in host memory; fa.compute(..., out=...) writes into targets."""
+computed first, views with negative steps, every dtype incl. complex, through DLPack 1.0's
+versioned capsule and the legacy one) without a copy and keeps their memory alive; copy=True
+exports a new buffer; no CUDA array interface in host memory; fa.compute(..., out=...) writes
+into targets. Arriving: fa.from_dlpack views a host producer's memory (complex, negative steps),
+copies where asked or where it must."""
 
+import ctypes
 import gc
 
 import numpy as np
@@ -13,19 +17,40 @@ from fusedarrays.api import interop
 pytestmark = pytest.mark.usefixtures("cpu_backend")
 
 DTYPES = [np.bool_, np.int8, np.uint16, np.int32, np.int64, np.uint64, np.float16, np.float32,
-          np.float64]
+          np.float64, np.complex64, np.complex128]
+
+
+class Legacy:
+    """A producer that ignores max_version, as producers before DLPack 1.0: its capsule is the
+    legacy "dltensor" one, which numpy.from_dlpack still reads."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __dlpack__(self, stream=None, **ignored):
+        return self.x.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+
+def _host(rng, dtype, shape):
+    values = rng.standard_normal(shape) * 50
+    if np.dtype(dtype).kind == "c":
+        values = values + 1j * rng.standard_normal(shape)
+    return values.astype(dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_from_dlpack_views_and_pending(dtype):
     seed = 140
-    host = (np.random.default_rng(seed).standard_normal((130, 70)) * 50).astype(dtype)
+    host = _host(np.random.default_rng(seed), dtype, (130, 70))
     x = fa.asarray(host)
     for view, expect in ((x, host), (x[::-3, 5:60:2], host[::-3, 5:60:2]), (x.T, host.T),
                          (x[7], host[7]), (x[2, 3], host[2, 3])):
-        got = np.from_dlpack(view)
-        np.testing.assert_array_equal(got, expect, err_msg=f"{seed=}")
-        assert got.shape == expect.shape and got.dtype == expect.dtype
+        for got in (np.from_dlpack(view), np.from_dlpack(Legacy(view))):
+            np.testing.assert_array_equal(got, expect, err_msg=f"{seed=}")
+            assert got.shape == expect.shape and got.dtype == expect.dtype
     pending = x[::-1] == x[::-1]            # a pending bool expression computes first
     assert pending.pending and np.from_dlpack(pending).all() and not pending.pending
 
@@ -55,12 +80,15 @@ def test_device_stream_and_errors():
     assert not hasattr(x, "__cuda_array_interface__")
     with pytest.raises(AttributeError, match="host memory"):
         x.__cuda_array_interface__  # noqa: B018
-    with pytest.raises(BufferError, match="device"):
+    with pytest.raises(BufferError, match=r"device \(1, 0\).*not to \(2, 0\)"):
         x.__dlpack__(dl_device=(2, 0))
-    with pytest.raises(BufferError, match="copy"):
-        x.__dlpack__(copy=True)
+    with pytest.raises(BufferError, match="device"):
+        x.__dlpack__(dl_device=(2, 0), copy=True)
     with pytest.raises(ValueError, match="stream"):
         x.__dlpack__(stream=5)
+    for copy in (None, False, True):     # its own device: with or without a copy
+        np.testing.assert_array_equal(np.from_dlpack(x, device="cpu", copy=copy), np.arange(5.0))
+        x.__dlpack__(dl_device=(1, 0), copy=copy)
 
 
 def test_compute_into_targets():
@@ -105,3 +133,102 @@ def test_release_waits_for_the_consumer_stream():
     del capsule
     gc.collect()
     assert calls == [("after", 77), ("sync",)] and ctx not in interop._live
+
+
+def _capsule_header(capsule) -> tuple:
+    """``(name, (major, minor), flags)`` of an unconsumed capsule; version and flags only in a
+    versioned one."""
+    get_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(
+        ("PyCapsule_GetName", ctypes.pythonapi))
+    name = get_name(capsule)
+    if name != b"dltensor_versioned":
+        return name.decode(), None, None
+    get = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_GetPointer", ctypes.pythonapi))
+    managed = ctypes.cast(get(capsule, name), ctypes.POINTER(interop._Versioned)).contents
+    return name.decode(), (managed.version.major, managed.version.minor), managed.flags
+
+
+def test_capsule_versions_flags_and_lifetime():
+    x = fa.asarray(np.arange(6.0)) * 2
+    before = len(interop._live)
+    assert _capsule_header(x.__dlpack__()) == ("dltensor", None, None)
+    assert _capsule_header(x.__dlpack__(max_version=(0, 8))) == ("dltensor", None, None)
+    assert _capsule_header(x.__dlpack__(max_version=(1, 0))) == ("dltensor_versioned", (1, 0), 0)
+    # a newer consumer gets 1.0 (it checks the version), a copy says so in its flags
+    assert _capsule_header(x.__dlpack__(max_version=(2, 3), copy=True)) == \
+        ("dltensor_versioned", (1, 0), 2)
+    gc.collect()
+    assert len(interop._live) == before        # each unconsumed capsule freed its tensor
+    got = np.from_dlpack(x)                    # NumPy asks for (1, 0): the versioned one
+    assert len(interop._live) == before + 1
+    del got
+    gc.collect()
+    assert len(interop._live) == before
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.complex128], ids=str)
+def test_copy_true_exports_new_memory(dtype):
+    seed = 143
+    host = _host(np.random.default_rng(seed), dtype, (40, 30))
+    x = fa.asarray(host)
+    for view, expect in ((x, host), (x[::-2, ::3], host[::-2, ::3])):
+        copied = np.from_dlpack(view, copy=True)
+        np.testing.assert_array_equal(copied, expect, err_msg=f"{seed=}")
+        copied[...] = 7                        # the copy's own memory: fa's values stay
+        np.testing.assert_array_equal(view.get(), expect, err_msg=f"{seed=}")
+        shared = np.from_dlpack(view)          # while the plain export is a view
+        shared[0, 0] = 5
+        assert view.get()[0, 0] == 5
+        shared[0, 0] = expect[0, 0]
+
+
+def test_an_unsupported_dtype_is_a_buffer_error(monkeypatch):
+    monkeypatch.delitem(interop._CODES, "c")   # as a dtype without a DLPack code would be
+    with pytest.raises(BufferError, match="complex64 has no DLPack code"):
+        fa.asarray(np.ones(3, np.complex64)).__dlpack__()
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128, np.float16, np.bool_], ids=str)
+def test_fa_from_dlpack_views_host_memory(dtype):
+    seed = 144
+    host = _host(np.random.default_rng(seed), dtype, (30, 20))
+    for view in (host, host[::-1, ::3], host.T, host[4]):
+        got = fa.from_dlpack(view)     # NumPy exports the versioned capsule
+        np.testing.assert_array_equal(got.get(), view, err_msg=f"{seed=}")
+        assert got.dtype == view.dtype and got.shape == view.shape
+        np.testing.assert_array_equal((got + got).get(), view + view, err_msg=f"{seed=}")
+        legacy = fa.from_dlpack(Legacy(np.from_dlpack(view)))
+        np.testing.assert_array_equal(legacy.get(), view, err_msg=f"{seed=}")
+
+
+def test_fa_from_dlpack_copy_and_device():
+    seed = 145
+    host = _host(np.random.default_rng(seed), np.complex128, (50,))
+    shared = fa.from_dlpack(host, copy=False)
+    own = fa.from_dlpack(host[::-1], copy=True, device=fa.__array_namespace_info__().
+                         default_device())
+    host[0] = 99 + 1j
+    assert shared.get()[0] == 99 + 1j                  # the producer's memory, no copy
+    assert own.get()[-1] != 99 + 1j                    # new memory
+    frozen = np.arange(4.0)
+    frozen.flags.writeable = False
+    np.testing.assert_array_equal(fa.from_dlpack(frozen).get(), frozen)   # copied
+    with pytest.raises(BufferError, match="read-only"):
+        fa.from_dlpack(frozen, copy=False)
+    x = fa.asarray(host)
+    assert fa.from_dlpack(x) is x and fa.from_dlpack(x, copy=True) is not x
+    with pytest.raises(AttributeError):
+        fa.from_dlpack([1.0, 2.0])                     # not a DLPack producer
+
+
+def test_capsules_are_freed_whatever_others_set_on_ctypes_pythonapi(monkeypatch):
+    # another module declaring the capsule API its own way must not break our destructor
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    monkeypatch.setattr(get, "argtypes", [ctypes.py_object, ctypes.c_char_p])
+    monkeypatch.setattr(get, "restype", ctypes.c_void_p)
+    before = len(interop._live)
+    for version in (None, (1, 0)):
+        fa.asarray(np.ones(3)).__dlpack__(max_version=version)
+    gc.collect()
+    assert len(interop._live) == before

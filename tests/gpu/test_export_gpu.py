@@ -140,3 +140,78 @@ def test_compute_into_torch_and_cupy():
     fa.compute(x - 1, fa.sin(x), out=(c[1], c[0]))
     np.testing.assert_array_equal(c[1].get(), host - 1, err_msg=f"{seed=}")
     np.testing.assert_allclose(c[0].get(), np.sin(host), rtol=2e-6, atol=2e-7)
+
+
+def _complex(seed, dtype, shape=(300, 400)):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128], ids=str)
+def test_complex_to_torch_and_cupy(dtype):
+    seed = 154
+    host = _complex(seed, dtype)
+    x = fa.asarray(host)
+    views = [(x, host), (x.T, host.T), (x[3:200:2], host[3:200:2]), (x * 2j, host * 2j)]
+    cp = pytest.importorskip("cupy")
+    for view, expect in views + [(x[::-1, 3::2], host[::-1, 3::2])]:
+        np.testing.assert_array_equal(cp.from_dlpack(view).get(), expect, err_msg=f"{seed=}")
+    torch = _torch()
+    for view, expect in views:          # torch refuses negative strides (see above)
+        got = torch.from_dlpack(view).cpu().numpy()
+        np.testing.assert_array_equal(got, expect, err_msg=f"{seed=}")
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128], ids=str)
+def test_complex_from_torch_and_cupy(dtype):
+    seed = 155
+    host = _complex(seed, dtype)
+    cp = pytest.importorskip("cupy")
+    c = cp.asarray(host)
+    y = fa.from_dlpack(c[::-1], copy=False)               # CuPy's memory, no copy
+    np.testing.assert_array_equal((y * 2).get(), host[::-1] * 2, err_msg=f"{seed=}")
+    c[-1, 0] = 5 + 5j
+    cp.cuda.Device().synchronize()
+    assert y.get()[0, 0] == 5 + 5j
+    own = fa.from_dlpack(c, copy=True)
+    c[0, 0] = 7
+    cp.cuda.Device().synchronize()
+    assert own.get()[0, 0] != 7
+    torch = _torch()
+    t = torch.from_numpy(host).cuda()
+    np.testing.assert_array_equal(fa.from_dlpack(t).get(), host, err_msg=f"{seed=}")
+
+
+def test_dl_device_host_copies_from_the_device():
+    seed = 156
+    host = _complex(seed, np.complex64, (50, 60))
+    x = fa.asarray(host)
+    for view, expect in ((x, host), (x[::-2, 5:], host[::-2, 5:]), (x.real * 3, host.real * 3)):
+        got = np.from_dlpack(view, device="cpu")          # dl_device=(1, 0): a host copy
+        np.testing.assert_array_equal(got, expect, err_msg=f"{seed=}")
+        got[...] = 0                                      # the copy's own memory
+        np.testing.assert_array_equal(view.get(), expect, err_msg=f"{seed=}")
+    with pytest.raises(BufferError, match="copy=False"):
+        x.__dlpack__(dl_device=(1, 0), copy=False)
+    with pytest.raises(BufferError):
+        np.from_dlpack(x, device="cpu", copy=False)
+    with pytest.raises(BufferError, match="not to"):
+        x.__dlpack__(dl_device=(2, 1))
+    assert np.from_dlpack(x, device="cpu", copy=True)[0, 0] == host[0, 0]
+
+
+def test_copy_true_to_cupy_and_host_imports():
+    seed = 157
+    host = np.random.default_rng(seed).standard_normal(1000).astype(np.float32)
+    x = fa.asarray(host)
+    cp = pytest.importorskip("cupy")
+    try:
+        c = cp.from_dlpack(x, copy=True)
+    except TypeError:
+        pytest.skip("this CuPy's from_dlpack takes no copy=")
+    c[0] = 42
+    cp.cuda.Device().synchronize()
+    assert x.get()[0] == host[0]
+    with pytest.raises(BufferError, match="copy"):
+        fa.from_dlpack(host, copy=False)        # host memory reaches the device only by a copy
+    np.testing.assert_array_equal(fa.from_dlpack(host).get(), host, err_msg=f"{seed=}")
