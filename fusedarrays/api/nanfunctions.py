@@ -9,8 +9,9 @@ identity (``nansum``: 0, ``nanprod``: 1, ``nanargmax``: -inf …), ``nanmax`` / 
 slice gives NaN), and ``nanmean`` sums the values and counts them in one pass: the value is the
 real part and "not NaN" the imaginary part of one complex sum (complex64 for float16/float32,
 complex128 for float64), so the count costs no second reduction. ``nanvar`` is that mean, then
-the sum of the centred squares. Integer and bool inputs have no NaN: their nan-functions are the
-plain ones, as in NumPy.
+the sum of the centred squares, counted again in the same way (the count in the result's
+shape: a view of a pending reduction would compute it). Integer and bool inputs have no NaN:
+their nan-functions are the plain ones, as in NumPy.
 
 All-NaN slices give NumPy's values: NaN for ``nanmax nanmin nanmean nanvar nanstd`` (without
 NumPy's RuntimeWarning: a lazy result's values are not seen when it is built), 0 and 1 for
@@ -39,7 +40,7 @@ from ..errors import DTypeError
 from . import scans
 from .array import _tracing, asarray, ndarray
 from .elementwise import FUNCTIONS
-from .reductions import _check_out, _stat_dtypes, mean, normalize_axes, reduce, var
+from .reductions import _check_out, _stat_dtypes, mean, reduce, var
 
 _NO = np._NoValue
 _where, _isnan = FUNCTIONS["where"], FUNCTIONS["isnan"]
@@ -138,23 +139,20 @@ nanargmax = _arg("nanargmax", "argmax", -math.inf)
 nanargmin = _arg("nanargmin", "argmin", math.inf)
 
 
-def _counted(x: ndarray, valid: ndarray, axis, compute: np.dtype) -> tuple[ndarray, ndarray]:
-    """(sum of the valid values, their count) over ``axis`` (keepdims), computed in
-    ``compute``: for a real ``compute`` one complex sum (value + 1j * valid), else two."""
+def _counted(x: ndarray, valid: ndarray, axis, compute: np.dtype,
+             keepdims: bool) -> tuple[ndarray, ndarray]:
+    """(sum of the valid values of ``x``, their count) over ``axis``, computed in
+    ``compute``: for a real ``compute`` one complex sum (value + 1j * valid: one reduction,
+    and a view of a pending reduction would compute it, so each caller asks for the shape
+    it reads), for a complex one two sums."""
     values = _where(valid, x, 0)
     if compute.kind == "c":
-        total = reduce("sum", values.astype(compute), axis, True)
-        return total, reduce("sum", valid, axis, True).astype(np.dtype(compute.char.lower()))
+        total = reduce("sum", values.astype(compute), axis, keepdims)
+        part = np.dtype(compute.char.lower())
+        return total, reduce("sum", valid, axis, keepdims).astype(part)
     lanes = np.dtype(np.complex128 if compute == np.float64 else np.complex64)
-    s = reduce("sum", values.astype(lanes) + valid.astype(compute) * 1j, axis, True)
+    s = reduce("sum", values.astype(lanes) + valid.astype(compute) * 1j, axis, keepdims)
     return FUNCTIONS["real"](s), FUNCTIONS["imag"](s)
-
-
-def _squeezed(r: ndarray, axis, keepdims: bool) -> ndarray:
-    if keepdims:
-        return r
-    axes = normalize_axes(axis, r.ndim)
-    return r.reshape(tuple(e for k, e in enumerate(r.shape) if k not in axes))
 
 
 def _float_plan(name: str, x: ndarray, dtype) -> tuple[np.dtype, np.dtype]:
@@ -175,8 +173,9 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NO):
     if x.dtype.kind not in "fc":       # integers with where=: the valid ones, as floats
         x = x.astype(np.float64)
     compute, want = _float_plan("nanmean", x, dtype)
-    total, count = _counted(x.astype(compute) if x.dtype != compute else x, valid, axis, compute)
-    return _squeezed(total / count, axis, keepdims).astype(want)
+    xc = x if x.dtype == compute else x.astype(compute)
+    total, count = _counted(xc, valid, axis, compute, bool(keepdims))
+    return (total / count).astype(want)
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NO,
@@ -195,17 +194,19 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
         x = x.astype(np.float64)
     compute, want = _float_plan("nanvar", x, dtype)
     xc = x if x.dtype == compute else x.astype(compute)
-    total, count = _counted(xc, valid, axis, compute)
+    total, count = _counted(xc, valid, axis, compute, True)
     centred = _where(valid, xc - total / count, 0)
     if centred.dtype.kind == "c":
         re, im = FUNCTIONS["real"](centred), FUNCTIONS["imag"](centred)
-        squares = reduce("sum", re * re + im * im, axis, keepdims)
+        squares = re * re + im * im
     else:
-        squares = reduce("sum", centred * centred, axis, keepdims)
-    dof = _squeezed(count, axis, keepdims) - ddof
+        squares = centred * centred
+    # the squares' sum and the count again, as one reduction in the result's shape
+    part = np.dtype(compute.char.lower())
+    squares, count = _counted(squares, valid, axis, part, bool(keepdims))
+    dof = count - ddof
     result = _where(dof > 0, squares / dof, math.nan)
-    part = np.dtype(want.char.lower()) if want.kind == "c" else want
-    return result.astype(part)
+    return result.astype(np.dtype(want.char.lower()) if want.kind == "c" else want)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NO,

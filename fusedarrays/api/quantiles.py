@@ -194,48 +194,51 @@ def _quantile(name: str, a, q, axis, method: str, keepdims, skip_nan: bool) -> n
     q, weak = q
     s, shape, keep = _rows(name, a, axis)
     rows, n = s.shape
+    if skip_nan and s.dtype.kind == "f":   # shaped as the result from the start
+        target = keep if keepdims is True else shape
+        return _nan_quantile(s, q.reshape(q.shape + (1,) * len(target)), target, method, weak)
     qf = q.reshape(-1, 1) if q.ndim else q.reshape(1, 1)
-    if skip_nan and s.dtype.kind == "f":
-        r = _nan_quantile(s, qf, method, weak)
+    kind, found = _positions(np, method, n, qf[:, 0])
+    if kind == "index":
+        r = indexing.take(s, found, axis=1).T
     else:
-        kind, found = _positions(np, method, n, qf[:, 0])
-        if kind == "index":
-            r = indexing.take(s, found, axis=1).T
-        else:
-            i, j, g = _neighbours(np, method, n, found)
-            r = _lerp(indexing.take(s, i, axis=1).T, indexing.take(s, j, axis=1).T,
-                      _result_t(g, weak, s.dtype))
-        if s.dtype.kind == "f":     # a row holding NaN gives NaN, as NumPy (NaN sorts last)
-            last = s[:, -1]
-            r = _where(FUNCTIONS["isnan"](last), last, r).astype(r.dtype)
+        i, j, g = _neighbours(np, method, n, found)
+        r = _lerp(indexing.take(s, i, axis=1).T, indexing.take(s, j, axis=1).T,
+                  _result_t(g, weak, s.dtype))
+    if s.dtype.kind == "f":     # a row holding NaN gives NaN, as NumPy (NaN sorts last)
+        last = s[:, -1]
+        r = _where(FUNCTIONS["isnan"](last), last, r).astype(r.dtype)
     return _finish(r, q.shape, shape, keep, keepdims)
 
 
 def _gathered(s: ndarray, index: ndarray, count: ndarray) -> ndarray:
-    """``s[k, index[., k]]`` for each row k, ``index`` clamped into the row's ``count``
-    values ([0, count - 1], 0 where count is 0)."""
+    """``s[k, index[..., k]]`` for each row k (``index`` and ``count`` over the rows shaped as
+    the result, ``count.shape``), ``index`` clamped into the row's ``count`` values
+    ([0, count - 1]; 0 where count is 0: the row's first element, NaN)."""
     rows, n = s.shape
     index = _where(index > count - 1, count - 1, index)
     index = _where(index < 0, 0, index)
-    base = asarray(np.arange(rows, dtype=np.int64).reshape(1, rows) * n)
-    # computed first: a gather whose index is a pending reduction is not yet planned (#32)
-    flat = (index + base).astype(np.int64).compute()
-    return indexing.take(s.reshape(-1), flat)
+    base = asarray(np.arange(rows, dtype=np.int64).reshape(count.shape) * n)
+    return indexing.take(s.reshape(-1), (index + base).astype(np.int64))
 
 
-def _count(s: ndarray) -> ndarray:
-    """Each sorted row's non-NaN values (NaN sorts last), as a (1, rows) int64 array."""
-    valid = FUNCTIONS["logical_not"](FUNCTIONS["isnan"](s))
-    return reduce("sum", valid, 1).reshape((1, s.shape[0]))
+def _count(s: ndarray, target: tuple) -> ndarray:
+    """Each sorted row's non-NaN values (NaN sorts last), shaped ``target`` (the result's
+    shape past q's): a pending reduction over the sorted rows seen as ``target + (n,)``, so
+    nothing after it is a view of it (which would compute it)."""
+    rows = s.reshape(target + (s.shape[1],))
+    return reduce("sum", FUNCTIONS["logical_not"](FUNCTIONS["isnan"](rows)), -1)
 
 
-def _nan_quantile(s: ndarray, qf: np.ndarray, method: str, weak: bool) -> ndarray:
-    """nanquantile's (m, rows) result: positions from each row's count, on the device."""
-    count = _count(s)
-    pdtype = qf.dtype if qf.dtype.kind == "f" else np.dtype(np.float64)
-    integral = method == "linear" and qf.dtype.kind in "biu"
+def _nan_quantile(s: ndarray, q: np.ndarray, target: tuple, method: str,
+                  weak: bool) -> ndarray:
+    """nanquantile's result (``q.shape`` then ``target``): positions from each row's count,
+    on the device, fused with the gathers and the interpolation."""
+    count = _count(s, target)
+    pdtype = q.dtype if q.dtype.kind == "f" else np.dtype(np.float64)
+    integral = method == "linear" and q.dtype.kind in "biu"
     n = count if integral else count.astype(pdtype)
-    kind, found = _positions(_FA, method, n, asarray(qf if integral else qf.astype(pdtype)))
+    kind, found = _positions(_FA, method, n, asarray(q if integral else q.astype(pdtype)))
     if kind == "index":
         return _gathered(s, found, count)
     i, j, g = _neighbours(_FA, method, n, found)
@@ -283,19 +286,18 @@ def _median(name: str, a, axis, out, keepdims, skip_nan: bool) -> ndarray:
     s, shape, keep = _rows(name, a, axis)
     rows, n = s.shape
     compute, want = _stat_dtypes(s, None)
-    if skip_nan and s.dtype.kind == "f":
-        count = _count(s)
+    if skip_nan and s.dtype.kind == "f":   # shaped as the result from the start
+        count = _count(s, keep if keepdims is True else shape)
         half = FUNCTIONS["floor_divide"]
         i, j = half(count - 1, 2), half(count, 2)
-        lo, hi = _gathered(s, i, count), _gathered(s, j, count)
-        mid = lo.astype(compute)
-        r = _where(i == j, mid, (mid + hi.astype(compute)) / 2)
-    else:
-        mid = s[:, (n - 1) // 2].astype(compute)
-        r = mid if n % 2 else (mid + s[:, n // 2].astype(compute)) / 2
-        if s.dtype.kind == "f":
-            last = s[:, -1]
-            r = _where(FUNCTIONS["isnan"](last), last, r)
+        mid = _gathered(s, i, count).astype(compute)
+        r = _where(i == j, mid, (mid + _gathered(s, j, count).astype(compute)) / 2)
+        return r.astype(want)
+    mid = s[:, (n - 1) // 2].astype(compute)
+    r = mid if n % 2 else (mid + s[:, n // 2].astype(compute)) / 2
+    if s.dtype.kind == "f":
+        last = s[:, -1]
+        r = _where(FUNCTIONS["isnan"](last), last, r)
     return _finish(r.astype(want).reshape((1, rows)), (), shape, keep, keepdims)
 
 
