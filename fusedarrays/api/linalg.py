@@ -197,7 +197,10 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> ndarray:
         r = reduce("max" if ord > 0 else "min", reduce("sum", a, summed), -1)
     elif ord in (2, -2, "nuc") and not isinstance(ord, bool):
         s = svdvals(x)
-        r = reduce("sum", s, -1) if ord == "nuc" else s[..., 0] if ord == 2 else s[..., -1]
+        if ord == "nuc" or not s.shape[-1]:     # an empty matrix: NumPy's 0, or its error
+            r = reduce("sum" if ord != -2 else "min", s, -1)
+        else:                                   # descending: the first or the last
+            r = s[..., 0] if ord == 2 else s[..., -1]
     else:
         raise ValueError(f"fa.linalg.matrix_norm: Invalid norm order {ord!r} for matrices "
                          "(one of 'fro', 'nuc', 1, -1, 2, -2, inf, -inf)")

@@ -143,6 +143,18 @@ def _matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     return linalg.matrix_rank(A, rtol=rtol, tol=tol)
 
 
+def _cond(x, p=None):
+    """NumPy's condition number: the ratio of extreme singular values (``p`` None, 2, -2),
+    else ``norm(x, p) * norm(inv(x), p)``; a singular matrix's is ``inf``, as NumPy's."""
+    x = asarray(x)
+    if p in (None, 2, -2):
+        s = linalg.svdvals(x)
+        big, small = s[..., 0], s[..., -1]
+        return big / small if p != -2 else small / big
+    r = linalg.matrix_norm(x, ord=p) * linalg.matrix_norm(linalg.inv(x), ord=p)
+    return FUNCTIONS["where"](FUNCTIONS["isnan"](r), np.inf, r)
+
+
 def _multi_dot(arrays, *, out=None):
     _no_out("linalg.multi_dot", out)
     arrays = [asarray(a) for a in arrays]
@@ -211,6 +223,7 @@ FUNCTIONS_LINALG: dict = {
     np.linalg.matrix_rank: _matrix_rank,
     np.linalg.matrix_power: lambda a, n: linalg.matrix_power(a, n),
     np.linalg.multi_dot: _multi_dot,
+    np.linalg.cond: _cond,
     np.linalg.norm: linalg.norm,
     np.linalg.matrix_norm: lambda x, /, *, keepdims=False, ord="fro": linalg.matrix_norm(
         x, keepdims=keepdims, ord=ord),

@@ -141,6 +141,7 @@ _LINALG_CASES = {
     np.linalg.lstsq: lambda a, b: np.linalg.lstsq(b, a[:, 0])[0],
     np.linalg.matrix_rank: lambda a, b: np.linalg.matrix_rank(np.stack([b, b * 0])),
     np.linalg.matrix_power: lambda a, b: np.linalg.matrix_power(b[:, :3], 3),
+    np.linalg.cond: lambda a, b: np.linalg.cond(np.stack([b[:, :3], b[:, 1:]]), "fro"),
     np.linalg.multi_dot: lambda a, b: np.linalg.multi_dot([a, b.T, a]),
     np.linalg.matrix_norm: lambda a, b: np.linalg.matrix_norm(b, ord=np.inf),
     np.linalg.vector_norm: lambda a, b: np.linalg.vector_norm(a, axis=0, ord=1),
