@@ -16,6 +16,7 @@ from .api import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) di
 from .api import protocols as _protocols
 from .api import scatter as _scatter  # noqa: F401 - x[idx] = v, fa.add.at
 from .api import standard as _standard
+from .api import ufuncs as _ufuncs  # noqa: F401 - np.<ufunc>(x, ...) and its methods
 from .api.array import compute, ndarray
 from .api.comparisons import allclose, array_equal, array_equiv, isclose
 from .api.counting import bincount, histogram

@@ -7,6 +7,7 @@ values, and what to do. Bottom layer: imports nothing from the package.
 
 from __future__ import annotations
 
+from numpy._core._exceptions import _UFuncInputCastingError, _UFuncOutputCastingError
 from numpy.linalg import LinAlgError as _NumPyLinAlgError
 
 
@@ -38,6 +39,24 @@ class LinAlgError(FusedArraysError, _NumPyLinAlgError):
     """A matrix the factorization or solver can't take (singular, not positive definite, not
     square, or a routine that did not converge): ``np.linalg.LinAlgError`` too, as NumPy
     raises it."""
+
+
+class UFuncInputCastingError(FusedArraysError, _UFuncInputCastingError):
+    """A ufunc's operand can't be cast to its loop under ``casting=`` (``dtype=`` chose the
+    loop): NumPy's error type and text, and what to do."""
+
+    def __str__(self) -> str:
+        return (super().__str__() + "; pass casting='unsafe' to allow it, or cast the operand "
+                "first with .astype()")
+
+
+class UFuncOutputCastingError(FusedArraysError, _UFuncOutputCastingError):
+    """A ufunc's result can't be cast to its ``out=`` array's dtype under ``casting=``:
+    NumPy's error type and text, and what to do."""
+
+    def __str__(self) -> str:
+        return (super().__str__() + "; write into an array of the result's dtype, or pass "
+                "casting='unsafe' to allow it")
 
 
 class TracerConversionError(UnsupportedOperationError):

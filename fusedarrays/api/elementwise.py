@@ -1,9 +1,9 @@
 """Op-table rows → ``fa.<name>`` functions, array operators and ``__array_ufunc__``.
 
 Everything here iterates :data:`ops.OPS`: each row becomes a module-level function (``fa.sqrt``),
-its
-operator methods on ``fa.ndarray`` (``__add__``, ``__radd__``, ``__iadd__``), and the target of
-``np.<ufunc>(x)``. Result dtypes follow NumPy (``ufunc.resolve_dtypes``, Python scalars weak).
+its operator methods on ``fa.ndarray`` (``__add__``, ``__radd__``, ``__iadd__``), and the target
+of ``np.<ufunc>(x)`` (``api/ufuncs.py`` reads the call's keywords). Result dtypes follow NumPy
+(``ufunc.resolve_dtypes``, Python scalars weak).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from .array import (
     ndarray,
     runtime_write,
 )
-from .refusals import options_text, refusal
 
 _CODES = dtypes.CODES
 
@@ -393,26 +392,9 @@ def _ipower(a, b):
 ndarray.__pow__, ndarray.__ipow__ = _power, _ipower
 
 
-# ufunc method name → its handler(ufunc, inputs, kwargs): "reduce" (api/reductions.py)
+# ufunc method name → its handler(ufunc, inputs, kwargs): "__call__", "reduce", "accumulate",
+# "outer" (api/ufuncs.py, which installs ndarray.__array_ufunc__), "at" (api/scatter.py)
 UFUNC_METHODS: dict = {}
-
-
-def array_ufunc(ufunc, method, inputs, kwargs):
-    """``np.<ufunc>(fa_array, ...)`` → the lazy op from the table."""
-    handler = UFUNC_METHODS.get(method)
-    if handler is not None:
-        return handler(ufunc, inputs, dict(kwargs))
-    row = ops.BY_UFUNC.get(ufunc) or _scipy_row(ufunc)
-    if method == "__call__" and row is None and ufunc in _PRODUCTS and not kwargs:
-        return _PRODUCTS[ufunc](*inputs)
-    if method != "__call__" or row is None:
-        raise refusal(f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}"))
-    out = kwargs.pop("out", None)
-    unknown = {k: v for k, v in kwargs.items() if v is not None}
-    if unknown:
-        raise refusal(f"np.{ufunc.__name__} with {options_text(unknown)}",
-                      f"fa.{row.name}(..., out=...) takes no other options")
-    return apply(row, *inputs, out=out)
 
 
 # NumPy's product ufuncs: fa.matmul (a product kernel, not fused), fa.vecdot (a reduction)
@@ -427,10 +409,3 @@ def _scipy_row(ufunc) -> ops.Op | None:
     if row is not None and module is not None and getattr(module, row.name, None) is ufunc:
         return row
     return None
-
-
-def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    return array_ufunc(ufunc, method, inputs, kwargs)
-
-
-ndarray.__array_ufunc__ = _array_ufunc

@@ -1,6 +1,6 @@
 """Reductions users call: ``fa.sum`` … ``fa.all``, the array methods, ``np.sum(x)`` and
-``np.add.reduce(x)``, and the statistics built from them (``mean``, ``var``, ``std``,
-``logsumexp``, ``softmax``, ``log_softmax``).
+``np.add.reduce(x)`` (through ``api/ufuncs.py``), and the statistics built from them (``mean``,
+``var``, ``std``, ``logsumexp``, ``softmax``, ``log_softmax``).
 
 Where it sits: beside :mod:`elementwise`. Each primitive (a row of ``ir/reductions.py``) makes one
 lazy reduction node over the expression it is given, with NumPy's axis handling, result dtype and
@@ -24,14 +24,13 @@ import numpy as np
 from ..errors import DTypeError, UnsupportedOperationError
 from ..ir import dtypes, graph, layout
 from ..ir.reductions import (
-    BY_UFUNC,
     REDUCTIONS,
     reduction_form,
     reduction_node,
     result_dtype,
 )
 from .array import _wrap, asarray, ndarray
-from .elementwise import FUNCTIONS, UFUNC_METHODS
+from .elementwise import FUNCTIONS
 from .refusals import options_text, refusal
 
 _NO = np._NoValue
@@ -302,25 +301,7 @@ FUNCTIONS_REDUCING = dict(PRIMITIVES, mean=mean, var=var, std=std, logsumexp=log
 ALIASES = {"amax": "max", "amin": "min"}
 
 
-def ufunc_reduce(ufunc, inputs, kwargs):
-    """``np.add.reduce(x)``, ``np.maximum.reduce(x)`` …: the reduction of the ufunc's row (axis
-    0 by default, as NumPy's ufunc.reduce)."""
-    row = BY_UFUNC.get(ufunc.__name__)
-    if row is None or len(inputs) != 1:
-        raise refusal(f"np.{ufunc.__name__}.reduce")
-    axis = kwargs.pop("axis", 0)
-    dtype = kwargs.pop("dtype", None)
-    keepdims = kwargs.pop("keepdims", False)
-    _check_out(row.name, kwargs.pop("out", None),
-               **{k: v for k, v in kwargs.items() if v is not None})
-    if row.rule == "bool":    # logical_or.reduce gives bool whatever the input
-        return reduce(row.name, inputs[0], axis, keepdims)
-    if row.rule == "same" and dtype is not None:
-        return reduce(row.name, asarray(inputs[0]).astype(dtype), axis, keepdims)
-    return reduce(row.name, inputs[0], axis, keepdims, dtype)
-
-
-UFUNC_METHODS["reduce"] = ufunc_reduce
+# np.<ufunc>.reduce (its keywords included) is api/ufuncs.py's
 
 
 def _method(function):
