@@ -21,15 +21,15 @@ HERE = Path(__file__).resolve().parent
 REPOSITORY = HERE.parents[1]
 
 
-def run_cases(filename: str) -> None:
-    """Run ``tests/clients/<filename>`` in a child pytest with ``SCIPY_ARRAY_API=1``; fail with
-    its report unless all its tests pass (xfails and skips count as passing)."""
+def run_cases(*filenames: str) -> None:
+    """Run ``tests/clients/<filename>`` files in one child pytest with ``SCIPY_ARRAY_API=1``;
+    fail with its report unless all their tests pass (xfails and skips count as passing)."""
     env = dict(os.environ, SCIPY_ARRAY_API="1", PYTHONPATH=childenv.pythonpath(REPOSITORY))
-    command = [sys.executable, "-m", "pytest", str(HERE / filename), "-q", "-rfEsxX",
-               "--tb=short", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    command = [sys.executable, "-m", "pytest", *(str(HERE / f) for f in filenames), "-q",
+               "-rfEsxX", "--tb=short", "-p", "no:cacheprovider", "-p", "no:xdist"]
     done = subprocess.run(command, cwd=REPOSITORY, env=env, capture_output=True, text=True,
                           timeout=480)
     report = done.stdout + done.stderr
     print(report)    # pytest shows it with -s, or as the captured output of a failure
-    assert done.returncode == 0, f"{filename} in a child with SCIPY_ARRAY_API=1 " \
+    assert done.returncode == 0, f"{' '.join(filenames)} in a child with SCIPY_ARRAY_API=1 " \
                                  f"(exit {done.returncode}):\n{report[-6000:]}"

@@ -6,7 +6,7 @@ installed skips its module (``pytest.importorskip``); the README's test command 
 all (the ``clients`` extra). SciPy and scikit-learn need ``SCIPY_ARRAY_API=1`` before SciPy is
 first imported, which would change SciPy's functions for the whole process (tests/cpu's
 ``fa.special`` tests call SciPy's plain ufuncs): their cases run in a child process
-(test_scipy.py, test_sklearn.py).
+(test_scipy_sklearn.py).
 """
 
 import os

@@ -47,7 +47,7 @@ def test_elementwise():
     same(lambda d: da.where(d > 0, d, -1.0), "da.where(d > 0, d, -1)")
 
 
-@pytest.mark.parametrize("name", ["sum", "mean", "std", "max", "argmax", "min", "argmin"])
+@pytest.mark.parametrize("name", ["sum", "mean", "std", "max", "argmax"])
 def test_reduction_by_axis(name):
     same(lambda d: getattr(d, name)(axis=0), f"d.{name}(axis=0)")
     same(lambda d: getattr(d, name)(axis=1), f"d.{name}(axis=1)")
