@@ -59,6 +59,8 @@ def gathers_match_numpy(seed: int, shape: tuple, dtype=np.float64) -> set:
         _check(tv[idx], tvn[want], msg + " x[idx]", reached)
         _check(t.T[:, idx] * 2, tn.T[:, want] * 2, msg + " x[:, idx]", reached)
         _check(t[idx, idx[::-1]], tn[want, want[::-1]], msg + " x[i, j]", reached)
+        _check(t[idx[:, None], idx[None, ::2]], tn[want[:, None], want[None, ::2]],
+               msg + " x[i[:, None], j[None, :]]", reached)
     idx = fa.argmax(x, axis=1, keepdims=True) % shape[0]
     want = np.argmax(xn, axis=1, keepdims=True) % shape[0]
     _check(fa.take_along_axis(t.T, idx, axis=1), np.take_along_axis(tn.T, want, axis=1),

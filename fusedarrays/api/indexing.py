@@ -248,10 +248,7 @@ def gather0(x: ndarray, index: ndarray, site: graph.Node | None = None,
     k, rest = index.ndim, x.ndim - 1
     idx = index._resolved()
     if rest:    # the index over the result's leading axes, constant along x's other axes
-        try:    # (a pending reduction or scan stays pending: ir/gathers.py)
-            idx = gathers.with_unit_axes(idx, rest)
-        except layout.NotAView:     # a product: computed first
-            idx = index.reshape(index.shape + (1,) * rest)._resolved()
+        idx = _index_over(index, index.shape, rest)
     node = x._resolved()
     if not node.is_leaf:
         try:
@@ -262,6 +259,18 @@ def gather0(x: ndarray, index: ndarray, site: graph.Node | None = None,
     source = graph.leaf(buffer, node.dtype, (1,) * k + shape[1:], (0,) * k + strides[1:],
                         offset)
     return _wrap(graph.gather(source, idx, shape[0], strides[0], site))
+
+
+def _index_over(index: ndarray, shape: tuple, m: int) -> graph.Node:
+    """``index`` (broadcast to ``shape``) viewed over ``m`` more trailing unit axes, the index
+    of a gather whose result is ``shape`` and then ``x``'s other axes. A pending reduction or
+    scan in it stays pending (``ir/gathers.py``); a product is computed first."""
+    if index.shape != shape:    # (a view; computed first where it can't be one)
+        index = index._view(lambda v: layout.broadcast_to(v, shape))
+    try:
+        return gathers.with_unit_axes(index._resolved(), m)
+    except layout.NotAView:
+        return index.reshape(shape + (1,) * m)._resolved()
 
 
 def take_along_axis(x, indices, axis: int) -> ndarray:
@@ -366,8 +375,11 @@ def gather_axes(view: ndarray, axes: list, indices: list, adjacent: bool,
         k = len(bshape)
         source = graph.leaf(buffer, node.dtype, (1,) * k + rest, (0,) * k + tail, offset + low)
         lin = _offsets(indices, hosts, extents, lead, low, span)
-        idx = graph.transform(lin._resolved(), lambda v: layout.reshape(
-            layout.broadcast_to(v, bshape), bshape + (1,) * len(rest)))
+        try:
+            idx = graph.transform(lin._resolved(), lambda v: layout.reshape(
+                layout.broadcast_to(v, bshape), bshape + (1,) * len(rest)))
+        except layout.NotAView:     # a pending reduction or scan among the indices
+            idx = _index_over(lin, bshape, len(rest))
         result = _wrap(graph.gather(source, idx, span, 1))
     if adjacent and axes[0]:
         result = _move_front(result, len(bshape), axes[0])

@@ -20,6 +20,7 @@ from .creation import empty, full
 from .differences import diff, ediff1d
 from .einsum import einsum, einsum_path
 from .elementwise import FUNCTIONS
+from .likes import FUNCTIONS_LIKE
 from .linalg_numpy import FUNCTIONS_LINALG
 from .manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
 from .nanfunctions import FUNCTIONS_NAN
@@ -235,6 +236,8 @@ IMPLEMENTED.update({getattr(np, name): FUNCTIONS_SCANNING[name] for name in (
     "cumsum", "cumprod", "cumulative_sum", "cumulative_prod") if hasattr(np, name)})
 if hasattr(np, "astype"):     # NumPy 2.1 and later
     IMPLEMENTED[np.astype] = _astype
+# NEP 35: np.asarray(..., like=x), np.zeros(..., like=x) … give fa arrays (api/likes.py)
+IMPLEMENTED.update(FUNCTIONS_LIKE)
 
 
 def array_function(func, types, args, kwargs):

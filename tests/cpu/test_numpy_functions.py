@@ -2,6 +2,9 @@
 NumPy's results; every other one raises UnsupportedOperationError naming it (never a silent copy
 to the host); np.asarray / np.array copy to the host. Default settings, cpu backend."""
 
+import io
+import os
+
 import numpy as np
 import pytest
 
@@ -158,6 +161,27 @@ CASES.update(_LINALG_CASES)
 _ROUNDED = {np.tensordot, *_LINALG_CASES}
 if hasattr(np, "astype"):
     CASES[np.astype] = lambda a, b: np.astype(a, np.int16)
+# NEP 35: every NumPy function taking like= (api/likes.py), like= the case's first array
+CASES.update({
+    np.array: lambda a, b: np.array([[1, 2]], ndmin=3, like=a),
+    np.asarray: lambda a, b: np.asarray([1.5, 2], dtype=np.float32, like=a),
+    np.asanyarray: lambda a, b: np.asanyarray([[3]], like=a),
+    np.ascontiguousarray: lambda a, b: np.ascontiguousarray([True, False], like=a),
+    np.zeros: lambda a, b: np.zeros((2, 3), like=a), np.ones: lambda a, b: np.ones(4, like=a),
+    np.empty: lambda a, b: np.empty((0, 2), np.int8, like=a),
+    np.full: lambda a, b: np.full((2, 2), 7, like=a),
+    np.arange: lambda a, b: np.arange(1, 2, 0.25, like=a),
+    np.eye: lambda a, b: np.eye(3, 4, k=1, dtype=int, like=a),
+    np.identity: lambda a, b: np.identity(3, like=a), np.tri: lambda a, b: np.tri(3, like=a),
+    np.frombuffer: lambda a, b: np.frombuffer(b"\x01\x02", np.uint8, like=a),
+    np.fromfile: lambda a, b: np.fromfile(os.devnull, np.int16, like=a),
+    np.fromfunction: lambda a, b: np.fromfunction(lambda i, j: i - j, (2, 3), like=a),
+    np.fromiter: lambda a, b: np.fromiter(range(4), np.int32, like=a),
+    np.fromstring: lambda a, b: np.fromstring("1 2", sep=" ", like=a),
+    np.loadtxt: lambda a, b: np.loadtxt(io.StringIO("1 2\n3 4"), like=a),
+    np.genfromtxt: lambda a, b: np.genfromtxt(io.StringIO("1,2\n3,4"), delimiter=",", like=a),
+    np.require: lambda a, b: np.require([1, 2], like=a),
+})
 _LAZY = {np.where, np.clip, np.copy, getattr(np, "astype", None), np.tril, np.triu,
          np.round, np.around}   # ops: nothing runs yet
 _VIEWS = {np.broadcast_to, np.expand_dims, np.squeeze, np.reshape, np.transpose, np.ravel,

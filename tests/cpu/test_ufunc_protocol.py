@@ -210,3 +210,21 @@ def test_accumulate_outer_at():
     np.add.at(y, [0, 0, 3], 1.5)
     np.add.at(hy, [0, 0, 3], 1.5)
     _same(y, hy, "at")
+
+
+def test_dask_argmax_and_chunk_sums_on_fa_chunks():
+    """dask's argmax makes its results with ``np.asarray(..., like=meta)`` and gathers through
+    a reduced index; its ``d @ d.T`` sums chunks with ``np.add(..., dtype=)``."""
+    dask = pytest.importorskip("dask")
+    da = pytest.importorskip("dask.array")
+    h = np.random.default_rng(SEED + 3).standard_normal((40, 30))
+    with dask.config.set(scheduler="synchronous"):
+        d = da.from_array(fa.asarray(h), chunks=(10, 15), asarray=False)
+        for got, want in ((da.argmax(d, axis=0), h.argmax(0)), (da.argmin(d, axis=1),
+                                                                 h.argmin(1))):
+            got = got.compute()
+            assert isinstance(got, fa.ndarray), type(got)
+            np.testing.assert_array_equal(got.get(), want)
+        product = (d @ d.T).compute()
+    assert isinstance(product, fa.ndarray)
+    np.testing.assert_allclose(product.get(), h @ h.T, rtol=1e-12, atol=1e-12)
