@@ -17,8 +17,12 @@ Methods: ``linear`` (default), ``inverted_cdf``, ``averaged_inverted_cdf``,
 ``median_unbiased``, ``normal_unbiased``, ``lower``, ``higher``, ``midpoint``, ``nearest``;
 their positions and weights are NumPy's (``numpy/lib/_function_base_impl.py``), and so are the
 dtypes: a Python float ``q`` keeps a float array's dtype, a float64 array ``q`` gives float64,
-integers give float64 (their discrete methods: the integers). ``weights=`` and ``out=`` are
-refused, naming what to do.
+integers give float64 (their discrete methods: the integers). Two of NumPy's nan-form quirks
+are not copied: ``np.nanquantile`` along an axis takes the dtype of its first slice's result
+(float32 for a float32 array whose first slice is all NaN, float64 otherwise, with a list
+``q``), and puts a 2-d ``q``'s second axis after the kept ones; here ``q``'s shape comes first
+and the dtype is ``np.quantile``'s, always. ``weights=`` and ``out=`` are refused, naming
+what to do.
 
 >>> import fusedarrays as fa, numpy as np
 >>> x = fa.asarray(np.array([[3.0, 1.0, 2.0, 4.0], [np.nan, 5.0, 7.0, 6.0]]))
