@@ -155,6 +155,8 @@ NOT_KERNEL_CODE = {
     "ir/params.py": "orders the operands and scalars: the plan's key parts, by value",
     "ir/graph.py": "reaches a kernel only through the plan's instructions, a key part by value",
     "ir/sids.py": "interned numbers naming structures in memory; no kernel sees them",
+    "compiler/cuts.py": ("rebuilds the graph over the cuts' temporaries: it reaches a kernel "
+                         "only through the plan's instructions, a key part by value"),
     "compiler/keys.py": "builds the key; shapes no code",
     "errors.py": "error messages",
     "ir/__init__.py": "the folder's description, no code",
