@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import DTypeError, UnsupportedOperationError
 from . import indexing, manipulation, sorting
-from .array import asarray, ndarray
+from .array import _tracing, asarray, ndarray
 from .elementwise import FUNCTIONS
 from .reductions import _stat_dtypes, normalize_axes, reduce
 from .refusals import refusal
@@ -126,6 +126,12 @@ def _lerp(a: ndarray, b: ndarray, t) -> ndarray:
 def _rows(name: str, a, axis) -> tuple[ndarray, tuple, tuple]:
     """``(rows sorted along their last axis (K, N), kept shape, keepdims shape)``: the
     reduced axes of ``a`` moved last and merged."""
+    tracer = _tracing.tracer
+    if tracer is not None:
+        raise UnsupportedOperationError(
+            f"np.{name} inside fa.fuse ({tracer.name} is being traced): a quantile sorts "
+            "first (a library kernel, not fused); compute it outside the fused function and "
+            "pass the result in as an argument")
     x = a if isinstance(a, ndarray) else asarray(a)
     if x.dtype.kind == "c":
         raise DTypeError(f"fa.{name} of {x.dtype}: a must be an array of real numbers (take "

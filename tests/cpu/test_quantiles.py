@@ -115,3 +115,14 @@ def test_errors_name_the_function_and_what_to_do():
         fa.quantile(a[:, :0], 0.5, axis=1)
     with pytest.raises(np.exceptions.AxisError):
         fa.nanmedian(a, axis=2)
+
+
+def test_inside_fuse_a_quantile_says_to_compute_it_outside():
+    @fa.fuse
+    def centre(p):
+        p -= np.median(p)
+
+    p = fa.asarray(np.arange(16.0))
+    with pytest.raises(UnsupportedOperationError,
+                       match=r"np\.median inside fa\.fuse \(.*centre is being traced"):
+        centre(p)
