@@ -159,19 +159,26 @@ def take_axis(x: ndarray, indices, axis: int, named: int | None = None,
         x = x.transpose([axis] + [a for a in range(x.ndim) if a != axis])
     result = gather0(x, index, site, what)
     if axis:    # the index's axes back to where the gathered axis was
-        result = _move_front(result, index.ndim, axis)
+        result = _move_front(result, index.ndim, axis, index)
     return result
 
 
-def _move_front(result: ndarray, k: int, to: int) -> ndarray:
+def _move_front(result: ndarray, k: int, to: int, index: ndarray | None = None) -> ndarray:
     """``result`` with its first ``k`` axes moved to stand at axis ``to``. A new array, not a
     view: ``result`` is a gather nobody else holds, and a view could not stay pending through
-    an in-place op (``x[:, idx] += v``, api/scatter.py)."""
+    an in-place op (``x[:, idx] += v``, api/scatter.py). A gather of a leaf whose ``index``
+    holds a pending reduction or scan (which no view enters) is made again in place, its index
+    over fewer trailing unit axes, and stays pending (inside ``fa.fuse`` too)."""
     axes = list(range(k, k + to)) + list(range(k)) + list(range(k + to, result.ndim))
     try:
         return _wrap(graph.transform(result._resolved(), lambda v: layout.transpose(v, axes)))
     except layout.NotAView:
-        return result.transpose(axes)
+        node = result._resolved()
+        if index is None or node.kind != "gather" or node.inputs[0].kind != "leaf":
+            return result.transpose(axes)
+        source = graph.transform(node.inputs[0], lambda v: layout.transpose(v, axes))
+        idx = _index_over(index, index.shape, result.ndim - k - to)
+        return _wrap(graph.gather(source, idx, *node.attrs, *node.inputs[2:]))
 
 
 def checked_index(indices, extent: int, axis: int, what: str

@@ -59,6 +59,11 @@ def _fused_rows(x):
     return x[fa.argmin(x, axis=0)] - 1.0
 
 
+@fa.fuse
+def _fused_cols(x):
+    return x[:, fa.argmax(x, axis=1) % 27] + fa.take(x, fa.argmin(x, axis=1) % 27, axis=1)
+
+
 def test_inside_fuse():
     rng = np.random.default_rng(3206)
     xn, tn = rng.random((30, 27)), rng.standard_normal(40)
@@ -66,6 +71,23 @@ def test_inside_fuse():
     want = tn[np.argmax(xn, axis=1)] * 2.0 + np.take(tn, np.sum(xn > 0.5, axis=1)) + xn.max()
     np.testing.assert_allclose(_fused_pick(x, t).get(), want, rtol=1e-13, err_msg="seed=3206")
     np.testing.assert_array_equal(_fused_rows(x).get(), xn[np.argmin(xn, axis=0)] - 1.0)
+    np.testing.assert_array_equal(_fused_cols(x).get(), xn[:, np.argmax(xn, axis=1) % 27]
+                                  + np.take(xn, np.argmin(xn, axis=1) % 27, axis=1))
+
+
+def test_a_pending_index_stays_pending():
+    """Nothing runs until the result is asked for: then the reduction's kernel and the
+    gather's, one launch each (x[:, idx] and x[i, j] included)."""
+    rng = np.random.default_rng(3209)
+    xn = rng.random((20, 30))
+    x = fa.asarray(xn)
+    for got, want in ((x[:, fa.argmax(x, axis=1)], xn[:, np.argmax(xn, axis=1)]),
+                      (x[fa.argmax(x, axis=0)[:20], fa.argmin(x, axis=1)],
+                       xn[np.argmax(xn, axis=0)[:20], np.argmin(xn, axis=1)])):
+        fa.reset_stats()
+        assert got.pending and fa.stats()["launches"] == 0
+        np.testing.assert_array_equal(got.get(), want, err_msg="seed=3209")
+        assert fa.stats()["launches"] <= 3, fa.stats()["launches"]
 
 
 def test_out_of_range_pending_index_raises_at_get():
