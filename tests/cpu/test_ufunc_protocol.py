@@ -228,3 +228,23 @@ def test_dask_argmax_and_chunk_sums_on_fa_chunks():
         product = (d @ d.T).compute()
     assert isinstance(product, fa.ndarray)
     np.testing.assert_allclose(product.get(), h @ h.T, rtol=1e-12, atol=1e-12)
+
+
+@fa.fuse
+def _fused_keywords(x, m):
+    y = np.add(x, 1, dtype=np.float64)
+    np.multiply(x, 2, out=x, where=m)
+    return np.add.reduce(y, axis=1, initial=1.0, keepdims=True) + np.sqrt(np.abs(y), where=m)
+
+
+def test_keywords_inside_fuse():
+    h = np.random.default_rng(SEED + 4).standard_normal((8, 9)).astype(np.float32)
+    m = h > 0
+    x = fa.asarray(h.copy())
+    got = _fused_keywords(x, fa.asarray(m))
+    want = (np.add.reduce(h.astype(np.float64) + 1, axis=1, initial=1.0, keepdims=True)
+            + np.where(m, np.sqrt(np.abs(h + 1.0)), 0))
+    np.testing.assert_allclose(got.get(), want, rtol=1e-12, err_msg=f"{SEED=}")
+    assert got.dtype == np.float64
+    np.multiply(h, 2, out=h, where=m)
+    np.testing.assert_array_equal(x.get(), h)
