@@ -242,8 +242,9 @@ def test_keywords_inside_fuse():
     m = h > 0
     x = fa.asarray(h.copy())
     got = _fused_keywords(x, fa.asarray(m))
-    want = (np.add.reduce(h.astype(np.float64) + 1, axis=1, initial=1.0, keepdims=True)
-            + np.where(m, np.sqrt(np.abs(h + 1.0)), 0))
+    y = np.add(h, 1, dtype=np.float64)
+    want = (np.add.reduce(y, axis=1, initial=1.0, keepdims=True)
+            + np.where(m, np.sqrt(np.abs(y)), 0))
     np.testing.assert_allclose(got.get(), want, rtol=1e-12, err_msg=f"{SEED=}")
     assert got.dtype == np.float64
     np.multiply(h, 2, out=h, where=m)
