@@ -218,8 +218,9 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 
 def _cumulative(name: str, plain: str, fill: int):
     def function(a, axis=None, dtype=None, out=None):
+        _check_out(name, out)
         x, valid = _input(name, a, _NO)
-        return scans.FUNCTIONS_SCANNING[plain](_filled(x, valid, fill), axis, dtype, out)
+        return scans.FUNCTIONS_SCANNING[plain](_filled(x, valid, fill), axis, dtype)
     function.__name__ = function.__qualname__ = name
     function.__doc__ = (f"``np.{name}``: ``np.{plain}`` with NaN taken as {fill} (one scan; "
                         "``axis=None`` scans the flattened array).")

@@ -88,6 +88,8 @@ def test_numpy_errors():
         np.nanmean(a, dtype=np.int32)
     with pytest.raises(UnsupportedOperationError, match=r"fa\.nansum with out=.*out\[\.\.\.\]"):
         np.nansum(a, out=fa.empty((), np.float64))
+    with pytest.raises(UnsupportedOperationError, match=r"fa\.nancumsum with out="):
+        np.nancumsum(a, out=fa.empty((2, 2), np.float64))
     with pytest.raises(ValueError, match="ddof and correction"):
         fa.nanvar(a, ddof=1, correction=1)
     with pytest.raises(UnsupportedOperationError, match="complex128"):
