@@ -25,7 +25,8 @@ from fusedarrays.ir import ops
 COMPLEX = [np.dtype(np.complex64), np.dtype(np.complex128)]
 UNARY = ["negative", "positive", "absolute", "sign", "reciprocal", "square", "sqrt", "exp", "log",
          "log2", "log10", "log1p", "expm1", "rint", "sin", "cos", "tan", "sinh", "cosh", "tanh",
-         "conjugate", "real", "imag", "isnan", "isinf", "isfinite", "logical_not", "copy"]
+         "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "conjugate", "real",
+         "imag", "isnan", "isinf", "isfinite", "logical_not", "copy"]
 BINARY = ["add", "subtract", "multiply", "true_divide", "power", "equal", "not_equal", "less",
           "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor"]
 EXACT = {"add", "subtract", "negative", "positive", "conjugate", "real", "imag", "isnan", "isinf",

@@ -1,7 +1,8 @@
 """The complex helpers of the op table's ``c`` templates, as source text that :mod:`.devicelib`
 joins to its own helpers (each backend compiles them with its namespace as globals: ``cv_c64``,
 ``math`` …): NumPy's complex division and reciprocal, sin, cos, tan and their hyperbolic forms,
-NumPy 2's complex ``sign``, and NumPy's lexicographic complex order.
+the inverse trigonometric and hyperbolic functions, NumPy 2's complex ``sign``, and NumPy's
+lexicographic complex order.
 
 Where it sits: under :mod:`.devicelib` (pure text, imports nothing).
 """
@@ -74,6 +75,41 @@ def fa_csqrt_{t}(z):
 
 def fa_clog_{t}(z):
     return cv_{t}(cmath.log(cv_c128(z)))
+
+def fa_casin_{t}(z):
+    # the inverse functions: numba's port of CPython's cmath (Kahan's branch cuts), in
+    # complex128 as sqrt and log, and C99's values (NumPy's) where numba's differ: a NaN part
+    # beside a zero or a finite one. asin z = -i asinh(iz), atan z = -i atanh(iz) (C99's
+    # definitions), so their special values follow asinh's and atanh's
+    w = fa_casinh_c128(complex(-cv_f64(z.imag), cv_f64(z.real)))
+    return cv_{t}(complex(w.imag, -w.real))
+
+def fa_cacos_{t}(z):
+    if z.real == cv_{r}(0.0) and z.imag != z.imag:
+        return cv_{t}(complex(cv_{r}(1.5707963267948966), z.imag))
+    return cv_{t}(cmath.acos(cv_c128(z)))
+
+def fa_catan_{t}(z):
+    w = fa_catanh_c128(complex(-cv_f64(z.imag), cv_f64(z.real)))
+    return cv_{t}(complex(w.imag, -w.real))
+
+def fa_casinh_{t}(z):
+    if z.real != z.real and z.imag == cv_{r}(0.0):
+        return cv_{t}(complex(z.real, z.imag))
+    return cv_{t}(cmath.asinh(cv_c128(z)))
+
+def fa_catanh_{t}(z):
+    if z.real == cv_{r}(0.0) and z.imag != z.imag:
+        return cv_{t}(complex(z.real, z.imag))
+    if z.real != z.real and math.isfinite(z.imag):
+        return cv_{t}(complex(z.real, z.real))
+    return cv_{t}(cmath.atanh(cv_c128(z)))
+
+def fa_cacosh_{t}(z):
+    # C99's acosh z = |Im w| + i copysign(Re w, Im z), w = acos z (numba-cuda lowers
+    # cmath.acosh through a call compiled for the current device: no PTX without a GPU)
+    w = fa_cacos_c128(cv_c128(z))
+    return cv_{t}(complex(abs(w.imag), math.copysign(w.real, cv_f64(z.imag))))
 
 def fa_clog2_{t}(z):
     # NumPy's: log z with both parts times log2(e)

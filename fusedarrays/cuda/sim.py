@@ -36,7 +36,8 @@ _MATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "log": np.log,
                "inf": np.inf, "nan": np.nan}
 # cmath's names that complex templates call, as NumPy's ufuncs (a complex64 stays complex64)
 _CMATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "isinf": np.isinf,
-                "isfinite": np.isfinite, "isnan": np.isnan}
+                "isfinite": np.isfinite, "isnan": np.isnan, "acos": np.arccos,
+                "asinh": np.arcsinh, "atanh": np.arctanh}
 # NumPy has no erf, erfc or lgamma: Python's, per value, keeping a float32 argument's type.
 _PER_VALUE = {"erf": math.erf, "erfc": math.erfc, "lgamma": math.lgamma}
 _BACKEND_MATH = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,

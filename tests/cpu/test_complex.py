@@ -58,7 +58,7 @@ def test_special_values_match_numpy(dtype):
 
 @pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
 def test_ops_without_complex_templates_are_refused(dtype):
-    assert complexcases.check_refusals(dtype, fa.asarray) >= 10
+    assert complexcases.check_refusals(dtype, fa.asarray) >= 5   # cbrt exp2 fabs …
 
 
 @pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)

@@ -54,7 +54,7 @@ def test_special_values_match_numpy(dtype):
 
 @pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
 def test_ops_without_complex_templates_are_refused(dtype):
-    assert complexcases.check_refusals(dtype) >= 10
+    assert complexcases.check_refusals(dtype) >= 5   # cbrt exp2 fabs …
 
 
 @pytest.mark.parametrize("dtype", complexcases.COMPLEX, ids=str)
