@@ -50,31 +50,33 @@ def test_special_unary(name):
     same(getattr(scipy.special, name), UNARY[name], what=f"scipy.special.{name}")
 
 
+@pytest.mark.parametrize("name", ["erf", "expit", "gammaln", "logit"])
+def test_special_float32(name):
+    same(getattr(scipy.special, name), UNARY[name].astype(np.float32),
+         what=f"scipy.special.{name} on float32")
+
+
 @pytest.mark.parametrize("name", ["xlogy", "rel_entr"])
 def test_special_binary(name):
     same(getattr(scipy.special, name), P, P[::-1], what=f"scipy.special.{name}")
 
 
-@pytest.mark.parametrize("call", [
-    lambda x: scipy.special.softmax(x, axis=1),
-    lambda x: scipy.special.log_softmax(x, axis=0),
-    lambda x: scipy.special.logsumexp(x, axis=1),
-    lambda x: scipy.special.logsumexp(x)], ids=["softmax", "log_softmax", "logsumexp", "lse_all"])
+@pytest.mark.parametrize("call", [lambda x: scipy.special.softmax(x, axis=1),
+                                  lambda x: scipy.special.logsumexp(x, axis=1)],
+                         ids=["softmax", "logsumexp"])
 def test_special_reducing(call):
     same(call, X, what="scipy.special reduction")
 
 
 STATS = {
-    "zscore": lambda x: scipy.stats.zscore(x, axis=0),
+    "zscore": lambda x: scipy.stats.zscore(x[::-1], axis=0),        # of views too
     "describe": lambda x: tuple(scipy.stats.describe(x, axis=0))[1:],    # nobs is an int
-    "moment": lambda x: scipy.stats.moment(x, order=3, axis=0),
     "skew": lambda x: scipy.stats.skew(x, axis=0),
-    "kurtosis": lambda x: scipy.stats.kurtosis(x, axis=1),
+    "kurtosis": lambda x: scipy.stats.kurtosis(x.T, axis=0),
     "sem": lambda x: scipy.stats.sem(x, axis=0),
     "gmean": lambda x: scipy.stats.gmean(abs(x) + 0.5, axis=0),
     "entropy": lambda x: scipy.stats.entropy(abs(x) + 0.5, axis=0),
     "trim_mean": lambda x: scipy.stats.trim_mean(x, 0.1, axis=0),
-    "iqr": lambda x: scipy.stats.iqr(x, axis=0),
     "pearsonr": lambda x: tuple(scipy.stats.pearsonr(x[:, 0], x[:, 1] + x[:, 0] / 3)),
     "ttest_ind": lambda x: tuple(scipy.stats.ttest_ind(x[:, 0], x[:, 1] + 0.2)),
     "ttest_1samp": lambda x: tuple(scipy.stats.ttest_1samp(x, 0.1, axis=0)),

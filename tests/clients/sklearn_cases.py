@@ -56,13 +56,14 @@ def same(call, *arrays, what: str, view: str = "contiguous", **judging) -> None:
     judge.check(got, want, f"{what} on a {view} (seed {SEED})", **judging)
 
 
-@pytest.mark.parametrize("solver", ["full", "covariance_eigh", "randomized"])
-def test_pca(solver):
+@pytest.mark.parametrize("solver, dtype", [("full", np.float64), ("covariance_eigh", np.float64),
+                                           ("randomized", np.float64), ("full", np.float32)])
+def test_pca(solver, dtype):
     def fit(x):
         pca = PCA(n_components=4, svd_solver=solver, random_state=0).fit(x)
         return (pca.transform(x), pca.components_, pca.explained_variance_,
                 pca.inverse_transform(pca.transform(x)))
-    same(fit, X, what=f"PCA(svd_solver={solver!r})")
+    same(fit, X.astype(dtype), what=f"PCA(svd_solver={solver!r}) on {np.dtype(dtype)}")
 
 
 def test_linear_discriminant_analysis():
@@ -80,15 +81,17 @@ def test_ridge(solver):
     same(fit, X, Y_REG, what=f"Ridge(solver={solver!r})")
 
 
-@pytest.mark.parametrize("scaler, view", [
-    (preprocessing.StandardScaler, "transposed view"), (preprocessing.MinMaxScaler, "contiguous"),
-    (preprocessing.MaxAbsScaler, "reversed view"), (preprocessing.Normalizer, "contiguous")])
-def test_scaler(scaler, view):
+@pytest.mark.parametrize("scaler, view, dtype", [
+    (preprocessing.StandardScaler, "transposed view", np.float64),
+    (preprocessing.MinMaxScaler, "contiguous", np.float64),
+    (preprocessing.MaxAbsScaler, "reversed view", np.float64),
+    (preprocessing.Normalizer, "contiguous", np.float64)])
+def test_scaler(scaler, view, dtype):
     def fit(x):
         s = scaler().fit(x)
         t = s.transform(x)
         return (t, s.inverse_transform(t)) if hasattr(s, "inverse_transform") else t
-    same(fit, X, what=f"{scaler.__name__}()", view=view)
+    same(fit, X.astype(dtype), what=f"{scaler.__name__}() on {np.dtype(dtype)}", view=view)
 
 
 def test_gaussian_nb():

@@ -41,6 +41,13 @@ def test_reduction_at_default_skipna(name):
     same(lambda a: getattr(a, name)("t"), f"DataArray.{name}('t')")
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_reductions_of_other_dtypes(dtype):
+    x = (X * 10).astype(dtype)
+    for name in ("mean", "sum", "max", "std"):
+        same(lambda a, name=name: getattr(a, name)("t"), f"DataArray.{name}('t') on {dtype}", x)
+
+
 def test_reductions_over_both_dims_and_argmax():
     same(lambda a: a.mean(), "DataArray.mean()")
     same(lambda a: a.argmax("f"), "DataArray.argmax('f')")
