@@ -27,7 +27,7 @@ from .creation import empty
 
 
 def broadcast_to(x, /, shape) -> ndarray:
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     return asarray(x)._view(lambda v: layout.broadcast_to(v, shape))
 
 

@@ -88,7 +88,10 @@ def broadcast_strides(shape: tuple, strides: tuple, target: tuple) -> tuple:
 
 def broadcast_to(view, target: tuple):
     shape, strides, offset = view
-    return tuple(target), broadcast_strides(shape, strides, tuple(target)), offset
+    # Python ints: a client's NumPy integers (SciPy broadcasts to shapes it computed with
+    # NumPy) would reach the launch grid, which takes only ints
+    target = tuple(operator.index(e) for e in target)
+    return target, broadcast_strides(shape, strides, target), offset
 
 
 def transpose(view, axes=None):

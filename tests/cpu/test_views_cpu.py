@@ -35,3 +35,16 @@ def test_views_with_serial_loops():
     with config.override(CPU_PARALLEL=False):
         for shape in SIZES:
             viewcases.check_views(shape, np.float32)
+
+
+def test_a_broadcast_to_numpy_integers_has_python_int_extents():
+    # SciPy broadcasts to shapes it computed with NumPy; the extents reach the launch grid,
+    # which takes Python ints only (cuda.core refused numpy.int64 there)
+    import fusedarrays as fa
+
+    seed = 31
+    row = np.random.default_rng(seed).random(3).astype(np.float32)
+    y = fa.broadcast_to(fa.asarray(row), (np.int64(4), np.int64(3))) * 2
+    assert all(type(e) is int for e in y.shape), y.shape
+    np.testing.assert_array_equal(y.get(), np.broadcast_to(row, (4, 3)) * 2, err_msg=f"{seed=}")
+    assert fa.broadcast_to(fa.asarray(row), np.int64(3)).shape == (3,)
