@@ -60,6 +60,17 @@ def _scalar(value):
     return np.asarray(value).reshape(()) if isinstance(value, (list, tuple)) else value
 
 
+def _no_values_error(value_shape: tuple, x_shape: tuple) -> str:
+    """NumPy's text for ``x[True] = v`` with ``v`` of no elements."""
+    if not x_shape:
+        return ("NumPy boolean array indexing assignment cannot assign 0 input values to the "
+                "1 output values where the mask is true")
+    def text(shape):
+        return "(" + ",".join(map(str, shape)) + ")"
+    return (f"shape mismatch: value array of shape {text(value_shape)} could not be broadcast "
+            f"to indexing result of shape {text((1, *x_shape))}")
+
+
 def index_write(x: ndarray, key, value) -> None:
     """``x[key] = value`` for a key with index arrays or masks (module docstring)."""
     mask = key[0] if type(key) is tuple and len(key) == 1 else key
@@ -67,6 +78,12 @@ def index_write(x: ndarray, key, value) -> None:
         mask = np.asarray(mask)
     if isinstance(mask, (ndarray, np.ndarray)) and mask.dtype == np.bool_ and mask.ndim == 0:
         # a 0-d mask selects all of x (under a new axis of one) or nothing: a where over x
+        if getattr(value, "ndim", 0) == x.ndim + 1 and value.shape[0] == 0:
+            # no values: right only where the mask is false (SciPy's apply_where writes so);
+            # its one bool is read to raise NumPy's error otherwise
+            if bool(mask):
+                raise ValueError(_no_values_error(value.shape, x.shape))
+            return
         if getattr(value, "ndim", 0) == x.ndim + 1 and value.shape[0] == 1:
             value = value[0]
         x[...] = FUNCTIONS["where"](mask, value, x)

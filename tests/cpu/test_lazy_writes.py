@@ -2,6 +2,8 @@
 reads staged — including the cases that the write's fast paths (no graph walk where the value
 never reads the written buffer, memoised views) must not get wrong."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -121,6 +123,28 @@ def test_boolean_indices_are_masks_not_read_as_0_or_1(key):
     got = fa.asarray(h)[key]
     assert got.shape == h[key].shape
     np.testing.assert_array_equal(got.get(), h[key])
+
+
+@pytest.mark.parametrize("shape", [(), (2, 3)])
+@pytest.mark.parametrize("mask", [np.False_, np.True_, "fa False", "fa True"])
+def test_a_0d_mask_write_of_no_values_as_numpy(mask, shape):
+    """``x[m] = v`` with a 0-d mask and ``v`` of no elements (SciPy's ``apply_where`` writes
+    so): nothing where ``m`` is false, NumPy's error where it is true."""
+    seed = 41
+    h = np.asarray(np.random.default_rng(seed).random(shape), np.float32)
+    truth = mask in (np.True_, "fa True")
+    m = fa.asarray(np.bool_(truth)) if isinstance(mask, str) else mask
+    x, want = fa.asarray(h), h.copy()
+    empty = np.zeros((0, *shape), np.float32)
+    if truth:
+        with pytest.raises(ValueError) as numpy_error:
+            want[np.True_] = empty
+        with pytest.raises(ValueError, match=re.escape(str(numpy_error.value))):
+            x[m] = fa.asarray(empty)
+    else:
+        want[np.False_] = empty
+        x[m] = fa.asarray(empty)
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
 
 
 def test_views_taken_before_a_traced_write_see_the_written_values():
