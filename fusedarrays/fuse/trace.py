@@ -132,13 +132,16 @@ _install_scalar_operators()
 
 
 def rebuild(node: graph.Node, leaf_fn, memo: dict, gather_fn=None) -> graph.Node:
-    """``node`` with every leaf replaced by ``leaf_fn(leaf)``, memoised by node serial (unique
-    per node of the process, and cheap: the sha256 key is computed only when asked for).
+    """``node`` with every leaf replaced by ``leaf_fn(leaf)``, memoised by node serial (cheap:
+    the sha256 key is computed only when asked for). A serial names a node among the live
+    ones only, and the tracer resolves nodes it builds on the way (a read of a written view),
+    which die while the memo lives on: the memo holds each node beside its result, so no
+    serial is reused under it.
     ``gather_fn(gather, inputs)``, where given, rebuilds each gather from its rebuilt index
     (and site) ``inputs``, its source being the caller's to map."""
     found = memo.get(node.serial)
     if found is not None:
-        return found
+        return found[1]
     if node.kind == "leaf":
         out = leaf_fn(node)
     elif node.kind in ("scalar", "random"):    # a draw reads no leaf
@@ -156,7 +159,7 @@ def rebuild(node: graph.Node, leaf_fn, memo: dict, gather_fn=None) -> graph.Node
         else:
             out = (graph.cast(inputs[0], node.dtype) if node.kind == "cast"
                    else graph.op(node.attrs[0], inputs, node.attrs[1]))
-    memo[node.serial] = out
+    memo[node.serial] = (node, out)
     return out
 
 
