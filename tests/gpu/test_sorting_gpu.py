@@ -81,7 +81,10 @@ def test_views_axes_complex_and_fused_neighbours():
                                           np.argsort(h, axis, kind="stable"), err_msg=what)
     # a pending input computed in the sort's own copy, results read by fused work after it
     got = fa.sort(x * 2 + 1, axis=0)[::2] * 3 - 1
-    _assert_sorted_like_numpy(got.get(), np.sort(host * 2 + 1, axis=0)[::2] * 3 - 1, "fused")
+    want = np.sort(host * 2 + 1, axis=0)[::2] * 3 - 1
+    # the reader's s * 3 - 1 is one fused multiply-add on the GPU (one rounding, NumPy's two)
+    np.testing.assert_array_equal(np.isnan(got.get()), np.isnan(want), err_msg="fused")
+    np.testing.assert_allclose(got.get(), want, rtol=2e-7, atol=2e-6, err_msg="fused")
     order = fa.argsort(x, axis=1)
     np.testing.assert_array_equal(fa.take_along_axis(x, order, axis=1).get(),
                                   np.sort(host, axis=1))
