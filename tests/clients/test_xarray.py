@@ -44,7 +44,7 @@ def test_reduction_at_default_skipna(name):
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
 def test_reductions_of_other_dtypes(dtype):
     x = (X * 10).astype(dtype)
-    for name in ("mean", "sum", "max", "std"):
+    for name in ("mean", "max"):
         same(lambda a, name=name: getattr(a, name)("t"), f"DataArray.{name}('t') on {dtype}", x)
 
 
