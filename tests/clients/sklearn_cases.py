@@ -116,8 +116,17 @@ def test_classification_metric(name):
     same(CLASSIFICATION[name], Y, Y_PRED, what=f"metrics.{name}")
 
 
-@pytest.mark.parametrize("metric", [metrics.average_precision_score, metrics.roc_auc_score],
-                         ids=lambda m: m.__name__)
+# scikit-learn 1.9's roc_curve (under roc_auc_score) calls NumPy's forms xp.diff(fps, 2) and
+# xp.where(mask), which the standard does not have (array-api-strict raises the same TypeError);
+# its array API support for roc_auc_score is scikit-learn/scikit-learn#33200 (open)
+ROC_AUC_UPSTREAM = pytest.mark.xfail(
+    raises=TypeError, reason="scikit-learn 1.9's roc_curve calls xp.diff(x, 2) and xp.where(m), "
+    "outside the array API standard; scikit-learn/scikit-learn#33200 adds its array API support")
+
+
+@pytest.mark.parametrize("metric", [
+    metrics.average_precision_score,
+    pytest.param(metrics.roc_auc_score, marks=ROC_AUC_UPSTREAM)], ids=lambda m: m.__name__)
 def test_ranking_metric(metric):
     same(metric, Y_BINARY, SCORES, what=f"metrics.{metric.__name__}")
 
