@@ -132,11 +132,9 @@ _install_scalar_operators()
 
 
 def rebuild(node: graph.Node, leaf_fn, memo: dict, gather_fn=None) -> graph.Node:
-    """``node`` with every leaf replaced by ``leaf_fn(leaf)``, memoised by node serial (cheap:
-    the sha256 key is computed only when asked for). A serial names a node among the live
-    ones only, and the tracer resolves nodes it builds on the way (a read of a written view),
-    which die while the memo lives on: the memo holds each node beside its result, so no
-    serial is reused under it.
+    """``node`` with every leaf replaced by ``leaf_fn(leaf)``, memoised by node serial. A serial
+    names a live node only, and nodes the tracer builds on the way (a read of a written view)
+    die while the memo lives: it holds each node beside its result, so no serial is reused.
     ``gather_fn(gather, inputs)``, where given, rebuilds each gather from its rebuilt index
     (and site) ``inputs``, its source being the caller's to map."""
     found = memo.get(node.serial)
