@@ -20,12 +20,11 @@ IEEE-exact operations so that every backend rounds them alike; integers by multi
 64-bit word (spans up to 2**32, bias below span / 2**64).
 
 Permutations (``permutation``, ``shuffle``) sort random keys: a float64 draw of one key per
-element (53 random bits each) is computed in one kernel, copied to the host and argsorted there
-(a stable sort: keys that tie keep their draw order), and the order is uploaded as an int64
-index. There is no sort kernel yet, so this costs a device-to-host copy of the keys (8 bytes an
-element) and a host sort; since the keys are the same on every backend and the sort is
-stable, so is the permutation. An array is permuted by a gather through that index, fused
-into its consumer.
+element (53 random bits each), argsorted where it is by the backend's library
+(:mod:`.sorting`: CUB's radix sort on cuda, NumPy's on the host backends), a stable sort, so
+keys that tie keep their draw order; since the keys are the same on every backend, so is the
+permutation. An array is permuted by a gather through that int64 index, fused into its
+consumer.
 
 Not here: ``choice``, ``permuted``, and the other distributions.
 """
@@ -41,6 +40,7 @@ from ..ir import dtypes, graph, layout
 from . import array as _array
 from .array import ndarray
 from .indexing import take, upload_index
+from .sorting import argsort
 
 _U64 = np.dtype(np.uint64)
 _I64 = np.dtype(np.int64)
@@ -167,18 +167,18 @@ class Generator:
     def permutation(self, x, axis: int = 0) -> ndarray:
         """A random permutation of ``range(x)`` (int64) for an integer ``x``, else ``x``
         permuted along ``axis`` (a gather of it, computed where it is used), as NumPy's
-        ``Generator.permutation`` (module docstring: the keys are sorted on the host)."""
+        ``Generator.permutation`` (module docstring: random keys, sorted)."""
         if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
             if x < 0:
                 raise ValueError(f"Generator.permutation: x={x} must be a non-negative integer "
                                  "or an array")
-            return upload_index(self._order(int(x)))
+            return self._order(int(x))
         x = _array.asarray(x)
         if x.ndim == 0:
             raise np.exceptions.AxisError("x must be an integer or at least 1-dimensional")
         if not -x.ndim <= axis < x.ndim:
             raise np.exceptions.AxisError(axis, x.ndim)
-        return take(x, upload_index(self._order(x.shape[axis])), axis=axis)
+        return take(x, self._order(x.shape[axis]), axis=axis)
 
     def shuffle(self, x, axis: int = 0) -> None:
         """Permute the ``fa.ndarray`` ``x`` in place along ``axis`` (NumPy's
@@ -188,12 +188,11 @@ class Generator:
                             f"{type(x).__name__} (NumPy arrays: numpy's own shuffle)")
         x[...] = self.permutation(x, axis)
 
-    def _order(self, n: int) -> np.ndarray:
-        """The order that sorts ``n`` fresh float64 keys (one draw), computed on the host."""
+    def _order(self, n: int) -> ndarray:
+        """The order (int64) that sorts ``n`` fresh float64 keys (one draw), stably."""
         if n == 0:
-            return np.zeros(0, np.int64)
-        keys = self._draw("uniform_f64", np.dtype(np.float64), (n,)).get()
-        return np.argsort(keys, kind="stable").astype(np.int64)
+            return upload_index(np.zeros(0, np.int64))
+        return argsort(self._draw("uniform_f64", np.dtype(np.float64), (n,)), stable=True)
 
     def bernoulli(self, p, size=None) -> ndarray:
         """Booleans that are True with probability ``p`` (a float32 uniform below ``p``, so ``p``
