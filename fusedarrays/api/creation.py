@@ -49,7 +49,8 @@ def asarray(obj, /, dtype=None, *, device=None, copy: bool | None = None) -> nda
         raise ValueError(f"asarray(copy=False): a {type(obj).__name__} becomes a fa.ndarray "
                          f"only by a copy into the {get_backend().name} backend's memory")
     out = _array.asarray(obj, dtype)
-    return out.copy() if copy and zero_copy else out
+    # a copy made now: the producer may write its memory before a lazy copy would run
+    return out.copy().compute() if copy and zero_copy else out
 
 
 def array(obj, /, dtype=None, *, copy: bool | None = True, device=None) -> ndarray:

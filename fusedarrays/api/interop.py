@@ -253,7 +253,8 @@ def from_dlpack(x, *, copy: bool | None = None) -> ndarray:
     backend = get_backend()
     if backend.name == "cuda" and kind == _KDL_CUDA:
         out = _array.asarray(x)      # the backend's zero-copy import (either capsule version)
-        return out.copy() if copy else out
+        # a copy made now: the producer may write its memory before a lazy copy would run
+        return out.copy().compute() if copy else out
     host_producer = kind in (_KDL_CPU, _KDL_CUDA_HOST)
     if copy is False and (backend.name == "cuda" or not host_producer):
         raise BufferError(f"from_dlpack(copy=False): a {type(x).__name__} on DLPack device type "

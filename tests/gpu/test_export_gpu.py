@@ -173,10 +173,10 @@ def test_complex_from_torch_and_cupy(dtype):
     c[-1, 0] = 5 + 5j
     cp.cuda.Device().synchronize()
     assert y.get()[0, 0] == 5 + 5j
-    own = fa.from_dlpack(c, copy=True)
-    c[0, 0] = 7
+    own, also = fa.from_dlpack(c, copy=True), fa.asarray(c, copy=True)
+    c[0, 0] = 7                                 # the producer writes before fa reads
     cp.cuda.Device().synchronize()
-    assert own.get()[0, 0] != 7
+    assert own.get()[0, 0] != 7 and also.get()[0, 0] != 7
     torch = _torch()
     t = torch.from_numpy(host).cuda()
     np.testing.assert_array_equal(fa.from_dlpack(t).get(), host, err_msg=f"{seed=}")
