@@ -280,7 +280,7 @@ def _index_over(index: ndarray, shape: tuple, m: int) -> graph.Node:
         return index.reshape(shape + (1,) * m)._resolved()
 
 
-def take_along_axis(x, indices, axis: int) -> ndarray:
+def take_along_axis(x, indices, axis: int = -1) -> ndarray:
     """``numpy.take_along_axis``: ``x`` gathered along ``axis`` at ``indices`` (an integer array
     of ``x``'s rank, broadcast with it on the other axes), inside the consuming kernel. A
     pending elementwise ``x`` is gathered through its leaves, as :func:`take`'s.

@@ -161,3 +161,12 @@ def test_the_new_functions():
     np.testing.assert_array_equal(fa.conj(x).get(), host)
     z = (host[:5, :5] + 1j * host[5:10, :5]).astype(np.complex64)
     np.testing.assert_allclose(fa.mean(fa.asarray(z)).get(), z.mean(), rtol=1e-5)  # gh-850
+
+
+def test_take_along_axis_defaults_to_the_last_axis():
+    seed = 2412
+    x = np.random.default_rng(seed).random((4, 5, 6)).astype(np.float32)
+    order = np.argsort(x, axis=-1)
+    got = fa.take_along_axis(fa.asarray(x), fa.asarray(order))       # 2024.12: axis=-1
+    np.testing.assert_array_equal(got.get(), np.take_along_axis(x, order, axis=-1),
+                                  err_msg=f"{seed=}")
