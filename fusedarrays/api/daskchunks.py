@@ -1,0 +1,211 @@
+"""fa arrays as a dask chunk type: what dask looks up on a chunk, and a dask array backend.
+
+Dask finds fa two ways, neither of which imports the other library before it is asked for:
+
+- the backend entry point (``pyproject.toml``'s ``dask.array.backends`` table names
+  :class:`FusedArraysBackend`): ``dask.config.set({"array.backend": "fusedarrays"})`` makes
+  ``da.ones/zeros/empty/full/arange`` and ``da.random.default_rng(seed)`` build fa chunks with an
+  fa ``_meta``, and ``Array.to_backend("fusedarrays")`` converts an array's chunks. Loading the
+  entry point registers everything below.
+- :func:`register` (idempotent), for dask arrays over fa chunks built without the backend
+  (``da.from_array(fa_array)``, ``map_blocks``): ``register_chunk_type``, ``dask.sizeof`` and the
+  dispatch lookups of ``dask.array.dispatch`` that dask's graphs call on chunks (concatenate,
+  take, tensordot, einsum, empty, percentile, numel and nannumel, to NumPy, to CuPy where CuPy
+  is installed). Each lookup is registered with ``register_lazy("fusedarrays")``, as dask
+  registers CuPy's: the functions are bound the first time dask dispatches on an fa chunk.
+
+This module imports dask at its top, so nothing in fusedarrays imports it: ``import
+fusedarrays`` stays free of dask and ``import dask`` free of fusedarrays.
+
+Random chunks: dask's ``Generator`` spawns one ``SeedSequence`` per chunk from the seed and has
+each chunk's task build a bit generator of the backend's type from it, then call
+``<library>.random.default_rng(bit_generator)``, the library named by the bit generator's
+module. :class:`PhiloxSeed` is that bit generator for fa: an int (128 bits of the chunk's
+``SeedSequence``), which ``fa.random.default_rng`` takes as its seed; each chunk is one fa draw,
+the same numbers for the same seed and chunking on every backend, drawn inside the kernel of
+whatever the chunk's task does with it.
+
+Not here yet: launching a chunk's kernel by the end of its task (a task's result may still be a
+pending fa array), distributed's serializers, several GPUs.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+from dask import config, sizeof
+from dask.array import dispatch
+from dask.array.backends import ArrayBackendEntrypoint
+from dask.array.chunk_types import register_chunk_type
+from dask.array.core import Array
+from dask.utils import Dispatch
+
+from . import creation, einsum, indexing, manipulation, products, quantiles
+from .array import ndarray
+
+# Moves a chunk of any type to fa (Array.to_backend("fusedarrays")); dask has one such lookup
+# per backend (to_numpy_dispatch, to_cupy_dispatch), the backend owning its own.
+to_fusedarrays_dispatch = Dispatch("to_fusedarrays_dispatch")
+
+_LOOKUPS = ("concatenate_lookup", "take_lookup", "tensordot_lookup", "einsum_lookup",
+            "empty_lookup", "percentile_lookup", "numel_lookup", "nannumel_lookup",
+            "to_numpy_dispatch", "to_cupy_dispatch")
+_lock = threading.Lock()
+_registered = [False]
+
+
+def register() -> None:
+    """Make fa.ndarray a dask chunk type (idempotent, thread-safe)."""
+    with _lock:
+        if _registered[0]:
+            return
+        register_chunk_type(ndarray)
+        sizeof.sizeof.register_lazy("fusedarrays", _register_sizeof)
+        for name in _LOOKUPS:
+            getattr(dispatch, name).register_lazy("fusedarrays", _register_lookups)
+        to_fusedarrays_dispatch.register((object, np.ndarray, ndarray), _to_fa)
+        _registered[0] = True
+
+
+def _register_sizeof() -> None:
+    sizeof.sizeof.register(ndarray, chunk_nbytes)
+
+
+def chunk_nbytes(x: ndarray) -> int:
+    """Bytes of the buffer a chunk holds (a view: its whole buffer, a broadcast's or a slice's
+    included, which the chunk keeps alive); a pending chunk counts at its result's size."""
+    node = x._resolved()
+    if node.is_leaf:
+        return int(sum(buffer.nbytes for buffer in node.buffers))
+    return int(x.nbytes)
+
+
+def _register_lookups() -> None:
+    """Bind dask's lookups for fa chunks (once, at dask's first dispatch on one)."""
+    dispatch.concatenate_lookup.register(ndarray, manipulation.concat)
+    dispatch.take_lookup.register(ndarray, indexing.take)
+    dispatch.tensordot_lookup.register(ndarray, products.tensordot)
+    dispatch.einsum_lookup.register(ndarray, einsum.einsum)
+    dispatch.empty_lookup.register(ndarray, creation.empty)
+    dispatch.percentile_lookup.register(ndarray, _percentile)
+    dispatch.numel_lookup.register(ndarray, _numel)
+    dispatch.nannumel_lookup.register(ndarray, _nannumel)
+    dispatch.to_numpy_dispatch.register(ndarray, lambda x, **kwargs: x.get())
+    try:
+        import cupy
+    except ImportError:
+        return
+    dispatch.to_cupy_dispatch.register(ndarray, lambda x, **kwargs: cupy.asarray(x, **kwargs))
+    to_fusedarrays_dispatch.register(cupy.ndarray, _to_fa)
+
+
+def _to_fa(x, **kwargs) -> ndarray:
+    return x if isinstance(x, ndarray) else creation.asarray(x, **kwargs)
+
+
+def _percentile(a: ndarray, q, method: str = "linear"):
+    """One chunk's percentiles and its length, the pair dask merges (as its NumPy one)."""
+    n = len(a)
+    if not n:
+        return None, n
+    if not np.issubdtype(a.dtype, np.number):
+        method = "nearest"
+    return quantiles.percentile(a, np.asarray(list(q), dtype=np.float64),
+                                method=method).get(), n
+
+
+def _numel(x: ndarray, axis=None, keepdims: bool = False, dtype=np.float64, **_) -> object:
+    """How many elements each reduced position of a chunk counts, as an fa array (a NumPy
+    scalar for a whole-chunk count without keepdims, as dask's own)."""
+    if axis is None:
+        count = math.prod(x.shape)
+        if not keepdims:
+            return np.prod(x.shape, dtype=dtype)
+        return creation.full((1,) * x.ndim, count, dtype=dtype)
+    axes = {a % x.ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))}
+    shape = tuple(1 if d in axes else e for d, e in enumerate(x.shape)
+                  if keepdims or d not in axes)
+    return creation.full(shape, math.prod(x.shape[d] for d in axes), dtype=dtype)
+
+
+def _nannumel(x: ndarray, **kwargs) -> ndarray:
+    """How many elements each reduced position of a chunk counts that are not NaN."""
+    return (~np.isnan(x)).sum(**kwargs)
+
+
+# -- the backend entry point --------------------------------------------------------------------
+
+class PhiloxSeed(int):
+    """The bit generator dask's ``Generator`` spawns per chunk under this backend: 128 bits of
+    a ``SeedSequence``, and the ``_seed_seq`` dask spawns children from. Its module names
+    fusedarrays, so each chunk's task draws with ``fa.random.default_rng(self)``."""
+
+    def __new__(cls, seed=None):
+        seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        words = seq.generate_state(4, np.uint32)
+        self = super().__new__(cls, sum(int(w) << (32 * i) for i, w in enumerate(words)))
+        self._seed_seq = seq
+        return self
+
+
+def _with_fa_meta(name: str, *args, meta=None, **kwargs) -> Array:
+    """dask.array's own creation function, its chunks made like an fa meta (NEP 35 ``like=``,
+    ``np.*_like``)."""
+    import dask.array as da
+
+    meta = creation.empty(()) if meta is None else meta
+    with config.set({"array.backend": "numpy"}):
+        return getattr(da, name)(*args, meta=meta, **kwargs)
+
+
+class FusedArraysBackend(ArrayBackendEntrypoint):
+    """``dask.config.set({"array.backend": "fusedarrays"})``: new dask arrays hold fa chunks."""
+
+    def __init__(self):
+        register()
+
+    @classmethod
+    def to_backend_dispatch(cls):
+        return to_fusedarrays_dispatch
+
+    @classmethod
+    def to_backend(cls, data: Array, **kwargs) -> Array:
+        if isinstance(data._meta, ndarray):
+            return data
+        meta = creation.empty((0,) * data.ndim, dtype=data.dtype)
+        return data.map_blocks(to_fusedarrays_dispatch, meta=meta, **kwargs)
+
+    @property
+    def RandomState(self):
+        raise NotImplementedError("fusedarrays draws through da.random.default_rng(seed) "
+                                  "(a Generator); the legacy RandomState has no fa form")
+
+    @property
+    def default_bit_generator(self):
+        return PhiloxSeed
+
+    @staticmethod
+    def ones(*args, **kwargs) -> Array:
+        return _with_fa_meta("ones", *args, **kwargs)
+
+    @staticmethod
+    def zeros(*args, **kwargs) -> Array:
+        return _with_fa_meta("zeros", *args, **kwargs)
+
+    @staticmethod
+    def empty(*args, **kwargs) -> Array:
+        return _with_fa_meta("empty", *args, **kwargs)
+
+    @staticmethod
+    def full(*args, **kwargs) -> Array:
+        return _with_fa_meta("full", *args, **kwargs)
+
+    @staticmethod
+    def arange(*args, like=None, **kwargs) -> Array:
+        import dask.array as da
+
+        like = creation.empty(()) if like is None else like
+        with config.set({"array.backend": "numpy"}):
+            return da.arange(*args, like=like, **kwargs)
