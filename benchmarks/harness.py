@@ -4,7 +4,9 @@ peers, checks against NumPy, and the JSON a run leaves.
 A :class:`Run` records commit, device, driver and versions once; :meth:`Run.device_time` times a
 batch of calls between device-wide synchronisations; figures are ratios ``copy_time / time`` at
 equal bytes moved (:meth:`Run.copy_time`); each row has its target, unit, command and peers
-(:meth:`Row.peer`); results are checked against NumPy after timing (:meth:`Run.check`);
+(:meth:`Row.peer`); a figure in copies beyond what memory can deliver is a failed check, not a
+figure (:data:`COPY_LIMIT`, :meth:`Run.physical`); results are checked against NumPy after
+timing (:meth:`Run.check`);
 :meth:`Run.finish` writes ``benchmarks/results/<date>-<device>/<script>.json``. Importing this
 imports the standard library and NumPy only. Self-check: ``python benchmarks/harness.py --smoke``.
 """
@@ -33,6 +35,18 @@ REPO = os.path.dirname(HERE)
 if REPO not in sys.path:   # the figures are recorded against this checkout: measure its package
     sys.path.insert(0, REPO)
 DISTRIBUTIONS = ("numpy", "numba", "numba-cuda", "cuda-core", "cuda-bindings", "torch")
+# The unit of bandwidth figures: copy time / workload time, the copy moving the same bytes (read
+# plus written) as the least the workload must move: each input read once, each output written once.
+COPY_UNIT = "fraction of copy"
+# The most such a figure can physically read. A kernel streaming from HBM moves at most the
+# device's peak bytes per second; the copy reference reaches ~88 % of it (cupy.copyto 4.2 of the
+# H200's 4.8 TB/s, 2.98 of the H100's 3.35), and the best kernels ~90-93 % (peers read 1.04 of the
+# copy in bandwidth.py). 1.15 copies is 4.84 TB/s on the H200 and 3.43 on the H100: above the
+# spec sheet's peak on both, so a figure beyond it is a measurement or accounting error (work
+# hoisted or skipped, bytes miscounted), never a kernel, leaving ~10 % for timing noise and the
+# copy's own shortfall. Only data served from L2 across repeated calls can exceed it: rows whose
+# inputs may sit in L2 say so (``cache_resident=``) and are not held to it.
+COPY_LIMIT = 1.15
 
 
 def arguments(description: str) -> argparse.ArgumentParser:
@@ -199,7 +213,8 @@ class Row(dict):
         self.run = run
 
     def peer(self, name: str, measure) -> Row:
-        """``measure()``: the peer's figure in this row's unit, or why it has none."""
+        """``measure()``: the peer's figure in this row's unit, or why it has none (a figure
+        beyond :data:`COPY_LIMIT` is a failed check: :meth:`Run.physical`)."""
         try:
             value = measure() if self.run.peers else "not measured"
         except ImportError as exc:
@@ -207,6 +222,7 @@ class Row(dict):
         except Exception as exc:  # a peer that can't run this workload is a finding
             first = (str(exc).strip().splitlines() or [""])[0][:160]
             value = f"failed: {type(exc).__name__}: {first}".rstrip(": ")
+        value = self.run.physical(self, name, value)
         self["peers"][name] = value
         print(f"    {name}: {text(value)}", flush=True)
         return self
@@ -229,6 +245,10 @@ class Run:
                     "time": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                     "backend": self.backend.name, **_environment(self.backend.name),
                     "sync": synced_by, "host": platform.node(), "cpus": os.cpu_count()}
+        # the physical bound of COPY_UNIT figures: where the copy is a device-to-device copy by
+        # CuPy or PyTorch, in a full-size run (a smoke run's tiny sizes, or a host backend's own
+        # copy, bound nothing)
+        self.copy_limit = COPY_LIMIT if self.backend.name == "cuda" and not self.smoke else None
         self.copies: dict[int, float] = {}
         self.rows: list[Row] = []
         self.checks: list[dict] = []
@@ -270,11 +290,33 @@ class Run:
         self.sync()
         return fa.stats()["launches"]
 
-    def row(self, figure: str, value, target: str = "—", unit: str = "", **details) -> Row:
-        self.rows.append(Row(self, figure=figure, fusedarrays=value, peers={}, target=target,
-                             unit=unit, command=self.command, details=details))
+    def row(self, figure: str, value, target: str = "—", unit: str = "",
+            cache_resident: str | None = None, **details) -> Row:
+        """A row of fusedarrays' figure; peers are added by :meth:`Row.peer`. A figure in
+        :data:`COPY_UNIT` is held to :data:`COPY_LIMIT` (:meth:`physical`) unless
+        ``cache_resident`` gives the reason its data may be served from L2."""
+        if cache_resident:
+            details["cache_resident"] = cache_resident
+        row = Row(self, figure=figure, fusedarrays=value, peers={}, target=target, unit=unit,
+                  command=self.command, details=details)
+        self.rows.append(row)
+        row["fusedarrays"] = value = self.physical(row, "fusedarrays", value)
         print(f"  {figure}: {text(value)} {unit} (target {target})", flush=True)
-        return self.rows[-1]
+        return row
+
+    def physical(self, row: Row, who: str, value):
+        """``value``, or, where it is a figure in copies beyond ``self.copy_limit`` on a row not
+        marked ``cache_resident``, a failed check (recorded, printed, failing the run) and a
+        string saying so in the figure's place: no bandwidth is faster than memory."""
+        if (self.copy_limit is None or row["unit"] != COPY_UNIT
+                or "cache_resident" in row["details"] or isinstance(value, bool)
+                or not isinstance(value, (int, float)) or value <= self.copy_limit):
+            return value
+        self.checks.append({"name": f"{row['figure']}: {who} within {self.copy_limit} × copy",
+                            "ok": False, "value": value, "limit": self.copy_limit,
+                            "error": "beyond what memory can deliver: a measurement error"})
+        print(f"  check {self.checks[-1]['name']}: FAILED, {text(value)} × copy", flush=True)
+        return f"failed check: {text(value)} > {self.copy_limit} × copy, not physical"
 
     def check(self, name: str, got, want, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
         """Compare a result with NumPy's, after timing; a failure fails the run at its end."""
@@ -324,6 +366,16 @@ def main() -> int:
     row.peer("failing", lambda: 1 / 0)
     assert row["peers"]["absent"].startswith("not installed"), row["peers"]
     assert row["peers"]["failing"].startswith("failed: ZeroDivisionError"), row["peers"]
+    run.copy_limit = COPY_LIMIT   # held on any backend here, for rows made up below
+    row = run.row("a figure beyond the copy, made up", 1.02, unit=COPY_UNIT)
+    row.peer("impossible", lambda: 2.03)
+    made_up = run.row("the same in L2, made up", 2.03, unit=COPY_UNIT, cache_resident="made up")
+    assert row["fusedarrays"] == 1.02 and made_up["fusedarrays"] == 2.03, (row, made_up)
+    assert row["peers"]["impossible"].startswith("failed check"), row["peers"]
+    failed = [c for c in run.checks if not c["ok"]]
+    assert [c["value"] for c in failed] == [2.03], failed
+    run.checks.remove(failed[0])   # the made-up figure's failure is not this run's
+    run.rows[-2:] = []
     a = np.ones(1)
     run.row("NumPy ufunc call, 1 element", device_time(lambda: np.add(a, a), 10_000) * 1e6,
             target="<= 100", unit="µs")

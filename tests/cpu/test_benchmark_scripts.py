@@ -87,3 +87,37 @@ def test_sorting_smoke(tmp_path):
                  "fa.argsort(x, descending=True)"):
         assert part in figures, (part, figures)
     assert all(p == "not measured" for r in rows.values() for p in r["peers"].values())
+
+
+def test_copy_limit_rule(tmp_path, cpu_backend, monkeypatch):
+    """A figure in copies beyond the physical limit, fusedarrays' or a peer's, is a failed check
+    in the JSON and a string in the figure's place; a row marked cache_resident, a figure in
+    another unit and a run without the limit (smoke, host backends) keep their numbers."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import harness
+
+    args = harness.arguments("rule").parse_args(["--smoke", "--commit", "test"])
+    run = harness.Run("rule", args)
+    assert run.copy_limit is None   # a smoke run on a host backend: nothing to hold figures to
+    assert run.row("free", 5.0, unit=harness.COPY_UNIT)["fusedarrays"] == 5.0
+    run.copy_limit, run.peers = harness.COPY_LIMIT, True
+    assert 1.05 < harness.COPY_LIMIT <= 1.2
+    row = run.row("sum, × copy", 2.03, unit=harness.COPY_UNIT, launches=1)
+    row.peer("fast", lambda: 1.04).peer("impossible", lambda: 2.5).peer("absent", lambda: 1 / 0)
+    assert row["fusedarrays"].startswith("failed check") and row["details"] == {"launches": 1}
+    assert row["peers"]["fast"] == 1.04 and row["peers"]["absent"].startswith("failed: Zero")
+    assert row["peers"]["impossible"].startswith("failed check"), row["peers"]
+    at_limit = run.row("at the limit", harness.COPY_LIMIT, unit=harness.COPY_UNIT)
+    assert at_limit["fusedarrays"] == harness.COPY_LIMIT
+    l2 = run.row("column sums", 1.6, unit=harness.COPY_UNIT, cache_resident="64 MiB, ~L2")
+    assert l2.peer("eager", lambda: 1.7)["fusedarrays"] == 1.6 and l2["peers"]["eager"] == 1.7
+    assert l2["details"]["cache_resident"] == "64 MiB, ~L2"
+    assert run.row("host µs", 900.0, unit="µs")["fusedarrays"] == 900.0
+    failed = [c for c in run.checks if not c["ok"]]
+    assert [(c["value"], c["limit"]) for c in failed] == [(2.03, harness.COPY_LIMIT),
+                                                          (2.5, harness.COPY_LIMIT)], failed
+    assert "fusedarrays" in failed[0]["name"] and "impossible" in failed[1]["name"]
+    run.write(str(tmp_path / "rule.json"))
+    written = json.loads((tmp_path / "rule.json").read_text())
+    assert [c["ok"] for c in written["checks"]] == [False, False]
+    assert run.finish() == 1   # a failed check fails the run
