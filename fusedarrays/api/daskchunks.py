@@ -10,9 +10,8 @@ Dask finds fa two ways, neither of which imports the other library before it is 
 - :func:`register` (idempotent), for dask arrays over fa chunks built without the backend
   (``da.from_array(fa_array)``, ``map_blocks``): ``register_chunk_type``, ``dask.sizeof`` and the
   dispatch lookups of ``dask.array.dispatch`` that dask's graphs call on chunks (concatenate,
-  take, tensordot, einsum, empty, percentile, numel and nannumel, to NumPy, to CuPy where CuPy
-  is installed). Each lookup is registered with ``register_lazy("fusedarrays")``, as dask
-  registers CuPy's: the functions are bound the first time dask dispatches on an fa chunk.
+  take, tensordot, einsum, empty, percentile, numel and nannumel, to NumPy, to CuPy; CuPy is
+  imported at the first conversion to it).
 
 This module imports dask at its top, so nothing in fusedarrays imports it: ``import
 fusedarrays`` stays free of dask and ``import dask`` free of fusedarrays.
@@ -49,28 +48,34 @@ from .array import ndarray
 # per backend (to_numpy_dispatch, to_cupy_dispatch), the backend owning its own.
 to_fusedarrays_dispatch = Dispatch("to_fusedarrays_dispatch")
 
-_LOOKUPS = ("concatenate_lookup", "take_lookup", "tensordot_lookup", "einsum_lookup",
-            "empty_lookup", "percentile_lookup", "numel_lookup", "nannumel_lookup",
-            "to_numpy_dispatch", "to_cupy_dispatch")
 _lock = threading.Lock()
 _registered = [False]
 
 
 def register() -> None:
-    """Make fa.ndarray a dask chunk type (idempotent, thread-safe)."""
+    """Make fa.ndarray a dask chunk type (idempotent, thread-safe).
+
+    Bound at once, not through ``register_lazy("fusedarrays")``: dask's ``Dispatch`` caches the
+    fallback it found for a type at its first lookup, so a lazy hook added after an fa array
+    first met dask (``sizeof``, ``concatenate_lookup``) would never fire."""
     with _lock:
         if _registered[0]:
             return
         register_chunk_type(ndarray)
-        sizeof.sizeof.register_lazy("fusedarrays", _register_sizeof)
-        for name in _LOOKUPS:
-            getattr(dispatch, name).register_lazy("fusedarrays", _register_lookups)
+        sizeof.sizeof.register(ndarray, chunk_nbytes)
+        dispatch.concatenate_lookup.register(ndarray, _concatenate)
+        dispatch.take_lookup.register(ndarray, indexing.take)
+        dispatch.tensordot_lookup.register(ndarray, products.tensordot)
+        dispatch.einsum_lookup.register(ndarray, einsum.einsum)
+        dispatch.empty_lookup.register(ndarray, creation.empty)
+        dispatch.percentile_lookup.register(ndarray, _percentile)
+        dispatch.numel_lookup.register(ndarray, _numel)
+        dispatch.nannumel_lookup.register(ndarray, _nannumel)
+        dispatch.to_numpy_dispatch.register(ndarray, lambda x, **kwargs: x.get())
+        dispatch.to_cupy_dispatch.register(ndarray, _to_cupy)
+        # any chunk (NumPy's, CuPy's, another's) goes through fa.asarray
         to_fusedarrays_dispatch.register((object, np.ndarray, ndarray), _to_fa)
         _registered[0] = True
-
-
-def _register_sizeof() -> None:
-    sizeof.sizeof.register(ndarray, chunk_nbytes)
 
 
 def chunk_nbytes(x: ndarray) -> int:
@@ -82,23 +87,21 @@ def chunk_nbytes(x: ndarray) -> int:
     return int(x.nbytes)
 
 
-def _register_lookups() -> None:
-    """Bind dask's lookups for fa chunks (once, at dask's first dispatch on one)."""
-    dispatch.concatenate_lookup.register(ndarray, manipulation.concat)
-    dispatch.take_lookup.register(ndarray, indexing.take)
-    dispatch.tensordot_lookup.register(ndarray, products.tensordot)
-    dispatch.einsum_lookup.register(ndarray, einsum.einsum)
-    dispatch.empty_lookup.register(ndarray, creation.empty)
-    dispatch.percentile_lookup.register(ndarray, _percentile)
-    dispatch.numel_lookup.register(ndarray, _numel)
-    dispatch.nannumel_lookup.register(ndarray, _nannumel)
-    dispatch.to_numpy_dispatch.register(ndarray, lambda x, **kwargs: x.get())
-    try:
-        import cupy
-    except ImportError:
-        return
-    dispatch.to_cupy_dispatch.register(ndarray, lambda x, **kwargs: cupy.asarray(x, **kwargs))
-    to_fusedarrays_dispatch.register(cupy.ndarray, _to_fa)
+def _to_cupy(x: ndarray, **kwargs):
+    """A CuPy array of a chunk (CuPy imported here, at the first such call): on cuda a view of
+    the chunk's memory (``__cuda_array_interface__``), from the cpu backends through the
+    host."""
+    import cupy
+
+    on_device = hasattr(x, "__cuda_array_interface__")   # settles a pending chunk first
+    return cupy.asarray(x if on_device else x.get(), **kwargs)
+
+
+def _concatenate(arrays, axis: int = 0) -> ndarray:
+    """``np.concatenate`` for dask's chunks; one chunk is itself (chunks are never written),
+    not a copy."""
+    arrays = list(arrays)
+    return arrays[0] if len(arrays) == 1 else manipulation.concat(arrays, axis=axis)
 
 
 def _to_fa(x, **kwargs) -> ndarray:

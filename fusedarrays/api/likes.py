@@ -73,7 +73,9 @@ def _full(shape, fill_value, dtype=None, order="C", *, device=None):
 
 def _arange(*args, dtype=None, device=None, **bounds):
     _defaults("arange", device=device)
-    values = np.arange(*args, dtype=dtype, **bounds)  # NumPy's values and dtype, uploaded
+    if dtype is not None:   # else NumPy's: a fourth positional (dask's chunk.arange passes one)
+        bounds["dtype"] = dtype
+    values = np.arange(*args, **bounds)  # NumPy's values and dtype, uploaded
     return creation.asarray(values)
 
 
