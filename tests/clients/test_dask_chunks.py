@@ -86,8 +86,13 @@ def test_backend_random_is_fa_draws_reproducible_per_seed_and_chunk():
     assert not np.array_equal(judge.host(draw(SEED + 1).compute()), values), f"seed {SEED}"
     # each chunk its own stream: no two chunks repeat a row of numbers
     assert len({tuple(row[:5]) for row in values}) == 20, f"seed {SEED}"
-    # a chunk is the same numbers whichever other chunks are computed with it
+    # a chunk is the same numbers whichever other chunks are computed with it: one fa draw,
+    # seeded by the chunk's child of the seed's SeedSequence (as dask's NumPy chunks are)
     np.testing.assert_array_equal(judge.host(r.blocks[2, 1].compute()), values[16:, 5:])
+    bitgen = dask.array.backends.array_creation_dispatch.dispatch("fusedarrays")
+    chunk = fa.random.default_rng(bitgen.default_bit_generator(
+        np.random.SeedSequence(SEED).spawn(6)[5])).random((4, 5), dtype=np.float32)
+    np.testing.assert_array_equal(judge.host(chunk), values[16:, 5:], f"seed {SEED}")
     judge.check(r.sum(axis=1).compute(), values.sum(axis=1), f"random rows' sums (seed {SEED})")
     with dask.config.set(FA):
         n = da.random.default_rng(SEED).standard_normal((4000,), chunks=1000)
@@ -124,7 +129,7 @@ def test_reductions_by_axis(name):
         x[np.random.default_rng(SEED).random(x.shape) < 0.1] = np.nan
     func = getattr(da, name)
     for axis in ((0, 1) if name in ("cumsum", "argmin", "argmax") else (0, 1, None)):
-        same(lambda d: func(d, axis=axis), f"da.{name}(d, axis={axis})", x)
+        same(lambda d, axis=axis: func(d, axis=axis), f"da.{name}(d, axis={axis})", x)
 
 
 @pytest.mark.xfail(raises=fa.errors.UnsupportedOperationError, strict=True,
