@@ -8,6 +8,7 @@ array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 """
 
 import math as _math
+import sys as _sys
 
 from .api import elementwise as _elementwise
 from .api import interop as _interop  # noqa: F401 - __dlpack__, __cuda_array_interface__
@@ -154,3 +155,11 @@ __all__ = [
     "isclose",
 ]
 __all__ = sorted(set(__all__))
+
+# dask already imported: fa arrays are its chunk type from here on (sizeof, concatenate, …),
+# without the backend entry point having been asked for; a dask imported later registers fa
+# when its "fusedarrays" array backend is first used (api/daskchunks.py)
+if "dask.array" in _sys.modules:
+    from .api import daskchunks as _daskchunks
+
+    _daskchunks.register()

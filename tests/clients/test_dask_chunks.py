@@ -57,6 +57,16 @@ def test_import_of_either_leaves_the_other_alone():
         subprocess.run([sys.executable, "-c", code.format(first, other)], check=True)
 
 
+def test_fusedarrays_imported_after_dask_registers_its_chunk_type():
+    # no backend asked for: from_array's chunks are fa and dask counts their buffers
+    code = ("import dask.array as da, numpy as np, fusedarrays as fa; "
+            "from dask.sizeof import sizeof; x = fa.asarray(np.ones((64, 8))); "
+            "assert sizeof(x) == 64 * 8 * 8, sizeof(x); "
+            "d = da.from_array(x, chunks=(32, 8), asarray=False); "
+            "assert float((d * 2).sum().compute()) == 1024.0")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_backend_creation_makes_fa_chunks():
     for name, args in (("ones", ((10, 7),)), ("zeros", ((10, 7),)), ("full", ((10, 7), 2.5)),
                        ("empty", ((10, 7),)), ("arange", (3, 40, 2))):
