@@ -47,6 +47,7 @@ from .api.differences import diff, ediff1d
 from .api.display import explain
 from .api.einsum import einsum, einsum_path
 from .api.indexing import take, take_along_axis
+from .api.indexmath import ravel_multi_index, unravel_index
 from .api.info import __array_namespace_info__
 from .api.manipulation import (
     broadcast_arrays,
@@ -153,6 +154,8 @@ __all__ = [
     # comparisons.py)
     "allclose", "array_equal", "array_equiv", "diff", "ediff1d", "einsum", "einsum_path",
     "isclose",
+    # flat and multi-dimensional indices (api/indexmath.py)
+    "ravel_multi_index", "unravel_index",
 ]
 __all__ = sorted(set(__all__))
 

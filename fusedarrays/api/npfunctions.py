@@ -20,6 +20,7 @@ from .creation import empty, full
 from .differences import diff, ediff1d
 from .einsum import einsum, einsum_path
 from .elementwise import FUNCTIONS
+from .indexmath import ravel_multi_index, unravel_index
 from .likes import FUNCTIONS_LIKE
 from .linalg_numpy import FUNCTIONS_LINALG
 from .manipulation import broadcast_to, expand_dims, reshape, squeeze, transpose
@@ -238,6 +239,7 @@ if hasattr(np, "astype"):     # NumPy 2.1 and later
     IMPLEMENTED[np.astype] = _astype
 # NEP 35: np.asarray(..., like=x), np.zeros(..., like=x) … give fa arrays (api/likes.py)
 IMPLEMENTED.update(FUNCTIONS_LIKE)
+IMPLEMENTED.update({np.unravel_index: unravel_index, np.ravel_multi_index: ravel_multi_index})
 
 
 def array_function(func, types, args, kwargs):

@@ -142,10 +142,10 @@ def test_reductions_by_axis(name):
         same(lambda d, axis=axis: func(d, axis=axis), f"da.{name}(d, axis={axis})", x)
 
 
-@pytest.mark.xfail(raises=fa.errors.UnsupportedOperationError, strict=True,
-                   reason="dask's arg_chunk calls np.unravel_index on the chunk's index")
-def test_argmax_of_the_whole_array():
+def test_argmax_and_argmin_of_the_whole_array():
+    # dask's arg_chunk calls np.unravel_index and np.ravel_multi_index on each chunk's index
     same(lambda d: da.argmax(d), "da.argmax(d)")
+    same(lambda d: da.argmin(d), "da.argmin(d)")
 
 
 def test_matmul_rechunk_slicing_where_masks():

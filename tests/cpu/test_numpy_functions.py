@@ -211,6 +211,14 @@ CASES.update({
     np.genfromtxt: lambda a, b: np.genfromtxt(io.StringIO("1,2\n3,4"), delimiter=",", like=a),
     np.require: lambda a, b: np.require([1, 2], like=a),
 })
+# flat and multi-dimensional indices (api/indexmath.py), from indices made of the data
+CASES.update({
+    np.unravel_index: lambda a, b: np.unravel_index(
+        (np.abs(a) * 7).astype(np.int64) % 20, (4, 5))[1],
+    np.ravel_multi_index: lambda a, b: np.ravel_multi_index(
+        ((np.abs(a) * 3).astype(np.int64) % 4, (np.abs(b) * 3).astype(np.int64) % 5), (4, 5),
+        order="F"),
+})
 _LAZY = {np.where, np.clip, np.copy, getattr(np, "astype", None), np.tril, np.triu,
          np.round, np.around}   # ops: nothing runs yet
 _VIEWS = {np.broadcast_to, np.expand_dims, np.squeeze, np.reshape, np.transpose, np.ravel,
