@@ -65,9 +65,10 @@ def unravel_index(indices, shape, order: str = "C") -> tuple[ndarray, ...]:
         raise ValueError(f"index out of bounds for array with size {size} (np.unravel_index)")
     flat = flat.astype(_INTP)
     out, rest = [], flat
+    # an extent 0 leaves no valid index: the range check raised, or there are no indices
     for n in (reversed(dims) if order == "C" else dims):
-        out.append(FUNCTIONS["remainder"](rest, n) if n else rest)
-        rest = FUNCTIONS["floor_divide"](rest, n) if n else rest
+        out.append(FUNCTIONS["remainder"](rest, n))
+        rest = FUNCTIONS["floor_divide"](rest, n)
     return tuple(reversed(out)) if order == "C" else tuple(out)
 
 
