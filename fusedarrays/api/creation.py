@@ -3,7 +3,7 @@
 ``*_like`` forms, ``arange linspace eye meshgrid tril triu from_dlpack``.
 
 Where it sits: over :mod:`.array` (the array type and the plain ``asarray`` it uses everywhere),
-re-exported by the namespace. Signatures are the Array API 2023.12's (``dtype=``/``device=``
+re-exported by the namespace. Signatures are the Array API 2024.12's (``dtype=``/``device=``
 keywords; NumPy's positional ``dtype`` still works for ``empty``/``zeros``/``ones``). ``eye``,
 ``tril`` and ``triu`` are lazy expressions of index arrays (one kernel with their consumer);
 ``arange`` and ``linspace`` compute their values on the host, as NumPy does, and upload them.
