@@ -2,10 +2,26 @@
 ``np.einsum`` on the same data (fresh from a seeded generator) through both entry points."""
 
 import numpy as np
+import pytest
 
 import fusedarrays as fa
+from fusedarrays.api import einsum as einsum_module
 
 SEED = 20261201
+
+
+@pytest.fixture
+def products(monkeypatch):
+    """The ``matmul`` calls einsum makes (the product route), as (shape, shape) pairs; the tier
+    files import this fixture."""
+    calls = []
+
+    def counting(a, b):
+        calls.append((a.shape, b.shape))
+        return fa.matmul(a, b)
+
+    monkeypatch.setattr(einsum_module, "matmul", counting)
+    return calls
 
 # (subscripts, operand shapes, route): "fused" = views and one fused reduction (or a lazy
 # product), "matmul" = a product kernel takes part, "view" = no kernel of its own

@@ -135,3 +135,28 @@ def check_quantiles(dtype, shape, axes, methods=QUANTILE_METHODS, layouts=("cont
                         want = numpy_of(name, x, q=q, axis=axis, method=method)
                         check(getattr(fa, name)(a, q, axis=axis, method=method).get(), want,
                               what)
+
+
+def check_launches(shapes_axes, seed: int) -> None:
+    """Each nan-function takes its plain form's launches (NaN replaced inside the reduction's
+    kernel; nanmean's count rides in the sum) and stays pending until asked; nanargmax and
+    nanargmin add the all-NaN check's one, at the call. ``shapes_axes``: (shape, axes) pairs."""
+    rng = np.random.default_rng(seed)
+    for shape, axes in shapes_axes:
+        a = fa.asarray(values(rng, np.float32, shape, all_nan=False))
+        for axis in axes:
+            for name in NAN_CALLS:
+                if "cum" in name and axis is None:
+                    continue
+                fa.reset_stats()
+                pending = getattr(fa, name)(a, axis=axis)
+                built = fa.stats()["launches"]
+                assert built == (1 if "arg" in name else 0) and not pending._resolved().is_leaf, \
+                    f"{name} {shape} axis={axis}: {built} launches before .get() (seed {seed})"
+                pending.get()
+                got = fa.stats()["launches"]
+                fa.reset_stats()
+                getattr(fa, PLAIN[name])(a, axis=axis).get()
+                want = fa.stats()["launches"]
+                assert got == want + (1 if "arg" in name else 0), \
+                    f"{name} {shape} axis={axis}: {got} launches, {PLAIN[name]} {want}"

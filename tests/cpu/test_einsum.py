@@ -3,28 +3,17 @@
 route each takes (views, one fused reduction, or ``matmul``), its errors, ``np.einsum_path``
 and xarray's ``xr.dot``."""
 
+import einsumcases
 import numpy as np
 import pytest
 from einsumcases import CASES, SEED, check, host_operands
 
 import fusedarrays as fa
 from fusedarrays import config
-from fusedarrays.api import einsum as einsum_module
 
 pytestmark = pytest.mark.usefixtures("cpu_backend")
 
-
-@pytest.fixture
-def products(monkeypatch):
-    """The number of ``matmul`` calls einsum makes (the product route)."""
-    calls = []
-
-    def counting(a, b):
-        calls.append((a.shape, b.shape))
-        return fa.matmul(a, b)
-
-    monkeypatch.setattr(einsum_module, "matmul", counting)
-    return calls
+products = einsumcases.products     # the fixture counting matmul calls (both tiers)
 
 
 @pytest.mark.parametrize("k", range(len(CASES)), ids=[c[0] for c in CASES])

@@ -2,13 +2,13 @@
 ``np.einsum``, each on its route (views, one fused reduction, or ``matmul``), several dtypes and
 views, ``optimize``, and xarray's ``xr.dot`` on device-backed DataArrays."""
 
+import einsumcases
 import numpy as np
 import pytest
 from einsumcases import CASES, SEED, check, host_operands
 
 import fusedarrays as fa
 from fusedarrays import config
-from fusedarrays.api import einsum as einsum_module
 
 LOOSER = 5.0        # float32 sums in the GPU's order (blocks, then their partials)
 
@@ -18,17 +18,7 @@ def cuda_backend():
     with config.override(BACKEND="cuda"):
         yield
 
-
-@pytest.fixture
-def products(monkeypatch):
-    calls = []
-
-    def counting(a, b):
-        calls.append((a.shape, b.shape))
-        return fa.matmul(a, b)
-
-    monkeypatch.setattr(einsum_module, "matmul", counting)
-    return calls
+products = einsumcases.products     # the fixture counting matmul calls (both tiers)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
