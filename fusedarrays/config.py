@@ -95,6 +95,10 @@ SETTINGS: dict[str, Setting] = {
                 "thread alone)."),
         Setting("SIM_BLOCK", _parse_positive_int, lambda: 32,
                 "sim backend: threads per block (each is a Python thread)."),
+        Setting("CPU_DEVICES", _parse_positive_int, lambda: 1,
+                "cpu backend: how many host devices there are (cpu, cpu:1, ...), each with its "
+                "own memory and kernels, so that code written for several GPUs runs (and its "
+                "device errors show) on a machine without one."),
         Setting("CUBLAS", _parse_bool, lambda: True,
                 "cuda backend: matrix products (matmul, @, tensordot) of float16, float32, "
                 "float64, complex64 and complex128 run in cuBLAS through nvmath-python where "
