@@ -16,6 +16,7 @@ FLOORS = [
     {"cuda", "cpu"},                   # the backends: the only places that import numba, drivers
     {"api"},                           # what users touch
     {"fuse"},                          # @fa.fuse: tracing, foreach, argument packers
+    {"optim"},                         # optimizer steps over fuse (torch imported lazily)
     {"__init__", "__main__"},
 ]
 FLOOR = {room: k for k, rooms in enumerate(FLOORS) for room in rooms}
