@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from . import minifloat
 from .complexlib import COMPLEX_SOURCE
 from .philox import RANDOM_SOURCE
 
@@ -464,7 +465,7 @@ def helper_source() -> str:
     """All helper functions as one source text (for display and for backends that exec it)."""
     floats = "".join(_FLOAT_SOURCE.replace("{t}", t) for t in ("f32", "f64"))
     return (_INTEGER_SOURCE + _ERFINV_SOURCE + floats + COMPLEX_SOURCE + _SIGN_INT_SOURCE
-            + _NEXTAFTER_SOURCE + RANDOM_SOURCE)
+            + _NEXTAFTER_SOURCE + RANDOM_SOURCE + minifloat.source())
 
 
 @cache

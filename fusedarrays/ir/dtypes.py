@@ -8,6 +8,12 @@ op's loop dtypes. NumPy's ``ufunc.resolve_dtypes`` is the reference; Python scal
 (NEP 50): they take the array's dtype when its kind is at least as high. complex64 and
 complex128 (``c64``/``c128``) are numba's complex types, their parts' codes in
 :data:`COMPLEX_PART`; a Python complex is weak too (``float32_array + 1j`` is complex64).
+
+The training formats (``bf16``, ``e4m3``, ``e5m2``: ml_dtypes' ``bfloat16``, ``float8_e4m3fn``,
+``float8_e5m2``, present where ml_dtypes is installed) compute in float32 and round after every op
+as float16 does (:data:`ROUNDED`); NumPy's dtype kind of theirs is ``V``, so code asks
+:func:`kind` for ``f``. Between them and any other dtype, promotion is JAX's lattice
+(:func:`jax_promote`): float8 types promote only with integers, bools and Python scalars.
 """
 
 from __future__ import annotations
@@ -32,12 +38,25 @@ CODES: dict[np.dtype, str] = {
     np.dtype(np.complex64): "c64",
     np.dtype(np.complex128): "c128",
 }
+try:  # optional: the training formats exist where ml_dtypes is installed (~6 ms to import)
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - without the training extra
+    _ml_dtypes = None
+# ml_dtypes' formats by code: bfloat16 (8 exponent bits, 7 mantissa bits), float8_e4m3fn (no inf,
+# one NaN per sign) and float8_e5m2 (IEEE-like). Storage formats: values are float32 in kernels.
+MINIFLOAT_NAMES = {"bf16": "bfloat16", "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
+MINIFLOATS: dict[str, np.dtype] = ({} if _ml_dtypes is None else {
+    code: np.dtype(getattr(_ml_dtypes, name)) for code, name in MINIFLOAT_NAMES.items()})
+CODES.update({dt: code for code, dt in MINIFLOATS.items()})
 BY_CODE: dict[str, np.dtype] = {code: dt for dt, code in CODES.items()}
 SUPPORTED = tuple(CODES)
 SUPPORTED_NAMES = ", ".join(dt.name for dt in SUPPORTED)
 
-# float16 is computed in float32 (with a rounding after each op); everything else as itself.
-COMPUTE_CODE: dict[str, str] = {code: ("f32" if code == "f16" else code) for code in BY_CODE}
+# Dtypes computed in float32 and rounded after each op (NumPy's float16 loops; ml_dtypes' loops
+# for the training formats): generated code asks this, never names float16.
+ROUNDED = frozenset(("f16", *MINIFLOATS))
+# The type a dtype's values are held in inside a kernel: float32 for ROUNDED, else itself.
+COMPUTE_CODE: dict[str, str] = {code: ("f32" if code in ROUNDED else code) for code in BY_CODE}
 # A complex dtype's parts: the real dtype of its real, imag, abs and angle.
 COMPLEX_PART: dict[str, str] = {"c64": "f32", "c128": "f64"}
 
@@ -74,6 +93,20 @@ def code(dtype: np.dtype) -> str:
     return CODES[np.dtype(dtype)]
 
 
+def kind(dtype) -> str:
+    """NumPy's dtype kind, but ``f`` for the training formats (ml_dtypes gives them ``V``)."""
+    dt = np.dtype(dtype)
+    return "f" if dt in _MINI_DTYPES else dt.kind
+
+
+def is_minifloat(t) -> bool:
+    """Whether an operand type (a dtype or :class:`Weak`) is one of the training formats."""
+    return not isinstance(t, Weak) and t in _MINI_DTYPES
+
+
+_MINI_DTYPES = frozenset(MINIFLOATS.values())
+
+
 def scalar_type(value) -> Weak | np.dtype:
     """The dtype of a scalar operand: weak for Python scalars, strong for NumPy scalars."""
     if isinstance(value, np.generic):
@@ -95,7 +128,10 @@ def _resolve_args(types) -> tuple:
 
 
 def resolve(ufunc: np.ufunc, op_name: str, types) -> tuple[np.dtype, ...]:
-    """NumPy's loop dtypes ``(in..., out)`` for ``ufunc`` on these operand types."""
+    """NumPy's loop dtypes ``(in..., out)`` for ``ufunc`` on these operand types (JAX's
+    promotion where a training format takes part: :func:`_resolve_minifloat`)."""
+    if any(map(is_minifloat, types)):
+        return _resolve_minifloat(ufunc, op_name, types)
     args = _resolve_args(types) + (None,) * ufunc.nout
     try:
         dts = ufunc.resolve_dtypes(args)
@@ -115,7 +151,9 @@ def resolve(ufunc: np.ufunc, op_name: str, types) -> tuple[np.dtype, ...]:
 
 def promote(types) -> np.dtype:
     """The common dtype of several operand types (``where``/``clip`` branches), NEP 50 style:
-    ``float32`` and a Python complex give ``complex64``."""
+    ``float32`` and a Python complex give ``complex64``; JAX's lattice with a training format."""
+    if any(map(is_minifloat, types)):
+        return jax_promote(types, "promotion")
     strong = [t for t in types if not isinstance(t, Weak)]
     weak = [t.pytype for t in types if isinstance(t, Weak)]
     if not strong:
@@ -137,3 +175,58 @@ def check_scalar_fits(value, dtype: np.dtype, op_name: str) -> None:
     info = np.iinfo(dtype)
     if not info.min <= value <= info.max:
         raise OverflowError(f"{op_name}: Python integer {value} out of bounds for {dtype}")
+
+
+_FLOAT8 = frozenset(("e4m3", "e5m2"))
+
+
+def jax_promote(types, op_name: str) -> np.dtype:
+    """JAX's least upper bound of operand types of which one at least is a training format.
+
+    Integers, bools and weak Python ints and floats sit below every float (``bfloat16 + int64``
+    is bfloat16, ``float8_e4m3fn * 2.0`` float8_e4m3fn); bfloat16 joins float16 at float32 and
+    sits below float32; the float8 types are leaves: with another float, a complex or each
+    other they have no common type (JAX raises as well, to keep promotion explicit)."""
+    strong = [t for t in types if not isinstance(t, Weak)]
+    minis = {CODES[t] for t in strong if t in _MINI_DTYPES}
+    floats = [t for t in strong if t not in _MINI_DTYPES and t.kind in "fc"]
+    if any(isinstance(t, Weak) and t.pytype is complex for t in types):
+        floats.append(np.dtype(np.complex64))
+    eight = minis & _FLOAT8
+    if eight and (len(minis) > 1 or floats):
+        shown = ", ".join(str(t) for t in types)
+        raise UnsupportedOperationError(
+            f"{op_name} on ({shown}): 8-bit floats promote only with integers, bools and Python "
+            "ints and floats (JAX's rule, so that no precision changes unseen); cast explicitly, "
+            "e.g. x.astype(fa.float32)")
+    if eight:
+        return MINIFLOATS[eight.pop()]
+    if not floats:
+        return MINIFLOATS["bf16"]
+    # bfloat16 under float32: integers stay below it, so they never widen the result
+    return np.result_type(np.float32, *floats)
+
+
+def _resolve_minifloat(ufunc: np.ufunc, op_name: str, types) -> tuple[np.dtype, ...]:
+    """The loop dtypes with a training format: the operands promoted by :func:`jax_promote`
+    to ``T``, then NumPy's loop for float16 in T's place where T is a training format (so the
+    result dtypes follow float16's: a comparison gives bool, ``ldexp`` takes its integer), else
+    NumPy's loop for T."""
+    target = jax_promote(types, op_name)
+    mini = target in _MINI_DTYPES
+    stand_in = np.dtype(np.float16) if mini else target
+    tries = (tuple(stand_in for _ in types),
+             tuple(stand_in if is_minifloat(t) else t for t in types))
+    for args in tries:
+        try:
+            dts = ufunc.resolve_dtypes(_resolve_args(args) + (None,) * ufunc.nout)
+        except (TypeError, np.exceptions.DTypePromotionError):
+            continue
+        if mini:
+            dts = tuple(target if dt == np.float16 else dt for dt in dts)
+        if all(dt in CODES for dt in dts):
+            return dts
+    shown = ", ".join(str(t) for t in types)
+    raise UnsupportedOperationError(
+        f"{op_name} is not defined for ({shown}): NumPy has no {ufunc.__name__} loop for "
+        f"{stand_in} there; cast the operands (e.g. x.astype(fa.float32)) first")
