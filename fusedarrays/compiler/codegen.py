@@ -15,7 +15,7 @@ Generated code calls names each backend supplies: ``ld_<t>``, ``st_<t>``, ``ldv<
 from __future__ import annotations
 
 from ..ir import ops
-from ..ir.dtypes import BY_CODE, COMPLEX_PART, COMPUTE_CODE
+from ..ir.dtypes import BY_CODE, COMPLEX_PART, COMPUTE_CODE, ROUNDED
 from ..ir.layout import TILE, TILE_THREADS, VECTOR_LANES
 from . import divisions, streams
 from .plan import Instr, KernelPlan, kernel_param_names, operand_params, value_levels
@@ -95,8 +95,9 @@ class _Renderer:
 
     def convert(self, var: int, want: str, lane: str) -> str:
         have = self.codes[var]
-        # float16 values are held as float32 already: only a conversion *to* float16 rounds
-        if have == want or (want != "f16" and COMPUTE_CODE[have] == want):
+        # float16 (bfloat16, float8) values are held as float32 already: only a conversion *to*
+        # such a dtype rounds
+        if have == want or (want not in ROUNDED and COMPUTE_CODE[have] == want):
             return self.name(var, lane)
         return cast(have, want, self.name(var, lane))
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 
-from ..ir.dtypes import BY_CODE, COMPUTE_CODE
+from ..ir.dtypes import BY_CODE, COMPUTE_CODE, ROUNDED
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
 from .codegen import CPU_CHUNK, _function, _indent, _Renderer, cast, render_kernel
 from .plan import kernel_param_names
@@ -201,7 +201,7 @@ class _ReduceRenderer:
         k = self.partials
         load = f"ld_{self.plan.operands[k].access}(p{k}, o{k} + {j} * gstep)"
         have = self.pcode
-        if have == self.facc or (self.facc != "f16" and COMPUTE_CODE[have] == self.facc):
+        if have == self.facc or (self.facc not in ROUNDED and COMPUTE_CODE[have] == self.facc):
             return [f"fv = {load}"]
         return [f"fv = {cast(have, self.facc, load)}"]
 

@@ -178,6 +178,7 @@ def check_scalar_fits(value, dtype: np.dtype, op_name: str) -> None:
 
 
 _FLOAT8 = frozenset(("e4m3", "e5m2"))
+_FLOAT16_STEPS = frozenset(("nextafter",))   # ops whose template knows float16's bit layout
 
 
 def jax_promote(types, op_name: str) -> np.dtype:
@@ -214,6 +215,11 @@ def _resolve_minifloat(ufunc: np.ufunc, op_name: str, types) -> tuple[np.dtype, 
     NumPy's loop for T."""
     target = jax_promote(types, op_name)
     mini = target in _MINI_DTYPES
+    if mini and op_name in _FLOAT16_STEPS:
+        raise UnsupportedOperationError(
+            f"{op_name} on {target} is not supported: it steps in the format's own spacing, "
+            f"which fusedarrays computes for float16, float32 and float64 only; use "
+            f"x.astype(fa.float32) and round back with .astype(fa.{target.name})")
     stand_in = np.dtype(np.float16) if mini else target
     tries = (tuple(stand_in for _ in types),
              tuple(stand_in if is_minifloat(t) else t for t in types))

@@ -298,7 +298,7 @@ TILE_LANES = 4             # a vectorised tile moves 4 elements (16 bytes) per t
 # Lanes of one 16-byte access per dtype (a complex element is its two parts side by side: a
 # complex64 access holds two elements, a complex128 access one). A dtype absent here has no
 # vector access, and a contiguous operand of it keeps its kernel element by element.
-VECTOR_LANES = {"f32": 4, "i32": 4, "u32": 4, "f16": 8, "c64": 2, "c128": 1}
+VECTOR_LANES = {"f32": 4, "i32": 4, "u32": 4, "f16": 8, "bf16": 8, "c64": 2, "c128": 1}
 # A thread's group of elements is as many as the widest operand's access holds; an operand with
 # fewer lanes moves them in several 16-byte accesses, at most this many (float16 beside
 # complex128 would take 8 of them, 128 bytes of registers per operand: element by element).

@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import dtypes as _dtypes
+from .dtypes import ROUNDED
+
 
 @dataclass(frozen=True)
 class Op:
@@ -299,7 +302,7 @@ SPECIAL: dict[str, Op] = {row.name: row for row in _ROWS if row.module == "speci
 
 
 def _kind(dtype: np.dtype) -> str:
-    return "b" if dtype.kind == "b" else dtype.kind
+    return _dtypes.kind(dtype)   # "f" for the training formats too
 
 
 def template_kind(row: Op, loop: tuple[np.dtype, ...]) -> str:
@@ -358,5 +361,5 @@ def keeps_type(name: str, loop: tuple[str, ...]) -> bool:
     """Whether op ``name``'s template on the loop ``loop`` (dtype codes, in… out) already yields
     the result's compute type, so that a cast to it would change nothing (see :data:`TYPED`)."""
     inputs = loop[1:-1] if name == "where" else loop[:-1]
-    return (loop[-1] != "f16" and len(set(inputs)) == 1
+    return (loop[-1] not in ROUNDED and len(set(inputs)) == 1
             and inputs[0] in TYPED.get(name, ()))

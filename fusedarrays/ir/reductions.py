@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import graph
+from .dtypes import ROUNDED
 from .sids import attrs_id
 
 
@@ -133,7 +134,7 @@ def accumulator_code(name: str, value_code: str, target: str) -> str:
     accurate as NumPy's pairwise sum without its blocking (the result is rounded once)."""
     if name in ("any", "all"):     # 0 or 1 in a byte: a shared-memory slot holds it as is
         return "u8"
-    if value_code == "f16":
+    if value_code in ROUNDED:     # float16 and the training formats (ir/dtypes.py)
         value_code = "f32"
     if target == "cpu" and name == "sum" and value_code in ("f32", "c64"):
         return {"f32": "f64", "c64": "c128"}[value_code]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import graph
+from .dtypes import ROUNDED
 from .reductions import identity
 
 
@@ -41,7 +42,7 @@ def accumulator_code(value_code: str) -> str:
     (NumPy rounds the running float16 value at every step: a float16 cumsum of ones stops at
     2048, this one does not); everything else runs in its own type, so on cpu a float32 or
     float64 scan is NumPy's sequential loop, bit for bit."""
-    return "f32" if value_code == "f16" else value_code
+    return "f32" if value_code in ROUNDED else value_code
 
 
 def start_value(name: str, dtype: np.dtype):
