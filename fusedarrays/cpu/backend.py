@@ -254,6 +254,9 @@ class CpuBackend(HostMemory):
         ns["fa_flag_index"] = self._jit(_flag_index, ns)
         for name, fn in helpers.items():
             ns[name] = self._jit(fn, ns)
+        from ..compiler import minifloat   # bfloat16, float8: ld_bf16 … from the helpers
+
+        minifloat.bind(ns, np.float32)
         self._namespace = ns
         return ns
 

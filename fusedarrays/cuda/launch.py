@@ -62,6 +62,7 @@ _NUMPY_TYPES = {
     "u64": np.uint64, "b1": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32,
     "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
     "f16": np.float32, "f32": np.float32, "f64": np.float64,
+    "bf16": np.float32, "e4m3": np.float32, "e5m2": np.float32,   # as float16: float32 values
 }
 # numba passes a complex kernel parameter as its two parts, each a parameter of the part's type
 # (a complex64 is two .param .f32 in the PTX): a complex argument is split into them at launch.
@@ -69,6 +70,7 @@ _COMPLEX_PARTS = {"c64": np.float32, "c128": np.float64}
 # the C launch's code for each parameter type (fastlaunch.c's header lists them)
 _FAST_CODES = {"ptr": "q", "i64": "q", "u64": "q", "i32": "i", "u32": "I", "i16": "h",
                "u16": "H", "i8": "b", "u8": "B", "b1": "?", "f16": "f", "f32": "f", "f64": "d",
+               "bf16": "f", "e4m3": "f", "e5m2": "f",
                "c64": "F", "c128": "D"}
 _driver_launch: list = []   # [the address of cuLaunchKernel, or None], found at the first load
 

@@ -55,6 +55,10 @@ def _per_value(fn):
     return apply
 
 
+_WORDS = {dt: np.dtype(f"uint{8 * dt.itemsize}") for code, dt in BY_CODE.items()
+          if code in ("bf16", "e4m3", "e5m2")}
+
+
 def _caster(dtype: np.dtype):
     def cv(x):
         return np.asarray(x).astype(dtype)[()]  # NumPy's C cast: integers wrap
@@ -221,7 +225,24 @@ def _build_namespace(helpers: dict) -> dict:
     ns["fa_flag_index"] = _flag_index
     for name, fn in helpers.items():
         ns[name] = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
+    _bind_minifloats(ns)
     return ns
+
+
+def _bind_minifloats(ns: dict) -> None:
+    """bfloat16 and float8 as the device has them: the helpers over the operands' bits (their
+    arrays are viewed as unsigned words, :meth:`SimBackend.operand_arg`), and bfloat16's 8-lane
+    vectors as 16-byte accesses of 8 words."""
+    from ..compiler import minifloat
+
+    minifloat.bind(ns, np.float32)
+    words = _vector_load(8, "ldv8_bf16")
+
+    def stv8(p, j, *values):
+        _vector_store(8, "stv8_bf16")(p, j, *(ns["fa_f32_bf16"](v) for v in values))
+
+    ns["ldv8_bf16"] = lambda p, j: tuple(ns["fa_bf16_f32"](w) for w in words(p, j))
+    ns["stv8_bf16"] = stv8
 
 
 # One simulated kernel at a time: the simulator swaps the kernel function's globals for each
@@ -290,7 +311,8 @@ class SimBackend(HostMemory):
 
 
     def operand_arg(self, storage, dtype: np.dtype, elem_offset: int):
-        return storage.view(dtype), elem_offset
+        # bfloat16 and float8 operands as their bits (compiler/minifloat.py reads words)
+        return storage.view(_WORDS.get(dtype, dtype)), elem_offset
 
 
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, None]:
