@@ -30,7 +30,7 @@ from .records import _add_time, _perf, _stats, profiling
 def scalar_arg(value, dtype: np.dtype):
     """A scalar parameter in its kernel type: float16 (bfloat16, float8) travels as float32
     rounded to its dtype, bool as uint8."""
-    if CODES[dtype] in ROUNDED:
+    if CODES.get(dtype) in ROUNDED:
         return np.float32(dtype.type(value))
     if dtype == np.bool_:
         return np.uint8(bool(value))
@@ -39,7 +39,7 @@ def scalar_arg(value, dtype: np.dtype):
 
 def converter(dtype: np.dtype):
     """Host value → kernel parameter of ``dtype``, as :func:`scalar_arg` converts it."""
-    if CODES[dtype] in ROUNDED or dtype == np.bool_:
+    if CODES.get(dtype) in ROUNDED or dtype == np.bool_:
         return lambda value: scalar_arg(value, dtype)
     return dtype.type
 
