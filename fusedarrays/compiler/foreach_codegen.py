@@ -54,6 +54,11 @@ def render_foreach_kernel(plan: ForeachPlan, target: str) -> str:
     # scalar-only instructions, and the reductions across the list (their folded values)
     hoisted = r.lines_at(0, "", lambda ins, ln: f"gv{ins.arg}" if ins.arg in folded
                          else f"ld_{r.access(ins.arg)}(p{ins.arg}, 0)")
+    if getattr(plan, "per_tensor", False):   # a value per tensor (compiler/tensor_fold.py):
+        # loaded, with what it feeds, wherever the walk enters a tensor
+        pointers += [f"gv{k} = cv_{plan.tensor.operands[k].code}(ld_{code}(q{j}, t))"
+                     for j, (k, _, code) in enumerate(plan.globals)] + hoisted
+        hoisted = []
     element = r.scalar_element(lambda k: "i")
     scalars = [f"a{m}" for m in range(len(plan.tensor.scalars))]
     across = (["np_"] + [f"q{j}" for j in range(len(plan.globals))]) if plan.globals else []
@@ -160,6 +165,8 @@ def _fold(plan: ForeachPlan, target: str) -> list[str]:
     (global operand ``k``) the ``np_`` partials at ``q<j>`` folded in a fixed order into
     ``gv<k>`` (cpu: in order; cuda: the block's threads interleaved, then a tree)."""
     lines = []
+    if getattr(plan, "per_tensor", False):    # folded per tensor by a launch of its own
+        return lines
     for j, (k, name, code) in enumerate(plan.globals):
         acc, want = f"fold{j}", plan.tensor.operands[k].code
         if target == "cpu":

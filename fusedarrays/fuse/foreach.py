@@ -30,18 +30,20 @@ from ..api import pending
 from ..api.array import ndarray
 from ..compiler import foreach_codegen
 from ..compiler.foreach_plan import foreach_meta, plan_foreach
+from ..compiler.tensor_fold import render_tensor_fold_kernel
 from ..errors import ShapeError, UnsupportedOperationError
 from ..ir import graph, layout
 from ..runtime import realize
 from ..runtime.backend import new_buffer
 from ..runtime.launch import LaunchRecord
-from . import across
+from . import across, pertensor
 from .arguments import Imports, classify, hashable
 from .packers import make_scalar_packer
 from .signature import codegen_settings, describe_change, prepare_write, traced_call
 from .views import span
 
 _NODE = operator.attrgetter("_node")
+_FOLDED = ("global", "tensor")   # 0-d values of reductions across the lists / per tensor
 _ELEMENTWISE = ("foreach: {name} must be elementwise over its list arguments: one kernel, every "
                 "array it reads or writes one of them and read whole (no views, no broadcasting "
                 "between them, no captured arrays); call it per tensor instead")
@@ -69,12 +71,16 @@ class Entry:
         self._offsets = {tracer.root_of(p): graph.leaf_view(tracer.placeholders[p]._node)[3]
                          for p in lists}
         column_of = {tracer.root_of(p): c for c, p in reversed(list(enumerate(lists)))}
-        self._check(plan, sources, message, ("arg", "out", "global"))
+        self._check(plan, sources, message, ("arg", "out") + _FOLDED)
         # one table column per distinct array: a list column, or an output
         sources = [(kind, column_of[k] if kind == "arg" else k) for kind, k in sources]
-        table = list(dict.fromkeys(s for s in sources if s[0] != "global"))
-        # the reductions across the lists the kernel folds, in the order of its operands
+        table = list(dict.fromkeys(s for s in sources if s[0] not in _FOLDED))
+        # the reductions across the lists (or per tensor: fuse/pertensor.py) the kernel folds,
+        # in the order of its operands
         self.fold_from = tuple(k for kind, k in sources if kind == "global")
+        self.per_tensor = tuple(k for kind, k in sources if kind == "tensor")
+        found = pertensor.split(fused, found, self.fold_from, self.per_tensor)
+        self.fold_from = self.fold_from or self.per_tensor
         self.across = None
         if self.fold_from:
             def column(source) -> int:     # the first launch may read columns this one doesn't
@@ -87,9 +93,12 @@ class Entry:
             self.across.compile(len(table), backend)
         self.sources = table
         folds = tuple((k, *self.across.kinds[j]) for k, (kind, j) in enumerate(sources)
-                      if kind == "global")
-        self.plan = plan_foreach(plan, tuple(-1 if s[0] == "global" else table.index(s)
+                      if kind in _FOLDED)
+        self.plan = plan_foreach(plan, tuple(-1 if s[0] in _FOLDED else table.index(s)
                                              for s in sources), folds, len(table))
+        self.fold = None
+        if self.per_tensor:
+            self.plan, self.fold = pertensor.per_tensor(self.plan, self.across, backend)
         # sized per call (the tensors' total): launched with launch_with
         self.record = LaunchRecord(backend, realize.kernel_for(
             self.plan, backend, foreach_codegen.render_foreach_kernel),
@@ -105,7 +114,7 @@ class Entry:
         """Every operand of ``plan`` reads a list argument whole or writes an output whole (or,
         where ``kinds`` has it, is the 0-d value of a reduction across the lists)."""
         for o, (kind, k) in zip(plan.operands, sources):
-            if kind == "global" and kind in kinds:
+            if kind in _FOLDED and kind in kinds:
                 continue
             if kind not in kinds or o.layout != "C" or not (
                     (kind == "out" and o.offset == 0)
@@ -115,6 +124,7 @@ class Entry:
     def plans(self) -> list:
         """``(plan, render)`` of each launch of a call, in order (``f.explain()``)."""
         first = [(self.across.plan, foreach_codegen.render_across_kernel)] if self.across else []
+        first += [(self.fold[0], render_tensor_fold_kernel)] if self.fold else []
         return first + [(self.plan, foreach_codegen.render_foreach_kernel)]
 
 
@@ -239,6 +249,8 @@ class ForeachState:
                                                for t in g.members), fused.__qualname__)
             last = self._last = (columns, shared, groups)
         groups = last[2]
+        if any(g.entry.per_tensor for g in groups):
+            return _assemble(pertensor.run(groups, values), items, count)
         if any(g.entry.across is not None for g in groups):
             return _assemble(across.run(groups, values), items, count)
         return _assemble([(g, g.run(values)) for g in groups], items, count)

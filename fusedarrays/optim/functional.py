@@ -29,7 +29,9 @@ array([0.9, 0.9, 0.9], dtype=float32)
 from __future__ import annotations
 
 from ..api.elementwise import FUNCTIONS as _F
+from ..api.standard import where as _where
 from ..fuse.function import fuse
+from ..fuse.pertensor import tensor_norm
 
 _sqrt, _sign = _F["sqrt"], _F["sign"]
 
@@ -130,6 +132,32 @@ def _lion_master(p, w, g, m, lr, beta1, beta2, weight_decay, maximize):
     p[...] = w
 
 
+def _lamb_core(p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, bias_correction):
+    m[...] = m * beta1 + g * (1 - beta1)
+    v[...] = v * beta2 + g * g * (1 - beta2)
+    if bias_correction:
+        m, v = m / (1 - beta1 ** step), v / (1 - beta2 ** step)
+    u = m / (_sqrt(v) + eps) + weight_decay * p
+    # per tensor: the norms' partials, their fold, then this step (fuse/pertensor.py)
+    w_norm, u_norm = tensor_norm(p), tensor_norm(u)
+    trust = _where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, 1.0)
+    return p - (lr * trust) * u
+
+
+@fuse
+def _lamb(p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, bias_correction, maximize):
+    p[...] = _lamb_core(p, _grad(g, maximize), m, v, lr, beta1, beta2, eps, weight_decay, step,
+                        bias_correction)
+
+
+@fuse
+def _lamb_master(p, w, g, m, v, lr, beta1, beta2, eps, weight_decay, step, bias_correction,
+                 maximize):
+    w[...] = _lamb_core(w, _grad(g, maximize), m, v, lr, beta1, beta2, eps, weight_decay, step,
+                        bias_correction)
+    p[...] = w
+
+
 # ---- the public steps -----------------------------------------------------------------------
 
 
@@ -185,14 +213,12 @@ def lamb(params, grads, exp_avgs, exp_avg_sqs, *, step, lr=1e-3, beta1=0.9, beta
          eps=1e-6, weight_decay=0.0, bias_correction=True, maximize=False,
          master_params=None) -> None:
     """LAMB (You et al. 2020) in place: Adam's direction ``u = m̂ / (sqrt(v̂) + eps) + wd * p``
-    scaled per tensor by the trust ratio ``‖p‖ / ‖u‖`` (1 where either norm is 0). Three
-    launches for any number of tensors (``fa.tensor_norm``)."""
-    from .lamb import lamb_step
-
-    lamb_step(params, grads, exp_avgs, exp_avg_sqs, step=float(step), lr=lr, beta1=beta1,
-              beta2=beta2, eps=eps, weight_decay=weight_decay,
-              bias_correction=bool(bias_correction), maximize=bool(maximize),
-              master_params=master_params)
+    scaled per tensor by the trust ratio ``‖p‖ / ‖u‖`` (1 where either norm is 0), then
+    ``p -= lr * trust * u``. Three launches per dtype group for any number of tensors
+    (``fa.tensor_norm``: the norms' partials, their fold per tensor, the step)."""
+    _masters(_lamb, _lamb_master, params, master_params, (grads, exp_avgs, exp_avg_sqs),
+             (lr, beta1, beta2, eps, weight_decay, float(step), bool(bias_correction),
+              bool(maximize)))
 
 
 def kernels() -> dict:

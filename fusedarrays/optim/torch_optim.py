@@ -1,0 +1,367 @@
+"""``torch.optim.Optimizer`` faces of the fused steps: ``AdamW``, ``Adam``, ``SGD``, ``Lion``,
+``LAMB`` over PyTorch parameters.
+
+Where it sits: the only module of fusedarrays that imports torch (``fusedarrays.optim`` loads it
+on first use). The class only groups, stores state and schedules; the math is
+:mod:`.functional`'s. Parameters, gradients and states are viewed through DLPack without a copy
+(the views cached while the tensors live, :class:`_Views`), so the kernels read ``p.grad`` and
+write ``p`` and the states in place. A step's parameters are bucketed by device and step count
+(``foreach`` makes the dtype groups itself): one launch per bucket and dtype.
+
+State keys and the ``step`` tensor are ``torch.optim``'s own (a float32 0-d cpu tensor), so
+``state_dict`` loads into ``torch.optim.AdamW`` and back. Groups carry torch's keys too
+(``foreach``, ``fused``, ``capturable``, ...; this class ignores them). ``master_weights=True``
+keeps, for bfloat16 and float16 parameters, a float32 copy in ``state["master_param"]`` and
+float32 states; the step updates the copy and stores the parameter from it.
+
+Ordering: fa launches on the device's default (legacy) stream, which is PyTorch's default
+stream. Inside ``torch.cuda.stream(s)`` the step first makes the default stream wait for ``s``
+and afterwards ``s`` for the default stream (two events), so the step reads the gradients that
+work queued on ``s`` wrote, and work queued on ``s`` after it reads the new parameters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+
+import torch
+
+from ..api.devices import default_device
+from ..api.interop import from_dlpack
+from ..errors import DTypeError, UnsupportedOperationError
+from . import functional as F
+
+_LOW = (torch.bfloat16, torch.float16)
+
+
+class _Views:
+    """fa views of tensors through DLPack, made once per tensor (a new ``p.grad`` tensor, or
+    one whose storage moved, is viewed again)."""
+
+    def __init__(self):
+        self._found: dict[int, tuple] = {}
+
+    def __call__(self, t: torch.Tensor):
+        found = self._found.get(id(t))
+        if found is not None and found[0]() is t and found[1] == t.data_ptr():
+            return found[2]
+        if not t.is_contiguous():
+            raise UnsupportedOperationError(
+                f"fusedarrays.optim: a tensor of shape {tuple(t.shape)} with strides "
+                f"{t.stride()} is not contiguous; the fused step walks tensors whole "
+                "(pass contiguous parameters, gradients and states)")
+        view = from_dlpack(t.detach())
+        if len(self._found) > 64 and len(self._found) % 64 == 0:
+            self._found = {k: v for k, v in self._found.items() if v[0]() is not None}
+        self._found[id(t)] = (weakref.ref(t), t.data_ptr(), view)
+        return view
+
+    def clear(self) -> None:
+        self._found.clear()
+
+
+@contextlib.contextmanager
+def _on_current_stream(devices: set):
+    """Order fa's launches (on the default stream) after, and before, the work of PyTorch's
+    current stream on each cuda device of ``devices``."""
+    pairs = []
+    for device in devices:
+        if device.type == "cuda":
+            current = torch.cuda.current_stream(device)
+            default = torch.cuda.default_stream(device)
+            if current != default:
+                default.wait_stream(current)
+                pairs.append((current, default))
+    try:
+        yield
+    finally:
+        for current, default in pairs:
+            current.wait_stream(default)
+
+
+def _check_device(t: torch.Tensor) -> None:
+    here = default_device().kind
+    want = "cuda" if t.device.type == "cuda" else "cpu"
+    if (want == "cuda") != (here == "cuda"):
+        raise UnsupportedOperationError(
+            f"fusedarrays.optim: a parameter is on {t.device} but fusedarrays' backend is "
+            f"{here!r}; its writes would land in a copy. Set FUSEDARRAYS_BACKEND=cuda for cuda "
+            "tensors, cpu for cpu tensors")
+
+
+class _FusedOptimizer(torch.optim.Optimizer):
+    """What the five optimizers share: the step loop, state creation, bucketing, views,
+    master weights and the state-dict policy. A subclass names its ``_STATES`` (tensors like
+    the parameter) and implements ``_run(group, bucket, step)``."""
+
+    _STATES: tuple[str, ...] = ()
+    _COUNTS_STEPS = True
+
+    def __init__(self, params, defaults: dict):
+        defaults.setdefault("master_weights", False)
+        super().__init__(params, defaults)
+        self._views = _Views()
+
+    def _master(self, group: dict, p: torch.Tensor) -> bool:
+        return bool(group.get("master_weights")) and p.dtype in _LOW
+
+    def _init_state(self, group: dict, p: torch.Tensor) -> dict:
+        state = self.state[p]
+        master = self._master(group, p)
+        if master and "master_param" not in state:
+            state["master_param"] = p.detach().to(torch.float32, copy=True)
+        like = state["master_param"] if master else p
+        for key in self._STATES:
+            if key not in state:
+                state[key] = torch.zeros_like(like, memory_format=torch.preserve_format)
+        if self._COUNTS_STEPS and "step" not in state:
+            state["step"] = torch.tensor(0.0, dtype=torch.float32)
+        return state
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One step over every parameter with a gradient; ``closure`` re-evaluates the loss
+        (with autograd on) and its value is returned."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        work = []
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            for p in params:
+                if p.grad.is_sparse:
+                    raise UnsupportedOperationError(
+                        f"fusedarrays.optim.{type(self).__name__}: sparse gradients are not "
+                        "supported; use a dense gradient")
+                _check_device(p)
+            if params:
+                work.append((group, params))
+        devices = {p.device for _, params in work for p in params}
+        with _on_current_stream(devices):
+            for group, params in work:
+                self._step_group(group, params)
+        return loss
+
+    def _step_group(self, group: dict, params: list) -> None:
+        states = [self._init_state(group, p) for p in params]
+        if self._COUNTS_STEPS:
+            steps = [s["step"] for s in states]
+            torch._foreach_add_(steps, 1)
+            counts = torch.stack([s.to("cpu", torch.float32) for s in steps]).tolist()
+        else:
+            counts = [0.0] * len(params)
+        buckets: dict[tuple, list] = {}
+        for p, state, count in zip(params, states, counts):
+            key = (p.device, count, self._master(group, p), self._bucket_key(state))
+            buckets.setdefault(key, []).append((p, state))
+        for (_, count, master, _), members in buckets.items():
+            self._run(group, members, count, master)
+
+    def _bucket_key(self, state: dict):
+        return None
+
+    def _lists(self, members: list, master: bool, keys: tuple) -> dict:
+        """The fa views of a bucket: ``params``, ``grads``, ``master_params`` and ``keys``."""
+        view = self._views
+        out = {"params": [view(p) for p, _ in members],
+               "grads": [view(_grad_like(p)) for p, _ in members],
+               "master_params": [view(s["master_param"]) for _, s in members] if master
+               else None}
+        for key in keys:
+            out[key] = [view(s[key]) for _, s in members]
+        return out
+
+    def _run(self, group: dict, members: list, step: float, master: bool) -> None:
+        raise NotImplementedError
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        super().zero_grad(set_to_none)
+        if set_to_none:
+            self._views.clear()   # the views held the old gradients' memory
+
+    @staticmethod
+    def _process_value_according_to_param_policy(param, value, param_id, param_groups,
+                                                 key=None):
+        # torch casts every float state to the parameter's dtype: master weights and the
+        # states of a master group stay float32; ``step`` stays a cpu float32 tensor (torch's
+        # own fused optimizers move it to the device; loading theirs brings it back)
+        if key == "step":
+            return value.to("cpu", torch.float32)
+        group = next((g for g in param_groups if param_id in g["params"]), {})
+        if group.get("master_weights") and param.dtype in _LOW and value.is_floating_point():
+            return value.to(device=param.device, dtype=torch.float32)
+        if param.is_floating_point():
+            return value.to(dtype=param.dtype, device=param.device)
+        return value.to(device=param.device)
+
+
+def _grad_like(p: torch.Tensor) -> torch.Tensor:
+    g = p.grad
+    if g.dtype != p.dtype and p.dtype not in _LOW:
+        raise DTypeError(f"fusedarrays.optim: a gradient of dtype {g.dtype} for a parameter "
+                         f"of dtype {p.dtype}; gradients must have the parameter's dtype")
+    return g
+
+
+def _betas(group: dict) -> tuple[float, float]:
+    beta1, beta2 = group["betas"]
+    return float(beta1), float(beta2)
+
+
+class Adam(_FusedOptimizer):
+    """``torch.optim.Adam`` (L2 weight decay) as one fused launch per device, step and dtype.
+
+    >>> import torch, fusedarrays.optim as fo
+    >>> model = torch.nn.Linear(4, 2)
+    >>> opt = fo.Adam(model.parameters(), lr=1e-3)
+    """
+
+    _STATES = ("exp_avg", "exp_avg_sq")
+    _DECOUPLED = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=None,
+                 amsgrad=False, *, maximize=False, master_weights=False, foreach=None,
+                 capturable=False, differentiable=False, fused=None):
+        if weight_decay is None:
+            weight_decay = 1e-2 if self._DECOUPLED else 0.0
+        _check_hyper(type(self).__name__, lr=lr, eps=eps, weight_decay=weight_decay,
+                     beta1=betas[0], beta2=betas[1])
+        if amsgrad:
+            raise UnsupportedOperationError(
+                f"fusedarrays.optim.{type(self).__name__}: amsgrad=True is not implemented; "
+                "use torch.optim's")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        amsgrad=False, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=self._DECOUPLED,
+                        master_weights=master_weights)
+        super().__init__(params, defaults)
+
+    def _run(self, group, members, step, master):
+        beta1, beta2 = _betas(group)
+        step_fn = F.adamw if group.get("decoupled_weight_decay", self._DECOUPLED) else F.adam
+        lists = self._lists(members, master, ("exp_avg", "exp_avg_sq"))
+        step_fn(**_rename(lists, exp_avg="exp_avgs", exp_avg_sq="exp_avg_sqs"), step=step,
+                lr=float(group["lr"]), beta1=beta1, beta2=beta2, eps=float(group["eps"]),
+                weight_decay=float(group["weight_decay"]), maximize=group["maximize"])
+
+
+class AdamW(Adam):
+    """``torch.optim.AdamW`` (decoupled weight decay, default 0.01) as one fused launch per
+    device, step and dtype; its ``state_dict`` loads into ``torch.optim.AdamW`` and back."""
+
+    _DECOUPLED = True
+
+
+class SGD(_FusedOptimizer):
+    """``torch.optim.SGD`` (momentum, dampening, Nesterov, weight decay, maximize)."""
+
+    _COUNTS_STEPS = False
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
+                 nesterov=False, *, maximize=False, master_weights=False, foreach=None,
+                 differentiable=False, fused=None):
+        _check_hyper("SGD", lr=lr, momentum=momentum, weight_decay=weight_decay)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("SGD: Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
+                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                        foreach=foreach, differentiable=differentiable, fused=fused,
+                        master_weights=master_weights)
+        super().__init__(params, defaults)
+
+    def _init_state(self, group, p):
+        state = super()._init_state(group, p)
+        if group["momentum"] and state.get("momentum_buffer") is None:
+            like = state["master_param"] if self._master(group, p) else p
+            state["momentum_buffer"] = torch.zeros_like(like)
+            state["_fa_first"] = True
+        return state
+
+    def _bucket_key(self, state):
+        return bool(state.pop("_fa_first", False))
+
+    def _step_group(self, group, params):
+        # the buffers' first step (PyTorch starts them as the gradient) is a parameter of the
+        # step, so buckets split on it: _bucket_key pops the mark
+        states = [self._init_state(group, p) for p in params]
+        buckets: dict[tuple, list] = {}
+        for p, state in zip(params, states):
+            key = (p.device, self._master(group, p), self._bucket_key(state))
+            buckets.setdefault(key, []).append((p, state))
+        for (_, master, first), members in buckets.items():
+            lists = self._lists(members, master, ())
+            momentum = float(group["momentum"])
+            F.sgd(**lists, momentum_buffers=[self._views(s["momentum_buffer"])
+                                             for _, s in members] if momentum else None,
+                  lr=float(group["lr"]), momentum=momentum,
+                  dampening=float(group["dampening"]),
+                  weight_decay=float(group["weight_decay"]), nesterov=group["nesterov"],
+                  maximize=group["maximize"], first=first)
+
+
+class Lion(_FusedOptimizer):
+    """Lion (Chen et al. 2023): ``p -= lr * (sign(b1 m + (1 - b1) g) + wd p)``, then
+    ``m = b2 m + (1 - b2) g``; state ``exp_avg``."""
+
+    _STATES = ("exp_avg",)
+    _COUNTS_STEPS = False
+
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *,
+                 maximize=False, master_weights=False):
+        _check_hyper("Lion", lr=lr, weight_decay=weight_decay, beta1=betas[0], beta2=betas[1])
+        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay,
+                                      maximize=maximize, master_weights=master_weights))
+
+    def _step_group(self, group, params):
+        states = [self._init_state(group, p) for p in params]
+        buckets: dict[tuple, list] = {}
+        for p, state in zip(params, states):
+            buckets.setdefault((p.device, self._master(group, p)), []).append((p, state))
+        beta1, beta2 = _betas(group)
+        for (_, master), members in buckets.items():
+            F.lion(**_rename(self._lists(members, master, ("exp_avg",)), exp_avg="exp_avgs"),
+                   lr=float(group["lr"]), beta1=beta1, beta2=beta2,
+                   weight_decay=float(group["weight_decay"]), maximize=group["maximize"])
+
+
+class LAMB(_FusedOptimizer):
+    """LAMB (You et al. 2020): Adam's direction plus weight decay, scaled per tensor by the
+    trust ratio ``‖p‖ / ‖u‖``; three launches for any number of tensors."""
+
+    _STATES = ("exp_avg", "exp_avg_sq")
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, *,
+                 bias_correction=True, maximize=False, master_weights=False):
+        _check_hyper("LAMB", lr=lr, eps=eps, weight_decay=weight_decay, beta1=betas[0],
+                     beta2=betas[1])
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      bias_correction=bias_correction, maximize=maximize,
+                                      master_weights=master_weights))
+
+    def _run(self, group, members, step, master):
+        beta1, beta2 = _betas(group)
+        F.lamb(**_rename(self._lists(members, master, ("exp_avg", "exp_avg_sq")),
+                         exp_avg="exp_avgs", exp_avg_sq="exp_avg_sqs"),
+               step=step, lr=float(group["lr"]), beta1=beta1, beta2=beta2,
+               eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
+               bias_correction=group["bias_correction"], maximize=group["maximize"])
+
+
+def _rename(lists: dict, **names) -> dict:
+    return {names.get(k, k): v for k, v in lists.items()}
+
+
+def _check_hyper(name: str, **values) -> None:
+    """torch.optim's argument checks, with its messages' facts."""
+    for key, value in values.items():
+        if key.startswith("beta"):
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name}: invalid {key} {value!r}; it must be in [0, 1)")
+        elif not isinstance(value, torch.Tensor) and value < 0.0:
+            raise ValueError(f"{name}: invalid {key} {value!r}; it must be >= 0")
+
+
+__all__ = ["LAMB", "SGD", "Adam", "AdamW", "Lion"]
