@@ -121,3 +121,14 @@ def test_copy_limit_rule(tmp_path, cpu_backend, monkeypatch):
     written = json.loads((tmp_path / "rule.json").read_text())
     assert [c["ok"] for c in written["checks"]] == [False, False]
     assert run.finish() == 1   # a failed check fails the run
+
+
+def test_cpu_smoke(tmp_path):
+    rows = numbers(run_script("cpu", tmp_path))
+    figures = " | ".join(rows)
+    for part in ("a*b+c, 1e3", "a*b+c, 1e4", "10 ops with sqrt exp sin", "softmax, mask, cumsum",
+                 "AdamW step over 5"):
+        assert part in figures, (part, figures)
+    for row in rows.values():
+        assert row["unit"] == "× NumPy's speed" and row["details"]["numpy_us"] > 0, row
+        assert all(p == "not measured" for p in row["peers"].values()), row
