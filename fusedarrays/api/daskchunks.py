@@ -24,32 +24,45 @@ module. :class:`PhiloxSeed` is that bit generator for fa: an int (128 bits of th
 the same numbers for the same seed and chunking on every backend, drawn inside the kernel of
 whatever the chunk's task does with it.
 
-Not here yet: launching a chunk's kernel by the end of its task (a task's result may still be a
-pending fa array), distributed's serializers, several GPUs.
+Launching by the end of the task (:func:`launched`): a task's result may be a pending fa array
+(the chain of lazy operations dask's blockwise fusion handed the chunk), and left so its kernel
+would run only when a later task or pickling asked for it, holding its inputs alive and unseen by
+dask's memory accounting. So dask's array optimization is :func:`optimize`: dask's own, then each
+task wrapped so that its result, or the arrays of a tuple, list or dict it returns, is launched
+(queued on the stream, not synchronised) before the task returns. The whole fused chain of a
+chunk stays one kernel; laziness lives inside a task, never across tasks. It is a graph rewrite,
+done where the graph is optimized (the client), so it holds on every scheduler, distributed's
+worker processes included. ``dask.config.set(array_optimize=...)`` of one's own replaces it.
+
+distributed's serializers live in :mod:`.daskwire`, registered here once distributed is imported.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import threading
 
 import numpy as np
 from dask import config, sizeof
+from dask._task_spec import Task, convert_legacy_graph
 from dask.array import dispatch
+from dask.array import optimization as dask_optimization
 from dask.array.backends import ArrayBackendEntrypoint
 from dask.array.chunk_types import register_chunk_type
 from dask.array.core import Array
-from dask.utils import Dispatch
+from dask.utils import Dispatch, ensure_dict
 
+from ..runtime.backend import Buffer
 from . import creation, einsum, indexing, manipulation, products, quantiles
-from .array import ndarray
+from .array import compute, ndarray
 
 # Moves a chunk of any type to fa (Array.to_backend("fusedarrays")); dask has one such lookup
 # per backend (to_numpy_dispatch, to_cupy_dispatch), the backend owning its own.
 to_fusedarrays_dispatch = Dispatch("to_fusedarrays_dispatch")
 
 _lock = threading.Lock()
-_registered = [False]
+_registered = [False, False, False]   # dask, distributed, dask_cuda
 
 
 def register() -> None:
@@ -75,7 +88,25 @@ def register() -> None:
         dispatch.to_cupy_dispatch.register(ndarray, _to_cupy)
         # any chunk (NumPy's, CuPy's, another's) goes through fa.asarray
         to_fusedarrays_dispatch.register((object, np.ndarray, ndarray), _to_fa)
+        sizeof.sizeof.register(Buffer, lambda buffer: int(buffer.nbytes))
+        config.set({"array_optimize": optimize})
         _registered[0] = True
+    _register_others()
+
+
+def _register_others() -> None:
+    """distributed's serializers and dask-cuda's device-memory look-up, for those of the two
+    imported (both are imported before the first graph they serve is optimized)."""
+    if "distributed" in sys.modules and not _registered[1]:
+        from . import daskwire
+
+        daskwire.register()
+        _registered[1] = True
+    if "dask_cuda" in sys.modules and not _registered[2]:
+        from . import daskwire
+
+        daskwire.register_dask_cuda()
+        _registered[2] = True
 
 
 def chunk_nbytes(x: ndarray) -> int:
@@ -85,6 +116,42 @@ def chunk_nbytes(x: ndarray) -> int:
     if node.is_leaf:
         return int(sum(buffer.nbytes for buffer in node.buffers))
     return int(x.nbytes)
+
+
+# -- launching by the end of the task ---------------------------------------------------------
+
+def launched(result):
+    """A task's ``result`` with every pending fa array in it launched (one ``fa.compute`` of
+    them: one kernel per shape), or ``result`` itself when nothing in it is pending. Looks into
+    a tuple, list or dict one level deep: what dask's reductions return per chunk (mean's
+    ``{"n", "total"}``)."""
+    if isinstance(result, ndarray):
+        if result.pending:
+            result.compute()
+        return result
+    if isinstance(result, (tuple, list)):
+        todo = [x for x in result if isinstance(x, ndarray) and x.pending]
+    elif isinstance(result, dict):
+        todo = [x for x in result.values() if isinstance(x, ndarray) and x.pending]
+    else:
+        return result
+    if todo:
+        compute(*todo)
+    return result
+
+
+def optimize(dsk, keys, **kwargs) -> dict:
+    """dask's array optimization (``array_optimize``), then each task's result passed through
+    :func:`launched`. Wraps dask's own task classes only: a subclass (distributed's P2P
+    barriers) is left as it is."""
+    _register_others()      # distributed imported after fusedarrays met dask
+    dsk = dask_optimization.optimize(dsk, keys, **kwargs)
+    graph = convert_legacy_graph(ensure_dict(dsk))
+    for key, task in graph.items():
+        if isinstance(task, Task) and type(task).__module__ == Task.__module__ \
+                and task.func is not launched:
+            graph[key] = Task(key, launched, task, _data_producer=task.data_producer)
+    return graph
 
 
 def _to_cupy(x: ndarray, **kwargs):
@@ -212,3 +279,6 @@ class FusedArraysBackend(ArrayBackendEntrypoint):
         like = creation.empty(()) if like is None else like
         with config.set({"array.backend": "numpy"}):
             return da.arange(*args, like=like, **kwargs)
+
+
+register()      # importing this module (a worker unpickling a task of it) registers fa

@@ -131,14 +131,19 @@ def test_sizeof_counts_the_buffer_a_chunk_holds():
     assert sizeof(task_result(ones)) == 8
 
 
-@pytest.mark.parametrize("name", ["sum", "mean", "var", "std", "min", "max", "argmin",
-                                  "argmax", "nanmean", "cumsum"])
+@pytest.mark.parametrize("name", ["sum", "prod", "mean", "var", "std", "min", "max", "argmin",
+                                  "argmax", "any", "all", "cumsum", "cumprod", "nansum",
+                                  "nanmean", "nanstd", "nanmax", "nanargmin", "nancumsum"])
 def test_reductions_by_axis(name):
     x = X.copy()
-    if name == "nanmean":
+    if name.startswith("nan"):
         x[np.random.default_rng(SEED).random(x.shape) < 0.1] = np.nan
+    elif name in ("any", "all"):
+        x = x > 0.2                           # some columns and rows all True, some not
+    elif name in ("prod", "cumprod"):
+        x = 1 + x / 8                         # products of 60 factors stay finite
     func = getattr(da, name)
-    for axis in ((0, 1) if name in ("cumsum", "argmin", "argmax") else (0, 1, None)):
+    for axis in ((0, 1) if "cum" in name or "arg" in name else (0, 1, None)):
         same(lambda d, axis=axis: func(d, axis=axis), f"da.{name}(d, axis={axis})", x)
 
 
