@@ -44,15 +44,15 @@ def arch_cc(arch: str) -> tuple[int, int]:
 def _param_numba_type(code: str):
     from numba import types
 
-    from .intrinsics import SCALARS
+    from .intrinsics import PARAMS
 
     if code == "ptr":
         return types.uint64
     try:
-        return SCALARS[code].param
+        return PARAMS[code]
     except KeyError:
         raise ValueError(
-            f"unknown kernel parameter type {code=}; expected 'ptr' or one of {sorted(SCALARS)}"
+            f"unknown kernel parameter type {code=}; expected 'ptr' or one of {sorted(PARAMS)}"
         ) from None
 
 

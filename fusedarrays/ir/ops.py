@@ -326,7 +326,8 @@ def template_kind(row: Op, loop: tuple[np.dtype, ...]) -> str:
 # backends and fails, printing the new one, when it drifts.
 _ALL = "b1 i8 i16 i32 i64 u8 u16 u32 u64 f32 f64"
 _FLOATS, _WIDE = "f32 f64", "i64 u64 f32 f64"
-_CMP = "b1 i8 i16 i32 i64 u8 u16 u32 u64 f16 f32 f64"
+_HALF = "f16 bf16 e4m3 e5m2"   # ir/dtypes.ROUNDED: their comparisons and tests type as float32's
+_CMP = "b1 i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 " + _HALF
 _CX = " c64 c128"   # complex templates and helpers keep their type
 TYPED: dict[str, frozenset[str]] = {name: frozenset(codes.split()) for name, codes in {
     "add": "b1 " + _WIDE + _CX, "subtract": _WIDE + _CX, "multiply": "b1 " + _WIDE + _CX,
@@ -343,8 +344,8 @@ TYPED: dict[str, frozenset[str]] = {name: frozenset(codes.split()) for name, cod
     **{name: _ALL for name in ("floor", "ceil", "trunc", "maximum", "minimum", "fmax", "fmin",
                                "clip")},
     **{name: _ALL + _CX for name in ("copy", "where", "real", "imag")},
-    **{name: "f16 f32 f64" + _CX for name in ("isnan", "isinf", "isfinite")},
-    "signbit": "f16 f32 f64",
+    **{name: "f32 f64 " + _HALF + _CX for name in ("isnan", "isinf", "isfinite")},
+    "signbit": "f32 f64 " + _HALF,
     **{name: _CMP + _CX for name in ("logical_and", "logical_or", "logical_xor", "logical_not",
                                      "equal", "not_equal", "less", "less_equal", "greater",
                                      "greater_equal")},
