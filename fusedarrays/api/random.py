@@ -41,6 +41,7 @@ from . import array as _array
 from .array import ndarray
 from .indexing import take, upload_index
 from .sorting import argsort
+from .stochastic import stochastic_round
 
 _U64 = np.dtype(np.uint64)
 _I64 = np.dtype(np.int64)
@@ -201,6 +202,13 @@ class Generator:
         if not 0.0 <= float(p) <= 1.0:
             raise ValueError(f"Generator.bernoulli: p={p} is not a probability in [0, 1]")
         return self.random(size, dtype=np.float32) < float(p)
+
+
+    def stochastic_round(self, x, dtype) -> ndarray:
+        """``x`` rounded to ``dtype`` (``fa.bfloat16`` or ``fa.float16``) up or down at random,
+        unbiased, from this generator's stream, fused into the kernel that stores the result
+        (:mod:`.stochastic`)."""
+        return stochastic_round(self, x, dtype)
 
 
 def _broadcast(*values) -> tuple:
