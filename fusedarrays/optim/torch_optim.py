@@ -51,7 +51,12 @@ class _Views:
                 f"fusedarrays.optim: a tensor of shape {tuple(t.shape)} with strides "
                 f"{t.stride()} is not contiguous; the fused step walks tensors whole "
                 "(pass contiguous parameters, gradients and states)")
-        view = from_dlpack(t.detach())
+        try:
+            view = from_dlpack(t.detach())
+        except (RuntimeError, BufferError, TypeError) as exc:
+            raise DTypeError(f"fusedarrays.optim: a {t.dtype} tensor on {t.device} does not "
+                             f"reach fusedarrays through DLPack without a copy ({exc}); use "
+                             "float32 or float64 parameters") from exc
         if len(self._found) > 64 and len(self._found) % 64 == 0:
             self._found = {k: v for k, v in self._found.items() if v[0]() is not None}
         self._found[id(t)] = (weakref.ref(t), t.data_ptr(), view)

@@ -7,6 +7,7 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
 from childenv import pythonpath
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -132,3 +133,14 @@ def test_cpu_smoke(tmp_path):
     for row in rows.values():
         assert row["unit"] == "× NumPy's speed" and row["details"]["numpy_us"] > 0, row
         assert all(p == "not measured" for p in row["peers"].values()), row
+
+
+def test_optim_smoke(tmp_path):
+    pytest.importorskip("torch")     # optional in CI: fusedarrays.optim's torch face
+    rows = numbers(run_script("optim", tmp_path))
+    figures = " | ".join(rows)
+    for part in ("AdamW over 148 tensors", "LAMB over 200 tensors", "MLP training"):
+        assert part in figures, (part, figures)
+    assert rows[next(f for f in rows if f.startswith("AdamW over 148"))]["details"][
+        "launches"] == 1
+    assert rows[next(f for f in rows if f.startswith("LAMB"))]["details"]["launches"] == 3
