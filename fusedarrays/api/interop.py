@@ -40,6 +40,7 @@ import ctypes
 import numpy as np
 
 from ..ir import dtypes, graph
+from ..ir.dtypes import SUPPORTED_NAMES
 from ..runtime import indexflags
 from ..runtime.backend import Buffer, get_backend
 from . import array as _array
@@ -48,6 +49,16 @@ from .array import _backend_of, ndarray
 _KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST = 1, 2, 3
 # kDLInt, kDLUInt, kDLFloat, kDLComplex, kDLBool, by NumPy's dtype kind
 _CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
+# ml_dtypes' formats by DLPack 1.1 code: kDLBfloat 4, kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12
+# (NumPy's from_dlpack knows none of them; _import_minifloat reads such capsules itself)
+_MINI_CODES = {"bf16": 4, "e4m3": 10, "e5m2": 12}
+_BY_MINI_CODE = {(code, dtypes.BY_CODE[c].itemsize * 8): dtypes.BY_CODE[c]
+                 for c, code in _MINI_CODES.items() if c in dtypes.BY_CODE}
+
+
+def _dl_code(dtype: np.dtype) -> int | None:
+    code = dtypes.CODES.get(dtype)
+    return _MINI_CODES[code] if code in _MINI_CODES else _CODES.get(dtype.kind)
 VERSION = (1, 0)                          # the DLPack version of the versioned capsules made here
 _READ_ONLY, _IS_COPIED = 1 << 0, 1 << 1   # DLPACK_FLAG_BITMASK_*
 
@@ -167,7 +178,7 @@ def dlpack_device(array: ndarray) -> tuple[int, int]:
 def dlpack(array: ndarray, *, stream=None, max_version=None, dl_device=None, copy=None):
     """A DLPack capsule of ``array`` (computed first; a copy where ``copy`` or ``dl_device`` asks
     for one), ordered for the consumer's ``stream``; versioned for a ``max_version >= (1, 0)``."""
-    if array.dtype.kind not in _CODES:
+    if _dl_code(array.dtype) is None:
         raise BufferError(f"__dlpack__: dtype {array.dtype} has no DLPack code; export it as "
                           f"one of {sorted(d.name for d in dtypes.SUPPORTED)}")
     versioned = max_version is not None and int(tuple(max_version)[0]) >= VERSION[0]
@@ -228,7 +239,7 @@ def _capsule(owner, data, dtype, shape, strides, device, consumer, versioned: bo
     tensor.data = data
     tensor.device = _Device(*device)
     tensor.ndim = ndim
-    tensor.dtype = _DataType(_CODES[dtype.kind], dtype.itemsize * 8, 1)
+    tensor.dtype = _DataType(_dl_code(dtype), dtype.itemsize * 8, 1)
     tensor.shape = ctypes.cast(shape_c, ctypes.POINTER(ctypes.c_int64))
     tensor.strides = ctypes.cast(strides_c, ctypes.POINTER(ctypes.c_int64))
     tensor.byte_offset = 0
@@ -260,7 +271,12 @@ def from_dlpack(x, *, copy: bool | None = None) -> ndarray:
         raise BufferError(f"from_dlpack(copy=False): a {type(x).__name__} on DLPack device type "
                           f"{kind} reaches the {backend.name} backend's memory only by a copy; "
                           "pass copy=None or True")
-    host = np.from_dlpack(x) if host_producer else np.from_dlpack(x, device="cpu")
+    try:
+        host = np.from_dlpack(x) if host_producer else np.from_dlpack(x, device="cpu")
+    except (RuntimeError, BufferError, TypeError):
+        if not host_producer:
+            raise
+        host = _import_minifloat(x)     # bfloat16 and float8, which NumPy cannot take
     if backend.name == "cuda":
         return _array.asarray(host)                         # the upload is the copy
     if copy or (copy is None and not host.flags.writeable):
@@ -269,6 +285,58 @@ def from_dlpack(x, *, copy: bool | None = None) -> ndarray:
         raise BufferError(f"from_dlpack(copy=False): the {type(x).__name__}'s memory is "
                           "read-only and a fa.ndarray's is writable; pass copy=None or True")
     return _host_view(host, backend)
+
+
+_capsule_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_SetName", ctypes.pythonapi))
+
+
+class _Owner:
+    """Keeps an imported DLPack tensor alive: its deleter runs when the last view goes."""
+
+    def __init__(self, managed):
+        self.managed = managed
+
+    def __del__(self):
+        deleter = self.managed.contents.deleter
+        if deleter:
+            deleter(self.managed)
+
+
+def _import_minifloat(x) -> np.ndarray:
+    """A host producer's bfloat16 or float8 tensor as a NumPy array of ml_dtypes' dtype over
+    its memory (no copy), read from the DLPack capsule here, as NumPy reads the others."""
+    try:
+        capsule = x.__dlpack__(max_version=VERSION)
+    except TypeError:
+        capsule = x.__dlpack__()
+    versioned = bool(_capsule_is_valid(id(capsule), _NAME_VERSIONED))
+    name, struct = (_NAME_VERSIONED, _Versioned) if versioned else (_NAME, _Managed)
+    managed = ctypes.cast(_capsule_pointer(id(capsule), name), ctypes.POINTER(struct))
+    tensor = managed.contents.dl_tensor
+    kind = (tensor.dtype.code, tensor.dtype.bits)
+    dt = _BY_MINI_CODE.get(kind) if tensor.dtype.lanes == 1 else None
+    if dt is None:
+        raise BufferError(f"from_dlpack: a {type(x).__name__} of DLPack dtype code {kind[0]}, "
+                          f"{kind[1]} bits, lanes {tensor.dtype.lanes} has no fusedarrays dtype; "
+                          f"supported: {SUPPORTED_NAMES}")
+    _capsule_set_name(id(capsule), b"used_" + name)      # ours to delete now
+    owner = _Owner(managed)
+    shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+    strides = (tuple(tensor.strides[i] for i in range(tensor.ndim)) if tensor.strides
+               else _c_strides(shape))
+    low = sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0 and n)
+    span = (sum(abs(s) * (n - 1) for n, s in zip(shape, strides)) + 1) if all(shape) else 0
+    start = (tensor.data or 0) + tensor.byte_offset + low * dt.itemsize
+    memory = (ctypes.c_uint8 * (span * dt.itemsize)).from_address(start) if span else \
+        (ctypes.c_uint8 * 0)()
+    memory.owner = owner
+    flat = np.frombuffer(memory, np.uint8).view(dt)
+    host = np.lib.stride_tricks.as_strided(flat[-low:] if low else flat, shape,
+                                           tuple(s * dt.itemsize for s in strides))
+    if versioned and managed.contents.flags & _READ_ONLY:
+        host.flags.writeable = False
+    return host
 
 
 def _host_view(host: np.ndarray, backend) -> ndarray:
