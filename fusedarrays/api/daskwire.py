@@ -123,6 +123,11 @@ def cuda_dumps(x: ndarray) -> tuple[dict, list]:
     if name != "cuda":
         raise NotImplementedError(f"fa.ndarray on the {name} backend: its memory is the "
                                   "host's (the dask family sends it)")
+    if x.dtype.kind == "V":
+        # the receiver imports the frame through __cuda_array_interface__, whose typestr can't
+        # name ml_dtypes' types (bfloat16 is '<V2'), and fa has no dtype-reinterpreting view
+        raise NotImplementedError(f"fa.ndarray of {x.dtype}: the cuda family can't type it on "
+                                  "arrival (the dask family sends it through the host)")
     header, (buffer, offset) = _contiguous(x)
     if buffer is None:
         return header, []
