@@ -161,8 +161,9 @@ __all__ = sorted(set(__all__))
 
 # dask already imported: fa arrays are its chunk type from here on (sizeof, concatenate, …),
 # without the backend entry point having been asked for; a dask imported later registers fa
-# when its "fusedarrays" array backend is first used (api/daskchunks.py)
-if "dask.array" in _sys.modules:
+# when its "fusedarrays" array backend is first used (api/daskchunks.py). distributed too: a
+# worker unpickling an fa chunk's type (its serializers' header) finds fa's serializers.
+if "dask.array" in _sys.modules or "distributed" in _sys.modules:
     from .api import daskchunks as _daskchunks
 
     _daskchunks.register()

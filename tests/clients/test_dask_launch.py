@@ -115,6 +115,14 @@ serialize = pytest.importorskip("distributed.protocol.serialize")
 ALL = ("cuda", "dask", "pickle")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def a_graph_after_distributed():
+    # distributed imported after fusedarrays met dask: fa's serializers are registered when the
+    # first graph is optimized, as a Client's first compute does
+    with dask.config.set(scheduler="sync"):
+        fa_array()[:2].sum().compute()
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_, np.complex64, np.float16])
 def test_families_move_an_array_through_the_host(dtype):
     x = fa.asarray((X * 4).astype(dtype))
