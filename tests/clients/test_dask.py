@@ -1,8 +1,8 @@
 """dask.array over fa chunks, on the threaded scheduler, against the same graph over NumPy
 chunks: ``da.from_array(fa_array)`` and ``da.map_blocks``, elementwise work, reductions by axis,
-``d @ d.T``, ``da.nanmean``, boolean selection (unknown chunk sizes) and ``rechunk``. What works
-here goes through NumPy's protocols (``__array_function__``, ufunc keywords, NEP 35 ``like=``);
-fa is not (yet) a registered dask chunk type."""
+``d @ d.T``, ``da.nanmean``, boolean selection (unknown chunk sizes) and ``rechunk``, through
+NumPy's protocols (``__array_function__``, ufunc keywords, NEP 35 ``like=``) and fa's
+registration as a dask chunk type (test_dask_chunks.py tests the registration itself)."""
 
 import judge
 import numpy as np
