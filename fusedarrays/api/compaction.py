@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..compiler.compact import SCATTER_CODES
+from .. import compiler
 from ..ir import graph, layout
 from ..ir.dtypes import CODES
 from ..runtime import compaction
@@ -121,7 +121,7 @@ def scatter_stride(target: graph.Node, ndim: int) -> int | None:
     kernel moves whole, and one stride walk the view in C order (contiguous, reversed, every
     k-th element, a column; not 0, a broadcast, which no write may target)."""
     if not (target.is_leaf and ndim == len(target.shape)
-            and CODES[target.dtype] in SCATTER_CODES):
+            and CODES[target.dtype] in compiler.SCATTER_CODES):
         return None
     dims, (strides,) = layout.collapse(target.shape, [graph.leaf_view(target)[2]])
     if len(dims) != 1 or (strides[0] == 0 and dims[0] > 1):

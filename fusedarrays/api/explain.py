@@ -13,13 +13,8 @@ from __future__ import annotations
 
 import html
 
-from ..compiler import codegen
-from ..compiler.plan import KernelPlan, plan_kernel
-from ..compiler.product import PRODUCT_THREADS, TILE_K, TILE_M, TILE_N, ProductPlan
-from ..compiler.reduction import ReducePlan, has_reduction, plan_program
-from ..compiler.reduction_codegen import render_plan
-from ..compiler.rowfusion import RowPlan
-from ..compiler.scan import ScanPlan
+from .. import compiler
+from ..compiler import Plan, plan_evaluation, render
 from ..ir import graph, layout
 from ..runtime import realize, records
 from .array import _backend_of
@@ -61,9 +56,8 @@ _SCAN_WALK = {
     "cols": "cols: a thread per row, its elements in order",
     "cpu": "each row scanned in order by one thread; rows in chunks spread over the cores"}
 _PRODUCT_WALK = {
-    "cuda": f"tiled: a block of {PRODUCT_THREADS} threads per {TILE_M}x{TILE_N} output tile, "
-            f"K in slabs of {TILE_K} staged in shared memory, 4x4 outputs per thread summed in "
-            "registers",
+    "cuda": "tiled: a block of {threads} threads per {m}x{n} output tile, K in slabs of {k} "
+            "staged in shared memory, 4x4 outputs per thread summed in registers",
     "cpu": "each output row summed over K in order by one thread; rows in chunks spread over "
            "the cores"}
 _LIBRARY_WALK = ("cuBLAS's own kernels, the algorithm its heuristic chose for these sizes, "
@@ -97,11 +91,11 @@ class _Placeholder:
 class Explanation:
     """The kernel an array's evaluation runs: plan, source, key parts, and why it compiled."""
 
-    def __init__(self, plan: KernelPlan, target: str, arch: str | None, note: str = ""):
+    def __init__(self, plan: Plan, target: str, arch: str | None, note: str = ""):
         self.plan = plan
         self.note = note      # what the explained array is, where that needs saying
         self.target = target
-        self.source = codegen.render_kernel(plan, target)
+        self.source = render(plan, target)
         self.arch = arch
         info = records.compiled_info(plan.key)
         # Why it compiled (or was loaded), else what a compile now would say.
@@ -122,11 +116,10 @@ class Explanation:
     def ptx(self) -> str:
         """PTX for ``arch`` (default sm_90), compiled without a GPU."""
         if self._ptx is None:
-            from ..compiler import devicelib
             from ..runtime.backend import arch_compiler
             self._ptx, _ = arch_compiler().ptx(
-                codegen.render_kernel(self.plan, "cuda"), self.plan.name,
-                self.plan.param_types(), self.arch or "sm_90", devicelib.helpers())
+                render(self.plan, "cuda"), self.plan.name,
+                self.plan.param_types(), self.arch or "sm_90", compiler.helpers())
         return self._ptx
 
     def operands(self) -> list[tuple[str, str, str, str]]:
@@ -216,7 +209,7 @@ class ProgramExplanation:
     def __init__(self, program, target: str, arch: str | None):
         self.program, self.arch, self.target = program, arch, target
         self.kernels = [(step.plan, _LIBRARY_SOURCE.format(plan=step.plan)
-                         if getattr(step.plan, "library", "") else render_plan(step.plan, target))
+                         if step.plan.library else render(step.plan, target))
                         for step in program.steps]
 
     @property
@@ -226,15 +219,14 @@ class ProgramExplanation:
     @property
     def ptx(self) -> list[str]:
         """Each kernel's PTX for ``arch`` (default sm_90), compiled without a GPU."""
-        from ..compiler import devicelib
         from ..runtime.backend import arch_compiler
-        return [arch_compiler().ptx(render_plan(plan, "cuda"), plan.name, plan.param_types(),
-                                    self.arch or "sm_90", devicelib.helpers())[0]
-                for plan, _ in self.kernels if not getattr(plan, "library", "")]
+        return [arch_compiler().ptx(render(plan, "cuda"), plan.name, plan.param_types(),
+                                    self.arch or "sm_90", compiler.helpers())[0]
+                for plan, _ in self.kernels if not plan.library]
 
     def _title(self) -> str:
         n = self.launches
-        products = [plan for plan, _ in self.kernels if isinstance(plan, ProductPlan)]
+        products = [plan for plan, _ in self.kernels if plan.kind == "product"]
         if products:
             how = sorted({plan.library or "a tiled kernel" for plan in products})
             return (f"{n} launch{'es' if n > 1 else ''}; matmul is not fused: a product of its "
@@ -244,7 +236,7 @@ class ProgramExplanation:
 
     def facts(self, plan) -> list[tuple[str, str]]:
         """One kernel of the program in words: ``(name, value)`` rows, text and HTML alike."""
-        if isinstance(plan, ReducePlan):
+        if plan.kind == "reduce":
             outputs = plan.size // plan.split
             what = (f"{plan.reduction} of {outputs} output(s) × {plan.elements} element(s), "
                     f"kept dims {plan.kept}, reduced dims {plan.red}"
@@ -252,11 +244,11 @@ class ProgramExplanation:
                        "(partial results, folded in a fixed order by whoever finishes the "
                        "output's last part, in this launch)" if plan.split > 1 else ""))
             walk = _REDUCE_WALK["cpu" if self.target == "cpu" else plan.schedule]
-        elif isinstance(plan, ScanPlan):
+        elif plan.kind == "scan":
             what = (f"{plan.scan} of {plan.size} row(s) × {plan.length} element(s), kept dims "
                     f"{plan.kept}")
             walk = _SCAN_WALK["cpu" if self.target == "cpu" else plan.schedule]
-        elif isinstance(plan, ProductPlan):
+        elif plan.kind == "product":
             a, b = (str(o.dtype) for o in plan.operands[:2])
             what = (f"matmul (not fused) of {layout.size_of(plan.batch)} matrix product(s) "
                     f"({plan.m}, {plan.k}) @ ({plan.k}, {plan.n}), {a} @ {b} → "
@@ -266,8 +258,10 @@ class ProgramExplanation:
                         (f"walk ({self.target})", _LIBRARY_WALK),
                         ("compiled", "no kernel of ours to compile: nvmath plans cuBLAS once "
                                      "per signature (dtype, sizes, strides, alignment)")]
-            walk = _PRODUCT_WALK["cpu" if self.target == "cpu" else "cuda"]
-        elif isinstance(plan, RowPlan):
+            walk = _PRODUCT_WALK["cpu" if self.target == "cpu" else "cuda"].format(
+                threads=compiler.PRODUCT_THREADS, m=compiler.TILE_M, n=compiler.TILE_N,
+                k=compiler.TILE_K)
+        elif plan.kind == "rows":
             what = (" then ".join(name for name, _, _ in plan.sections) + " of each row, then "
                     f"the row's elements of the result; {plan.size} row(s) of "
                     f"{layout.size_of(plan.red)} element(s)")
@@ -280,7 +274,7 @@ class ProgramExplanation:
         why = info["why"] if info else (
             f"not compiled in this process yet; it would be: {records.why_compile(plan)}")
         route = ([("route", f"the tiled kernel, not cuBLAS: {plan.route}")]
-                 if isinstance(plan, ProductPlan) and plan.route else [])
+                 if plan.kind == "product" and plan.route else [])
         return [("does", what), *route, (f"walk ({self.target})", walk),
                 ("scalar parameters", ", ".join(f"a{m}={v!r} ({dt})" for m, (v, dt)
                                                 in enumerate(plan.scalars)) or "none"),
@@ -305,7 +299,7 @@ class ProgramExplanation:
                  "<td style=\"white-space:normal\">"
                  + "<br>".join(html.escape(w) for w in self.program.why) + "</td></tr></table>"]
         for k, (plan, source) in enumerate(self.kernels):
-            temps = {t: name for name, _, t in plan.sections} if isinstance(plan, RowPlan) \
+            temps = {t: name for name, _, t in plan.sections} if plan.kind == "rows" \
                 else {}
             operands = "".join(
                 f"<tr><td>{'out' if o.output else 'in'}{j}</td><td>{html.escape(str(o.dtype))}"
@@ -333,7 +327,7 @@ class ProgramExplanation:
 def kernels_of(node: graph.Node) -> int:
     """How many kernels evaluating ``node`` into a fresh result launches (planned, nothing
     rendered or run: the HTML repr's count)."""
-    if not has_reduction([node]):
+    if not compiler.has_reduction([node]):
         return 1
     return len(_plan_program(node, None)[0].steps)
 
@@ -351,14 +345,12 @@ def _plan_program(node: graph.Node, arch: str | None):
     params = node.params if node.params is not None else {node: 0}
     blas = product_blas(backend) if any(n.kind == "matmul" for n in graph.walk([node])) \
         else None
-    return plan_program([(node, out)], params, align, blas=blas), target
+    return plan_evaluation([(node, out)], params, align, blas=blas), target
 
 
 def explain(a, arch: str | None = None) -> Explanation | ProgramExplanation:
     """How ``a`` evaluates: the plan and kernel source (nothing is compiled or run). For a fused
     function (``fa.fuse``): its signatures, why each traced, and their kernels."""
-    from ..runtime.backend import get_backend
-
     if hasattr(a, "_fa_explain"):
         return a._fa_explain(arch)
 
@@ -368,9 +360,7 @@ def explain(a, arch: str | None = None) -> Explanation | ProgramExplanation:
         note = ("this array is computed: evaluating it runs no kernel; shown is the kernel "
                 "that copies it (.copy(), or .get() of a strided view)")
         node = graph.op("copy", (node,), (node.dtype, node.dtype))
-    out = (_Placeholder(), node.dtype, node.shape, layout.contiguous_strides(node.shape), 0)
-    target = "cuda" if arch else realize.target_of(get_backend())
-    if has_reduction([node]):
-        return ProgramExplanation(*_plan_program(node, arch), arch)
-    plan = plan_kernel([(node, out)])
-    return Explanation(plan, target, arch, note)
+    program, target = _plan_program(node, arch)
+    if program.cut:
+        return ProgramExplanation(program, target, arch)
+    return Explanation(program.steps[0].plan, target, arch, note)

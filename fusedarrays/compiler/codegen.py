@@ -46,7 +46,7 @@ class _Renderer:
     """Renders one plan. ``level`` of a value: 0 scalar-only, 1 constant along a row, 2 per
     element; values below the loop's level are computed once outside it."""
 
-    def __init__(self, plan: KernelPlan):
+    def __init__(self, plan: KernelPlan, rows: bool = False):
         self.plan = plan
         self.codes = {i.var: i.code for i in plan.body if i.var is not None}
         self.level = value_levels(plan)
@@ -61,8 +61,7 @@ class _Renderer:
         # Values an earlier walk of the same kernel already computed under the same names (a
         # row kernel's registers, compiler/rowfusion.py): lines_at writes no line for them.
         self.skip: frozenset = frozenset()
-        # a row kernel's divisions keep the form without zeros on the fast path (cuda/division.py)
-        self.divby = "fa_rowdivby" if getattr(plan, "rows", False) else "fa_divby"
+        self.divby = "fa_rowdivby" if rows else "fa_divby"   # a row kernel's: cuda/division.py
         # divisor's var → the name of its reciprocal, for the divisions that take one
         self.recips: dict[int, str] = {}
         self.divided: set[int] = set()       # those divisions' vars

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from ..ir.reductions import BLOCK_THREADS
 from . import keys
 from .codegen import CPU_CHUNK, _function, _indent
+from .protocol import Plan
 
 MODES = ("count", "index", "rank", "scatter")
 # the element types a scatter moves: whole elements, no complex parts
@@ -40,7 +41,7 @@ ROW = 4096      # mask elements per row: a block of 256 threads, 16 a thread
 
 
 @dataclass(frozen=True)
-class CompactPlan:
+class CompactPlan(Plan):
     """One kernel: for ``index`` and ``rank`` the index type ``code`` (``i32`` or ``i64``;
     ``count`` stores int64 counts whatever it is), for ``scatter`` the element type moved."""
 
@@ -52,7 +53,8 @@ class CompactPlan:
         if self.mode not in MODES or self.code not in codes:
             raise ValueError(f"no compaction kernel {self.mode!r} storing {self.code!r}")
 
-    # what the runtime's kernel cache and its records read of a plan
+    # sized per call (the mask's rows: geometry_for): size 0, no geometry of its own
+    kind = "compact"
     body = ()
     scalars = ()
 
@@ -94,8 +96,11 @@ class CompactPlan:
     def _view(self) -> tuple[str, ...]:
         return ("xo", "xs") if self.mode == "scatter" else ()
 
+    def traffic(self) -> tuple[int, int]:
+        return 0, 0   # not counted (its operands are the kernels' element types)
+
     @staticmethod
-    def geometry(rows: int) -> tuple:
+    def geometry_for(rows: int) -> tuple:
         """A block per row (the reductions' launch shape)."""
         return ("reduce", "rows", rows)
 

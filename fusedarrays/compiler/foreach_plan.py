@@ -17,12 +17,13 @@ from ..errors import ShapeError
 from ..ir.dtypes import CODES
 from . import keys
 from .plan import KernelPlan
+from .protocol import Plan
 
 FOREACH_CHUNK_SHIFT = 12   # meta holds one tensor number per 4096 elements of the concatenation
 
 
 @dataclass(frozen=True)
-class ForeachPlan:
+class ForeachPlan(Plan):
     """One launch applying ``body`` to every tensor of a list (``Fused.foreach``).
 
     ``tensor`` is the per-tensor plan: every operand contiguous and 1-D, scalar (V = 1), its
@@ -51,11 +52,17 @@ class ForeachPlan:
     globals: tuple[tuple[int, str, str], ...] = ()
     table: int = 0          # columns of the pointer table (0: max(columns) + 1)
 
-    # what the runtime reads of any plan
+    # the protocol (compiler/protocol.py); sized per call: size 0, no geometry of its own
+    kind = "foreach"
     name = property(lambda self: "fe_" + self.key[:16])
     operands = property(lambda self: self.tensor.operands)
     scalars = property(lambda self: self.tensor.scalars)
     body = property(lambda self: self.tensor.body)
+
+    def traffic(self) -> tuple[int, int]:
+        """Per element of the concatenation: each contiguous operand's item (the 0-d folded
+        values are read once a block)."""
+        return 0, sum(o.dtype.itemsize for o in self.operands if o.layout == "C")
 
     @property
     def width(self) -> int:
@@ -104,7 +111,7 @@ ACROSS_GRAIN = 8192         # and at least this many elements (of the concatenat
 
 
 @dataclass(frozen=True)
-class AcrossPlan:
+class AcrossPlan(Plan):
     """The first of a foreach's two launches where its function reduces across the whole list
     (``fa.global_norm``): one kernel computes each reduction's input expression for every
     element of every tensor and stores ``np_`` partial results per reduction, partial ``o``
@@ -126,10 +133,15 @@ class AcrossPlan:
     key: str
     chunk_shift: int = FOREACH_CHUNK_SHIFT
 
+    kind = "across"     # the protocol (compiler/protocol.py); sized per call
     name = property(lambda self: "fg_" + self.key[:16])
     operands = property(lambda self: self.tensor.operands)
     scalars = property(lambda self: self.tensor.scalars)
     body = property(lambda self: self.tensor.body)
+
+    def traffic(self) -> tuple[int, int]:
+        """Per element of the concatenation: each operand's item."""
+        return 0, sum(o.dtype.itemsize for o in self.operands)
 
     def param_types(self) -> tuple[str, ...]:
         return (("i64", "ptr", "ptr", "i64", "i64", "i64") + ("ptr",) * len(self.reductions)

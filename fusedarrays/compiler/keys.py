@@ -33,6 +33,10 @@ KERNEL_CODE = (
     "ir/dtypes.py",           # compute dtypes (float16 computes in float32) and type names
     "compiler/plan.py",       # instructions; the kernel's parameters, order and types
     "compiler/reduction.py",  # a reduction kernel's parameters, order and schedule
+    "compiler/planner.py",    # which kernels a cut graph takes: splits, row programs, copies
+    "compiler/protocol.py",   # the parameters every plan kind adds (counters, error word)
+    "compiler/targets/cuda.py",  # which renderer writes each plan kind's cuda source
+    "compiler/targets/cpu.py",   # which renderer writes each plan kind's cpu source
     "compiler/reduction_codegen.py",  # the reduction kernel's source text
     "compiler/rowfusion.py",  # the one-kernel row program's parameters and source text
     "compiler/scan.py",       # a scan kernel's parameters, order and schedule
@@ -58,6 +62,7 @@ KERNEL_CODE = (
     "cpu/backend.py",         # the cpu target's casts and math, operands, compile options
     "cpu/intrinsics.py",      # the cpu target's loads, stores and compare-and-swap
     "cpu/half.py",            # float16 emulated on the cpu target
+    "cpu/vecmath.py",         # the cpu target's vectorisable float32 exp, log, tanh
 )
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fusedarrays/

@@ -22,6 +22,7 @@ from ..ir import graph, layout
 from ..ir.dtypes import CODES
 from ..ir.params import roots_params
 from . import keys
+from .protocol import Plan
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,11 @@ class Operand:
 def kernel_param_names(plan) -> list[str]:
     """The kernel's parameter names, in :func:`operand_param_types`' order: ``n``, ``p<k>`` per
     operand, ``cnt`` where the plan counts finished parts (``plan.counters``: a split
-    reduction), ``err`` where it holds a flagged gather (:func:`flags_index_errors`),
+    reduction), ``err`` where it holds a flagged gather (``plan.flags_index_errors``),
     ``plan.int_params()``, ``a<m>`` per scalar."""
     return (["n"] + [f"p{k}" for k in range(len(plan.operands))]
-            + (["cnt"] if getattr(plan, "counters", 0) else [])
-            + (["err"] if flags_index_errors(plan) else []) + plan.int_params()
+            + (["cnt"] if plan.counters else [])
+            + (["err"] if plan.flags_index_errors else []) + plan.int_params()
             + [f"a{m}" for m in range(len(plan.scalars))])
 
 
@@ -75,17 +76,9 @@ def operand_param_types(plan) -> tuple[str, ...]:
     split reduction), the error word's pointer (a flagged gather), the integers of
     ``plan.int_params()``, the scalars: every plan that binds its operands one by one (an
     elementwise, reduction, row or scan kernel)."""
-    pointers = ((1 if getattr(plan, "counters", 0) else 0)
-                + (1 if flags_index_errors(plan) else 0))
+    pointers = (1 if plan.counters else 0) + (1 if plan.flags_index_errors else 0)
     return (("i64",) + ("ptr",) * (len(plan.operands) + pointers)
             + ("i64",) * len(plan.int_params()) + tuple(CODES[dt] for _, dt in plan.scalars))
-
-
-def flags_index_errors(plan) -> bool:
-    """Whether ``plan`` holds a flagged gather (its index unchecked on the host: an instruction
-    with the site as a second input), whose kernel takes the device's error word
-    (``runtime/indexflags.py``)."""
-    return any(i.kind == "gather" and len(i.inputs) == 2 for i in getattr(plan, "body", ()))
 
 
 @dataclass(frozen=True)
@@ -132,7 +125,10 @@ def operand_params(schedule: str, cls: str, rank: int, k: int) -> list[str]:
 
 
 @dataclass(frozen=True)
-class KernelPlan:
+class KernelPlan(Plan):
+    """An elementwise kernel: every output computed element by element over one shape."""
+
+    kind = "kernel"
     shape: tuple            # iteration shape, as the user sees it
     dims: tuple             # collapsed iteration shape
     operands: tuple[Operand, ...]

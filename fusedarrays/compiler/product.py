@@ -41,6 +41,7 @@ from ..ir.dtypes import CODES
 from ..ir.products import accumulator_code
 from . import keys
 from .plan import Operand, operand_param_types
+from .protocol import Blas, Plan
 
 # What a BLAS multiplies as NumPy does: float16 summed in float32 and rounded once (NumPy's own
 # float16 loop), the others in their own precision.
@@ -53,7 +54,8 @@ PRODUCT_THREADS = 256
 
 
 @dataclass(frozen=True)
-class ProductPlan:
+class ProductPlan(Plan):
+    kind = "product"
     batch: tuple            # collapsed batch extents (() where there is one matrix)
     m: int
     n: int
@@ -90,6 +92,7 @@ class ProductPlan:
         return self.batch + (self.m, self.n, self.k)
 
     def walk_strides(self, k: int) -> tuple:
+        """Operand ``k``'s strides over :attr:`dims`: each walks 2 of the 3 matrix axes."""
         o = self.operands[k]
         nb = len(self.batch)
         bstrides, (s, t) = o.strides[:nb], o.strides[nb:]
@@ -121,6 +124,9 @@ class ProductPlan:
 
     def geometry(self) -> tuple:
         return ("product", self.tiles)
+
+    def elements_walked(self) -> int:
+        return self.size * self.k   # K per output
 
 
 def plan_product(node: graph.Node, target: tuple, positions: dict) -> ProductPlan:
@@ -169,15 +175,6 @@ def plan_product(node: graph.Node, target: tuple, positions: dict) -> ProductPla
     ))
     return ProductPlan(tuple(batch), m, n, k, tuple(operands), (along[0], along[1]), parts,
                        keys.digest(parts), (positions[a], positions[b]))
-
-
-@dataclass(frozen=True)
-class Blas:
-    """The BLAS a backend computes products with (``name``), or why products take the tiled
-    kernel there (``why_not``)."""
-
-    name: str = ""
-    why_not: str = ""
 
 
 def blas_matrix(rows: int, cols: int, s: int, t: int) -> tuple[int, int] | None:

@@ -47,14 +47,10 @@ import re
 
 from ..ir.dtypes import BY_CODE, COMPUTE_CODE, ROUNDED
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
-from .codegen import CPU_CHUNK, _function, _indent, _Renderer, cast, render_kernel
+from .codegen import CPU_CHUNK, _function, _indent, _Renderer, cast
 from .plan import kernel_param_names
-from .product import ProductPlan
-from .product_codegen import render_product_kernel
 from .reduction import ROWS_MIN_ELEMENTS, ReducePlan
-from .rowfusion import RowPlan, block_tree, render_rows_kernel, step
-from .scan import ScanPlan
-from .scan_codegen import render_scan_kernel
+from .rowfusion import block_tree, step
 
 _INF = "(1e308 * 10.0)"   # a float infinity every target folds (the simulator has no math.inf)
 _ACC = re.compile(r"\bacc\b")   # a fold statement's accumulator, renamed for the partials' fold
@@ -70,20 +66,6 @@ def render_reduce_kernel(plan: ReducePlan, target: str) -> str:
         return _function(plan.name, ["k0", "k1"] + params, r.cpu())
     lines = r.block_per_output() if plan.schedule == "rows" else r.thread_per_output()
     return _function(plan.name, params, lines)
-
-
-def render_plan(plan, target: str) -> str:
-    """The source of any plan evaluation launches: a reduction's, a scan's, a product's, a row
-    program's or an elementwise one's."""
-    if isinstance(plan, ProductPlan):
-        return render_product_kernel(plan, target)
-    if isinstance(plan, ReducePlan):
-        return render_reduce_kernel(plan, target)
-    if isinstance(plan, ScanPlan):
-        return render_scan_kernel(plan, target)
-    if isinstance(plan, RowPlan):
-        return render_rows_kernel(plan, target)
-    return render_kernel(plan, target)
 
 
 class _ReduceRenderer:

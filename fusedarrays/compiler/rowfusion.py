@@ -61,10 +61,12 @@ from .plan import (
     number_params,
     operand_param_types,
 )
+from .protocol import Plan
 
 
 @dataclass(frozen=True)
-class RowPlan:
+class RowPlan(Plan):
+    kind = "rows"
     kept: tuple             # collapsed extents of the rows (one block each)
     red: tuple              # collapsed extents of a row
     operands: tuple[Operand, ...]   # strides: kept then row; temporaries are inputs here
@@ -90,6 +92,9 @@ class RowPlan:
             names += [f"b{k}"] + [f"s{k}_{j}" for j in range(len(self.kept))]
             names += [f"t{k}_{j}" for j in range(len(self.red))]
         return names
+
+    def elements_walked(self) -> int:
+        return self.size * layout.size_of(self.red)
 
     def int_args(self) -> list[int]:
         ints = list(self.kept) + list(self.red)
@@ -230,11 +235,16 @@ def step(operand, k: int, j: int, rank: int) -> str:
 
 
 class _Shim:
-    """What :class:`_Renderer` reads of a plan, for one section (``rows``: ``fa_rowdivby``)."""
+    """What :class:`_Renderer` reads of a plan, for one section."""
 
-    rows = True
     def __init__(self, plan: RowPlan, body: list):
         self.body, self.operands, self.schedule = body, plan.operands, "nd"
+
+
+def _renderer(plan: RowPlan, body: list) -> _Renderer:
+    """The element renderer of a row kernel's instructions ``body`` (its divisions by a row's
+    constant: ``fa_rowdivby``)."""
+    return _Renderer(_Shim(plan, body), rows=True)
 
 
 def _needed(plan: RowPlan, var: int) -> list[Instr]:
@@ -256,7 +266,7 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     for number, section in enumerate(plan.sections):
         body += _section(plan, number, section, target, width, shared, rows, cache)
     var, out = plan.stores[0]
-    final = cache.renderer(var) if cache else _Renderer(_Shim(plan, _needed(plan, var)))
+    final = cache.renderer(var) if cache else _renderer(plan, _needed(plan, var))
     code = plan.operands[out].code
 
     def store(at: str, lanes=lambda lane: f"_{lane}") -> list[str]:
@@ -270,7 +280,7 @@ def render_rows_kernel(plan: RowPlan, target: str) -> str:
     else:
         body += _walk(plan, final, target, width, lambda lane: [], store, rows)
     size = " * ".join(f"e{j}" for j in range(len(plan.red)))
-    hoisted = _Renderer(_Shim(plan, cache.body if cache else list(plan.body)))._constant_loads(
+    hoisted = _renderer(plan, cache.body if cache else list(plan.body))._constant_loads(
         0, lambda k: f"b{k}")
     row = _row_bases(plan, width)
     if cuda:
@@ -311,7 +321,7 @@ class _RowCache:
         for ins in reversed(self.body):
             if ins.var in want:
                 want.update(ins.inputs)
-        r = _Renderer(_Shim(self.plan, [by_var[v] for v in sorted(want)]))
+        r = _renderer(self.plan, [by_var[v] for v in sorted(want)])
         r.skip = frozenset(self.done)
         return r
 
@@ -425,7 +435,7 @@ def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int
     temporary (``shared``: the kernel's shared arrays, name → (size, type))."""
     name, value, temp = section
     cuda = target == "cuda"
-    element = cache.renderer(value) if cache else _Renderer(_Shim(plan, _needed(plan, value)))
+    element = cache.renderer(value) if cache else _renderer(plan, _needed(plan, value))
     acc = accumulator_code(name, plan.body[value].code, target)
     start = identity(name, BY_CODE[COMPUTE_CODE[plan.body[value].code]])
     text = ("(1e308 * 10.0)" if start > 0 else "-(1e308 * 10.0)") if isinstance(

@@ -38,13 +38,15 @@ from .plan import (
     number_params,
     operand_param_types,
 )
+from .protocol import Plan
 
 SCAN_CHUNK = 8          # elements a thread scans serially per tile (cuda rows)
 ROWS_MIN_LENGTH = 128   # shorter rows, a thread each: a block would idle most of its threads
 
 
 @dataclass(frozen=True)
-class ScanPlan:
+class ScanPlan(Plan):
+    kind = "scan"
     scan: str               # a row of ir/scans.py
     kept: tuple             # collapsed extents of the other axes (one row each)
     length: int             # the scanned axis's extent in the input

@@ -280,12 +280,12 @@ class CpuBackend(HostMemory):
         return [self._dispatcher(source, name, path), source, path]
 
     def _dispatcher(self, source: str, name: str, path: str | None):
-        from ..compiler import devicelib
+        from ..compiler import helpers as kernel_helpers
 
         # A module of its own, findable by name: numba's cache rebuilds a loaded kernel's
         # environment by importing the function's module.
         module = types.ModuleType(f"fusedarrays_kernels.{name}")
-        module.__dict__.update(self.namespace(devicelib.helpers()))
+        module.__dict__.update(self.namespace(kernel_helpers()))
         module.__file__ = path
         sys.modules[module.__name__] = module
         try:

@@ -50,7 +50,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..compiler.product import Blas, ProductPlan
+from ..compiler import Blas, Plan
 
 MAX_PLANS = 64              # Matmul objects kept (each with its workspace)
 WORKSPACE = 32 << 20        # bytes of workspace an algorithm may ask for (cuBLAS's own advice)
@@ -98,7 +98,7 @@ class CublasProduct:
 
     __slots__ = ("device_id", "signature", "dtype", "layouts", "offsets", "aligns", "spans")
 
-    def __init__(self, plan: ProductPlan, device_id: int):
+    def __init__(self, plan: Plan, device_id: int):
         dtype = plan.operands[2].dtype
         batch = plan.batch
         shapes = [batch + ((plan.m, plan.k), (plan.k, plan.n), (plan.m, plan.n))[k]

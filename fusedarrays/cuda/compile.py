@@ -368,9 +368,9 @@ def compile_kernel(source: str, fn_name: str, param_types: tuple[str, ...], arch
     default: :func:`devicelib.helpers`). Also the whole job of a batch-compile worker process
     (module-level, so it pickles by name; its arguments are plain strings)."""
     if helpers is None:
-        from ..compiler import devicelib
+        from ..compiler import helpers as kernel_helpers
 
-        helpers = devicelib.helpers()
+        helpers = kernel_helpers()
     return finish_kernel(lower_kernel(source, fn_name, param_types, arch, helpers))
 
 

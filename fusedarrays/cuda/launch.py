@@ -32,7 +32,7 @@ import numpy as np
 from cuda.core import LEGACY_DEFAULT_STREAM, Kernel, LaunchConfig, launch
 
 from .. import config as _settings
-from ..compiler.product import PRODUCT_THREADS
+from ..compiler import PRODUCT_THREADS
 from ..ir.layout import TILE_THREADS
 from ..ir.reductions import BLOCK_THREADS
 

@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from .. import config
-from ..compiler.product import PRODUCT_THREADS
+from ..compiler import PRODUCT_THREADS
 from ..errors import CompileError
 from ..ir.dtypes import BY_CODE
 from ..ir.layout import TILE_THREADS

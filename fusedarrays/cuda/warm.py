@@ -12,10 +12,10 @@ that use it again. Each worker links its own kernel.
 
 from __future__ import annotations
 
-from ..compiler import devicelib
+from .. import compiler
 from .compile import compile_ptx
 
 _SOURCE = "def fa_warm(n, p0):\n    i = cv_i64(cuda.grid(1))\n    if i < n:\n" \
           "        st_f32(p0, i, cv_f32(1.0))\n"
 
-compile_ptx(_SOURCE, "fa_warm", ("i64", "ptr"), "sm_80", devicelib.helpers())
+compile_ptx(_SOURCE, "fa_warm", ("i64", "ptr"), "sm_80", compiler.helpers())

@@ -18,14 +18,12 @@ on every call. Elsewhere ``fa.global_norm`` is ``fa.linalg.vector_norm`` of the 
 
 from __future__ import annotations
 
+from .. import compiler
 from ..api import array
 from ..api.array import asarray, ndarray
 from ..api.linalg import vector_norm
 from ..api.manipulation import concat
-from ..compiler import foreach_codegen
-from ..compiler.foreach_plan import across_partials, plan_across
-from ..compiler.plan import plan_kernel
-from ..compiler.reduction import TempBuffer, has_reduction, rebuild
+from ..compiler import TempBuffer
 from ..errors import UnsupportedOperationError
 from ..ir import graph
 from ..ir.dtypes import BY_CODE
@@ -70,7 +68,7 @@ def cut(tracer, node: graph.Node) -> graph.Node:
     for red in graph.walk([node]):
         if red.kind != "reduce":
             continue
-        if has_reduction([red.inputs[0]]):   # (a norm folds sums, max or min of its input)
+        if compiler.has_reduction([red.inputs[0]]):   # (a norm folds sums, max or min of its input)
             raise UnsupportedOperationError(
                 f"fuse: {tracer.name}: fa.global_norm reduces an elementwise expression of the "
                 f"list arguments across the lists; its input has a reduction of its own "
@@ -78,7 +76,7 @@ def cut(tracer, node: graph.Node) -> graph.Node:
         buffer = tracer._fresh_buffer("global", red.dtype.itemsize)
         subst[red.serial] = graph.leaf(buffer, red.dtype, (), (), 0)
         tracer.across.append((buffer.index, red))
-    return rebuild(node, subst)
+    return compiler.rebuild(node, subst)
 
 
 class Across:
@@ -104,7 +102,7 @@ class Across:
             if node.shape != shape:
                 raise UnsupportedOperationError(message)
             outputs.append((node, (TempBuffer(256), dtype, shape, (1,), 0)))
-        tensor = plan_kernel(outputs)
+        tensor = compiler.plan_kernel(outputs)
         sources = [_source(o.buffer) for o in tensor.operands if not o.output]
         check(tensor, sources, message)
         self.columns = tuple(column(s) for s in sources)
@@ -113,14 +111,13 @@ class Across:
 
     def compile(self, table: int, backend) -> None:
         """Plan and compile against the entry's pointer table of ``table`` columns."""
-        self.plan = plan_across(self.tensor, self.columns, table, self.names)
+        self.plan = compiler.plan_across(self.tensor, self.columns, table, self.names)
         # per reduction folded: (its name, its partials' dtype code)
         self.kinds = {index: (name, code) for index, (name, _, code) in zip(self.used,
                                                                            self.plan.reductions)}
-        self.record = LaunchRecord(backend, realize.kernel_for(
-            self.plan, backend, foreach_codegen.render_across_kernel),
-            make_scalar_packer(self.plan, backend), name=self.plan.name,
-            traffic=(0, sum(o.dtype.itemsize for o in self.plan.operands)))
+        self.record = LaunchRecord(backend, realize.kernel_for(self.plan, backend),
+                                   make_scalar_packer(self.plan, backend), name=self.plan.name,
+                                   traffic=self.plan.traffic())
 
 
 def _source(buffer) -> tuple:
@@ -140,7 +137,7 @@ def run(groups: list, values: list) -> list:
             f"({[e.across.names if e.across else () for e in entries]}); give the tensors one "
             "dtype")
     started = [g.start(values) for g in groups]
-    shapes = [across_partials(g.padded) if g.live else (0, 0) for g in groups]
+    shapes = [compiler.across_partials(g.padded) if g.live else (0, 0) for g in groups]
     total = sum(count for count, _ in shapes)
     backend = groups[0].entry.backend
     partials = {index: (new_buffer(backend, max(total, 1) * BY_CODE[code].itemsize),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..compiler.reduction_codegen import render_plan
+from ..compiler import render as render_plan
 from ..runtime import realize
 from . import foreach
 from .signature import describe

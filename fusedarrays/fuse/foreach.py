@@ -8,7 +8,7 @@ load and store at the tensor's own elements — and compiles a
 :class:`~..compiler.foreach_plan.ForeachPlan`, whose
 kernel maps each element of the concatenated tensors to its tensor through a table of sizes and
 loads that tensor's operand addresses from a table of pointers
-(:func:`~.foreach_codegen.render_foreach_kernel`; each backend packs the tables in
+(``compiler/foreach_codegen.py``'s ``render_foreach_kernel``; each backend packs the tables in
 ``foreach_args``). A call with the very same arrays as the last one (an optimizer loop) reuses
 the groups and tables: it compares identities, computes the scalars and launches. Where the
 function reduces across its lists (``fa.global_norm``), a launch before that one computes the
@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import operator
 
+from .. import compiler
 from ..api import pending
 from ..api.array import ndarray
-from ..compiler import foreach_codegen
-from ..compiler.foreach_plan import foreach_meta, plan_foreach
-from ..compiler.tensor_fold import render_tensor_fold_kernel
+from ..compiler import render
 from ..errors import ShapeError, UnsupportedOperationError
 from ..ir import graph, layout
 from ..runtime import realize
@@ -59,7 +58,7 @@ class Entry:
         self.program, self.backend, self.why, self.key = program, backend, why, key
         message = _ELEMENTWISE.format(name=fused.__qualname__)
         if any(i.kind == "gather" for plan, _ in program.launches
-               for i in getattr(plan, "body", ())):
+               for i in plan.body):
             raise UnsupportedOperationError(
                 f"foreach: {fused.__qualname__} gathers (x[idx], fa.take, "
                 "fa.take_along_axis): a gather loads its array at index values, which a "
@@ -94,16 +93,15 @@ class Entry:
         self.sources = table
         folds = tuple((k, *self.across.kinds[j]) for k, (kind, j) in enumerate(sources)
                       if kind in _FOLDED)
-        self.plan = plan_foreach(plan, tuple(-1 if s[0] in _FOLDED else table.index(s)
+        self.plan = compiler.plan_foreach(plan, tuple(-1 if s[0] in _FOLDED else table.index(s)
                                              for s in sources), folds, len(table))
         self.fold = None
         if self.per_tensor:
             self.plan, self.fold = pertensor.per_tensor(self.plan, self.across, backend)
         # sized per call (the tensors' total): launched with launch_with
-        self.record = LaunchRecord(backend, realize.kernel_for(
-            self.plan, backend, foreach_codegen.render_foreach_kernel),
-            make_scalar_packer(plan, backend), name=self.plan.name,
-            traffic=(0, sum(o.dtype.itemsize for o in plan.operands if o.layout == "C")))
+        self.record = LaunchRecord(backend, realize.kernel_for(self.plan, backend),
+                                   make_scalar_packer(plan, backend), name=self.plan.name,
+                                   traffic=self.plan.traffic())
         self.written_columns = sorted({column_of[r] for r in program.written})
         # per written buffer, every list column viewing it
         self.writes_through = tuple(tuple(c for c, p in enumerate(lists)
@@ -123,9 +121,9 @@ class Entry:
 
     def plans(self) -> list:
         """``(plan, render)`` of each launch of a call, in order (``f.explain()``)."""
-        first = [(self.across.plan, foreach_codegen.render_across_kernel)] if self.across else []
-        first += [(self.fold[0], render_tensor_fold_kernel)] if self.fold else []
-        return first + [(self.plan, foreach_codegen.render_foreach_kernel)]
+        first = [(self.across.plan, render)] if self.across else []
+        first += [(self.fold[0], compiler.render_tensor_fold_kernel)] if self.fold else []
+        return first + [(self.plan, render)]
 
 
 class _Group:
@@ -136,7 +134,7 @@ class _Group:
         self.shapes = [row[0].shape for row in rows]
         sizes = [layout.size_of(s) for s in self.shapes]
         self.live = [k for k, n in enumerate(sizes) if n]
-        self.meta = (foreach_meta([sizes[k] for k in self.live],
+        self.meta = (compiler.foreach_meta([sizes[k] for k in self.live],
                                   width=entry.plan.vector_width) if self.live else None)
         self.total = sum(sizes)
         # the kernel walks the concatenation with each tensor padded to whole vectors

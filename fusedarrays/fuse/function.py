@@ -60,7 +60,6 @@ import logging
 from .. import config
 from ..api import array, pending
 from ..api.array import ndarray
-from ..compiler.reduction_codegen import render_plan
 from ..errors import UnsupportedOperationError
 from ..ir import graph, layout
 from ..runtime import realize
@@ -301,8 +300,7 @@ class _Entry:
         # the most common result, one new array, is made without going through _item
         self.single = self.outputs[0] if program.items == ("one", ("out", 0)) else None
         self.single_sids: dict[int, int] = {}   # that array's leaf sid by its buffer's alignment
-        self.launches = [LaunchRecord.of_plan(backend, realize.kernel_for(plan, backend,
-                                                                          render_plan), plan,
+        self.launches = [LaunchRecord.of_plan(backend, realize.kernel_for(plan, backend), plan,
                                               make_packer(plan, sources, roots, backend))
                          for plan, sources in program.launches if plan.size]
 

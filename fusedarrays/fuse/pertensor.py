@@ -16,17 +16,10 @@ reductions' inputs are resolved over the values before the step's writes (as
 
 from __future__ import annotations
 
+from .. import compiler
 from ..api import array
 from ..api.array import ndarray
 from ..api.linalg import vector_norm
-from ..compiler.foreach_plan import foreach_meta
-from ..compiler.reduction import has_reduction, rebuild
-from ..compiler.tensor_fold import (
-    per_tensor_plan,
-    plan_tensor_fold,
-    render_tensor_fold_kernel,
-    tensor_partials,
-)
 from ..errors import UnsupportedOperationError
 from ..ir import graph, layout
 from ..ir.dtypes import BY_CODE
@@ -64,7 +57,7 @@ def cut(tracer, node: graph.Node) -> graph.Node:
     for red in graph.walk([node]):
         if red.kind != "reduce":
             continue
-        if has_reduction([red.inputs[0]]):
+        if compiler.has_reduction([red.inputs[0]]):
             raise UnsupportedOperationError(
                 f"fuse: {tracer.name}: fa.tensor_norm reduces an elementwise expression of the "
                 f"list arguments per tensor; its input has a reduction of its own "
@@ -72,7 +65,7 @@ def cut(tracer, node: graph.Node) -> graph.Node:
         buffer = tracer._fresh_buffer("tensor", red.dtype.itemsize)
         subst[red.serial] = graph.leaf(buffer, red.dtype, (), (), 0)
         tracer.across.append((("tensor", buffer.index), red))
-    return rebuild(node, subst)
+    return compiler.rebuild(node, subst)
 
 
 def split(fused, found: list, globals_: tuple, tensors: tuple) -> list:
@@ -89,10 +82,11 @@ def split(fused, found: list, globals_: tuple, tensors: tuple) -> list:
 
 def per_tensor(plan, across, backend) -> tuple:
     """The entry's foreach plan marked per tensor, and its fold: ``(plan, record)``."""
-    fold = plan_tensor_fold(tuple(across.kinds[i] for i in across.used))
-    record = LaunchRecord(backend, realize.kernel_for(fold, backend, render_tensor_fold_kernel),
+    fold = compiler.plan_tensor_fold(tuple(across.kinds[i] for i in across.used))
+    record = LaunchRecord(backend, realize.kernel_for(fold, backend,
+                                                      compiler.render_tensor_fold_kernel),
                           lambda values: [], name=fold.name)
-    return per_tensor_plan(plan), (fold, record)
+    return compiler.per_tensor_plan(plan), (fold, record)
 
 
 def _tables(group):
@@ -103,8 +97,8 @@ def _tables(group):
         return found
     entry = group.entry
     sizes = [layout.size_of(group.shapes[k]) for k in group.live]
-    gc = tensor_partials(sum(sizes))
-    meta = foreach_meta(sizes, width=gc)
+    gc = compiler.tensor_partials(sum(sizes))
+    meta = compiler.foreach_meta(sizes, width=gc)
     rows = [[group._operand(k, kind, c, None) for kind, c in entry.sources]
             for k in group.live]
     args, keep = entry.backend.foreach_args(meta, rows)

@@ -20,8 +20,9 @@ After the function returns, :meth:`Tracer.program` turns the record into launche
 3. hazards: a load that a store of the same launch overwrites through a different index map
    (``x += x.T``, ``x[1:] += x[:-1]``), or that an earlier launch overwrote, reads a copy of the
    original made by a copy launch first: aliasing gives NumPy's result, never a race.
-4. plans: one :func:`plan.plan_kernel` per (stage, shape), with each operand's source (argument
-   root, output, temporary, captured constant) for the launch records' packers.
+4. plans: the compiler's program (``compiler.plan_evaluation``: one kernel, or the kernels a
+   reduction cuts it into) per (stage, shape), with each operand's source (argument root,
+   output, temporary, captured constant) for the launch records' packers.
 """
 
 from __future__ import annotations
@@ -33,8 +34,7 @@ import numpy as np
 
 from ..api import array
 from ..api.array import ScalarParam, ndarray
-from ..compiler.plan import plan_kernel
-from ..compiler.reduction import has_reduction, plan_program
+from ..compiler import plan_evaluation
 from ..errors import TracerConversionError, UnsupportedOperationError
 from ..ir import gathers, graph, layout
 from ..ir.params import roots_params
@@ -478,14 +478,12 @@ class Tracer:
         """One launch's plan, or, where it reduces, the kernels the planner cuts it into (their
         temporaries are this program's, made per call)."""
         roots = [node for node, _ in group]
-        if not has_reduction(roots):
-            return [plan_kernel(group)]
 
         def new_temp(nbytes: int) -> TraceBuffer:
             temps.append(nbytes)
             return self._fresh_buffer("tmp", nbytes)
-        program = plan_program(group, roots_params(roots)[0],
-                               self.backend.alloc_align or 1, new_temp)
+        program = plan_evaluation(group, roots_params(roots)[0],
+                                  self.backend.alloc_align or 1, new_temp)
         return [step.plan for step in program.steps]
 
 

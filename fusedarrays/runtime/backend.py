@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from .. import config
-from ..compiler.product import Blas
+from ..compiler import Blas
 from ..errors import DeviceUnavailableError, ForkedDeviceError
 from ..ir.graph import new_uid
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiler.compact import ROW, CompactPlan, render_compact
+from .. import compiler
 from ..ir.dtypes import CODES
 from . import realize
 from .launch import LaunchRecord
@@ -23,14 +23,14 @@ _records: dict[tuple, LaunchRecord] = {}
 
 def rows_of(total: int) -> int:
     """Rows the kernels cut a mask of ``total`` elements into."""
-    return -(-total // ROW)
+    return -(-total // compiler.ROW)
 
 
 def _record(backend, mode: str, code: str) -> LaunchRecord:
     record = _records.get((backend, mode, code))
     if record is None:
-        plan = CompactPlan(mode, code)
-        kernel = realize.kernel_for(plan, backend, render_compact)
+        plan = compiler.CompactPlan(mode, code)
+        kernel = realize.kernel_for(plan, backend)
         record = _records[(backend, mode, code)] = LaunchRecord(backend, kernel, None,
                                                                 name=plan.name)
     return record
@@ -52,4 +52,4 @@ def launch(mode: str, mask: tuple, *operands: tuple, view: tuple = ()) -> None:
     args.append(total)
     args += view
     code = CODES[np.dtype(operands[-1][1])]
-    _record(backend, mode, code).launch_with(args, rows, CompactPlan.geometry(rows))
+    _record(backend, mode, code).launch_with(args, rows, compiler.CompactPlan.geometry_for(rows))

@@ -19,8 +19,7 @@ import os
 
 import numpy as np
 
-from ..compiler.plan import flags_index_errors
-from ..ir import layout
+from ..compiler import Plan
 from ..ir.dtypes import CODES, ROUNDED
 from ..ir.native import fastgraph
 from . import indexflags
@@ -42,30 +41,6 @@ def converter(dtype: np.dtype):
     if CODES.get(dtype) in ROUNDED or dtype == np.bool_:
         return lambda value: scalar_arg(value, dtype)
     return dtype.type
-
-
-def plan_traffic(plan) -> int:
-    """Bytes a launch of ``plan`` moves: each operand's distinct elements (a broadcast axis
-    counts once) times its item size."""
-    total = 0
-    walk = getattr(plan, "walk_strides", None)   # a product's operands walk 2 of its 3 axes
-    for k, o in enumerate(plan.operands):
-        elements = 1
-        for d, s in zip(plan.dims, o.strides if walk is None else walk(k)):
-            elements *= d if s else 1
-        total += elements * o.dtype.itemsize
-    return total
-
-
-def plan_elements(plan) -> int:
-    """Elements a launch of ``plan`` walks: its size, or for a reduction or row kernel (whose
-    size counts outputs or rows) each output's or row's reduced elements too."""
-    red = getattr(plan, "red", None)
-    if getattr(plan, "walk_strides", None) is not None:     # a product: K per output
-        return plan.size * plan.k
-    if red is None:
-        return plan.size
-    return plan.size // getattr(plan, "split", 1) * layout.size_of(red)
 
 
 def elem_offset(operand) -> int:
@@ -110,11 +85,11 @@ class LaunchRecord:
         self.direct = None
 
     @classmethod
-    def of_plan(cls, backend, kernel, plan, pack) -> LaunchRecord:
-        """The record launching ``plan`` (a :class:`~..compiler.plan.KernelPlan`) whole."""
+    def of_plan(cls, backend, kernel, plan: Plan, pack) -> LaunchRecord:
+        """The record launching ``plan`` (any kind sized when planned) whole."""
         record = cls(backend, kernel, pack, plan.size, plan.geometry() if plan.size else None,
-                     plan.name, (plan_traffic(plan), 0), plan_elements(plan))
-        record.flagged = flags_index_errors(plan)
+                     plan.name, plan.traffic(), plan.elements_walked())
+        record.flagged = plan.flags_index_errors
         return record
 
     def launch(self, *inputs) -> None:
@@ -218,14 +193,14 @@ class Packer:
     def counters(self, plan) -> None:
         """The counter buffer of a plan that counts finished parts (a split reduction:
         ``compiler/reduction.py``), from the backend at each launch (it may have grown)."""
-        if getattr(plan, "counters", 0):
+        if plan.counters:
             self.names["counters"] = self.backend.counters
             self.parts.append(f"counters({plan.counters})")
 
     def index_errors(self, plan) -> None:
         """The device's error word, for a plan holding a flagged gather (a constant: the word
         lives as long as the backend)."""
-        if flags_index_errors(plan):
+        if plan.flags_index_errors:
             self.parts.append(self.name(indexflags.word_arg(self.backend)))
 
     def ints(self, plan) -> None:
@@ -283,9 +258,9 @@ def native_graph_packer(plan, nparams: int, backend):
     order, each scalar's conversion kept while its value is the same object."""
     inputs = [o for o in plan.operands if not o.output]
     middle = []
-    if getattr(plan, "counters", 0):
+    if plan.counters:
         middle.append(("call", backend.counters, plan.counters))
-    if flags_index_errors(plan):
+    if plan.flags_index_errors:
         middle.append(("const", indexflags.word_arg(backend), None))
     ints = plan.int_args()
     if ints:

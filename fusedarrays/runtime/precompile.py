@@ -29,9 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .. import config
-from ..compiler.plan import KernelPlan, plan_kernel
-from ..compiler.reduction import has_reduction, plan_program
-from ..compiler.reduction_codegen import render_plan
+from ..compiler import Plan, plan_evaluation, render
+from ..compiler import helpers as kernel_helpers
 from ..errors import DeviceUnavailableError
 from ..ir import graph, layout
 from ..ir.params import roots_params
@@ -103,7 +102,7 @@ def precompile(*arrays, arch: str | None = None, workers: int | None = None,
     for group in _evaluations(arrays):
         plans += kernel_plans(group, real_buffers=arch == device_arch)
     todo, report["cached"] = _misses(plans, arch, compiler.toolchain())
-    jobs = [(render_plan(p, "cuda"), p.name, p.param_types(), arch)
+    jobs = [(render(p, "cuda"), p.name, p.param_types(), arch)
             for p in todo.values()]
     results, done_by = compile_batch(jobs, workers, progress)
     report.update(done_by)
@@ -132,10 +131,10 @@ def _prepare_records(arrays, arch: str) -> None:
                 realize.prepare(nodes, backend)
 
 
-def _misses(plans: list[KernelPlan], arch: str, toolchain: dict) -> tuple[dict, int]:
+def _misses(plans: list[Plan], arch: str, toolchain: dict) -> tuple[dict, int]:
     """``({disk key: plan} not in the disk cache, how many are)``, each kernel once."""
     cache = realize.disk_cache()
-    todo: dict[str, KernelPlan] = {}
+    todo: dict[str, Plan] = {}
     cached: set[str] = set()
     for plan in plans:
         dkey = realize.disk_key(plan, arch, toolchain)
@@ -171,7 +170,7 @@ def _precompile_cpu(arrays, report: dict, start: float, progress: bool | None) -
     argument types its evaluation passes (without running it), so the disk cache holds it; a
     progress bar as for a batch (numba's compile of a kernel takes a good part of a second)."""
     backend = get_backend()
-    plans: dict[str, KernelPlan] = {}
+    plans: dict[str, Plan] = {}
     for group in _evaluations(arrays):
         for plan in kernel_plans(group):
             plans.setdefault(plan.key, plan)
@@ -179,7 +178,7 @@ def _precompile_cpu(arrays, report: dict, start: float, progress: bool | None) -
     try:
         for plan in plans.values():
             compiles = records.stats()["compiles"]
-            kernel = realize.kernel_for(plan, backend, render_plan)
+            kernel = realize.kernel_for(plan, backend)
             scratch = np.empty(16, np.uint8)   # only the arguments' types matter here
             args = [backend.operand_arg(scratch, o.dtype, 0) for o in plan.operands]
             args += plan.int_args() + [scalar_arg(v, dt) for v, dt in plan.scalars]
@@ -201,7 +200,7 @@ def _device_arch() -> str | None:
     return backend.arch if backend.name == "cuda" else None
 
 
-def kernel_plans(arrays, real_buffers: bool = True) -> list[KernelPlan]:
+def kernel_plans(arrays, real_buffers: bool = True) -> list[Plan]:
     """The plans evaluating ``arrays`` together launches: one per group of pending arrays of one
     backend and shape, as ``fa.compute`` groups them, computing into fresh contiguous buffers.
 
@@ -214,15 +213,10 @@ def kernel_plans(arrays, real_buffers: bool = True) -> list[KernelPlan]:
             nodes = _with_stand_in_buffers(nodes)
         outputs = [(n, (_Slot(0), n.dtype, n.shape, layout.contiguous_strides(n.shape), 0))
                    for n in nodes]
-        if has_reduction(nodes):    # cut into kernels, temporaries aligned as allocated
-            align = _POOL_ALIGN if not real_buffers else (
-                getattr(backend, "alloc_align", None) or 1)
-            program = plan_program(outputs, roots_params(nodes)[0], align)
-            plans += [step.plan for step in program.steps if step.plan.size]
-            continue
-        plan = plan_kernel(outputs)
-        if plan.size:
-            plans.append(plan)
+        # a cut graph's temporaries aligned as allocated
+        align = _POOL_ALIGN if not real_buffers else (backend.alloc_align or 1)
+        program = plan_evaluation(outputs, roots_params(nodes)[0], align)
+        plans += [step.plan for step in program.steps if step.plan.size]
     return plans
 
 
@@ -324,10 +318,8 @@ def default_workers() -> int:
 def _pipeline(batch: _Batch) -> None:
     """This thread's share of a batch: lower here, NVVM and link on :data:`_FINISHERS` threads.
     Returns once every job of the batch (the workers' too) has a result."""
-    from ..compiler import devicelib
-
     compiler = arch_compiler()
-    helpers = devicelib.helpers()
+    helpers = kernel_helpers()
 
     def finish(k: int, lowered) -> None:
         try:

@@ -1,7 +1,7 @@
 """Evaluating a graph with reductions, scans or products: a :class:`ProgramRecord`, a launch
 record per kernel (a product planned for the backend's BLAS: a record calling the library).
 
-The planner cuts such a graph into kernels (``compiler/reduction.py``); this module builds, once
+The planner cuts such a graph into kernels (``compiler/planner.py``); this module builds, once
 per signature, a :class:`~.launch.LaunchRecord` for each of them, and on every evaluation
 allocates the temporaries the kernels pass results through and launches the records in order.
 It has the interface :mod:`realize` keeps in its record table (``launch(params, outputs)``,
@@ -10,10 +10,9 @@ It has the interface :mod:`realize` keeps in its record table (``launch(params, 
 
 from __future__ import annotations
 
-from ..compiler import reduction_codegen
-from ..compiler.reduction import Program, plan_program
+from ..compiler import Program
 from ..ir import layout
-from .backend import new_buffer, product_blas
+from .backend import new_buffer
 from .launch import LaunchRecord, graph_packer
 
 
@@ -46,21 +45,17 @@ class ProgramRecord:
             record.launch(bound, out if step.partials < 0 else (temps[step.partials], *out))
 
 
-def program_record(outputs: list, params: dict, kernel_for) -> ProgramRecord:
-    """Plan ``outputs`` (whose graph has reductions) and build its records; ``kernel_for(plan,
-    backend, render)`` finds or compiles each kernel (``realize.kernel_for``)."""
-    backend = outputs[0][1][0].backend
-    program = plan_program(outputs, params, backend.alloc_align or 1,
-                           blas=product_blas(backend))
-    nbound = len(params) + len(program.temps)
+def program_record(backend, program: Program, nparams: int, kernel_for) -> ProgramRecord:
+    """The records of ``program`` (a cut graph's, over ``nparams`` params) on ``backend``;
+    ``kernel_for(plan, backend)`` finds or compiles each kernel (``realize.kernel_for``)."""
+    nbound = nparams + len(program.temps)
     records = []
     for step in program.steps:
         plan = step.plan
-        if getattr(plan, "library", ""):    # a product planned for the backend's BLAS
+        if plan.library:    # a product planned for the backend's BLAS
             kernel = backend.load_product(plan)
         else:
-            kernel = (kernel_for(plan, backend, reduction_codegen.render_plan) if plan.size
-                      else None)
+            kernel = kernel_for(plan, backend) if plan.size else None
         records.append(LaunchRecord.of_plan(backend, kernel, plan,
                                             graph_packer(plan, nbound, backend)))
     return ProgramRecord(backend, program, records)

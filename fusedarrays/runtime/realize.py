@@ -10,21 +10,20 @@ The hot path (an expression evaluated again with the same structure and sizes) i
 look-up: every node carries its structure's sid and its params from creation (``ir/graph.py``),
 so :func:`run` keys the evaluation without walking the graph and finds the *launch record*
 (``launch.py``: loaded kernel, generated argument packer, geometry) that the first such
-evaluation built from its :class:`~.plan.KernelPlan`; packing binds the graph's params.
+evaluation built from its plan (the compiler's front door, ``compiler/__init__.py``, plans it);
+packing binds the graph's params.
 """
 
 from __future__ import annotations
 
 import logging
 
-from .. import config
-from ..compiler import codegen, devicelib, keys
-from ..compiler.plan import KernelPlan, plan_kernel
-from ..compiler.reduction import has_reduction
+from .. import compiler, config
+from ..compiler import Plan, plan_evaluation
 from ..ir import graph, layout
 from ..ir.params import roots_params
 from ..ir.sids import VECTOR_ALIGN
-from .backend import Backend, Buffer, new_buffer
+from .backend import Backend, Buffer, new_buffer, product_blas
 from .diskcache import DiskCache
 from .launch import LaunchRecord, graph_packer
 from .program import program_record
@@ -114,8 +113,8 @@ def clear_cache() -> int:
     return disk_cache().clear()
 
 
-def disk_key(plan: KernelPlan, arch: str, toolchain: dict[str, str]) -> str:
-    return keys.digest(keys.disk_parts(plan.key, arch, toolchain))
+def disk_key(plan: Plan, arch: str, toolchain: dict[str, str]) -> str:
+    return compiler.digest(compiler.disk_parts(plan.key, arch, toolchain))
 
 
 def store(arch: str, dkey: str, parts, artifact: dict) -> bool:
@@ -136,7 +135,7 @@ def _disk_kinds(artifact: dict) -> list[tuple[str, object]]:
     return [(kind, artifact[kind]) for kind in ("ptx", "cubin", "src") if kind in artifact]
 
 
-def keep_artifact(arch: str, dkey: str | None, plan: KernelPlan, artifact: dict) -> bool:
+def keep_artifact(arch: str, dkey: str | None, plan: Plan, artifact: dict) -> bool:
     """Keep a compiled kernel for every device of ``arch``: on disk (True) where the disk cache
     is on and usable, else in this process's memory (False)."""
     if dkey is not None and config.get("CACHE") and store(arch, dkey, plan.key_parts, artifact):
@@ -152,11 +151,10 @@ def target_of(backend: Backend) -> str:
     return "cpu" if backend.name == "cpu" else "cuda"
 
 
-def kernel_for(plan: KernelPlan, backend: Backend, render=None):
-    """The loaded kernel for ``plan`` on ``backend``, compiling it only on a miss of both levels.
-
-    ``render(plan, target)`` gives the source (default :func:`codegen.render_kernel`; fuse's
-    multi-tensor plans pass :func:`foreach_codegen.render_foreach_kernel`)."""
+def kernel_for(plan: Plan, backend: Backend, render=None):
+    """The loaded kernel for ``plan`` (any kind) on ``backend``, compiling it only on a miss of
+    both levels. ``render(plan, target)`` gives the source (default the compiler's
+    :func:`~..compiler.render`, which takes it from the target's table by the plan's kind)."""
     mkey = (backend.device_key, plan.key)
     kernel = _memory.get(mkey)
     if kernel is not None:
@@ -180,7 +178,7 @@ def kernel_for(plan: KernelPlan, backend: Backend, render=None):
             with _timed("load"):
                 kernel = _memory[mkey] = backend.load(_with_folder(artifact, backend), ptypes)
             return kernel
-    kernel = _compile_and_load(plan, backend, ptypes, dkey, render or codegen.render_kernel)
+    kernel = _compile_and_load(plan, backend, ptypes, dkey, render or compiler.render)
     _memory[mkey] = kernel
     return kernel
 
@@ -192,7 +190,7 @@ def _compile_and_load(plan, backend, ptypes, dkey, render):
     with _timed("codegen"):
         source = render(plan, target_of(backend))
     start = _perf()
-    artifact = backend.compile(source, plan.name, ptypes, devicelib.helpers())
+    artifact = backend.compile(source, plan.name, ptypes, compiler.helpers())
     times = artifact.get("times") if isinstance(artifact, dict) else None
     note_compile(plan, why, source, times or {"compile": _perf() - start})
     if backend.arch is not None:  # so other devices of this arch load it, not compile it
@@ -295,13 +293,14 @@ def _record_for(outputs: list, params: dict, key: tuple) -> LaunchRecord:
         if record is not None:
             _stats["memory_hits"] += 1
             return record
-    if has_reduction([node for node, _ in outputs]):   # cut into kernels (compiler/reduction)
-        with _timed("plan"):
-            record = program_record(outputs, params, kernel_for)
+    backend = outputs[0][1][0].backend
+    with _timed("plan"):
+        program = plan_evaluation(outputs, params, backend.alloc_align or 1,
+                                  blas=lambda: product_blas(backend))
+    if program.cut:     # kernels passing results through temporaries (runtime/program.py)
+        record = program_record(backend, program, len(params), kernel_for)
     else:
-        with _timed("plan"):
-            plan = plan_kernel(outputs, params)
-        backend = outputs[0][1][0].backend
+        plan = program.steps[0].plan
         kernel = kernel_for(plan, backend) if plan.size else None
         record = LaunchRecord.of_plan(backend, kernel, plan,
                                       graph_packer(plan, len(params), backend))

@@ -4,7 +4,7 @@ Where it sits: beside the disk cache, below the runtime. :mod:`runtime` (and ``p
 ``fuse``) count launches and cache hits here and add the seconds each stage took; ``fa.stats()``,
 ``fa.timings()`` (a table) and ``fa.explain(x).why`` read it. A kernel's *family* is its
 expression without dtypes; a compile is explained against the nearest kernel of its family seen
-before (:func:`keys.explain_miss`).
+before (``compiler/keys.py``'s ``explain_miss``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from ..compiler import keys
-from ..compiler.plan import KernelPlan
+from .. import compiler
+from ..compiler import Plan
 
 _perf = time.perf_counter
 _stats: Counter = Counter()
@@ -117,7 +117,7 @@ class _timed:
         _add_time(self.stage, _perf() - self.start)
 
 
-def family(plan: KernelPlan) -> str:
+def family(plan: Plan) -> str:
     """The plan's expression without its dtypes: kernels that differ only in dtypes, layouts or
     vector width are one family, and a miss is explained against the family's other kernels."""
     text = "\n".join(f"{i.var}={i.kind}:{i.arg[0] if i.kind == 'op' else i.arg}:{i.inputs}"
@@ -126,16 +126,16 @@ def family(plan: KernelPlan) -> str:
 
 
 def hash_text(text: str) -> str:
-    return keys.digest((("text", text),))[:32]
+    return compiler.digest((("text", text),))[:32]
 
 
-def why_compile(plan: KernelPlan) -> str:
+def why_compile(plan: Plan) -> str:
     """Why ``plan``'s kernel compiles now: first of its family, or which key parts differ from
     the nearest kernel of the family this process compiled or loaded."""
-    return keys.explain_miss(plan.key_parts, _by_family.get(family(plan), ()))
+    return compiler.explain_miss(plan.key_parts, _by_family.get(family(plan), ()))
 
 
-def note_kernel(plan: KernelPlan, why: str, source: str | None = None) -> None:
+def note_kernel(plan: Plan, why: str, source: str | None = None) -> None:
     """Remember a kernel this process compiled or loaded, for explain() and the next miss."""
     seen = _by_family.setdefault(family(plan), [])
     if plan.key_parts not in seen:
@@ -144,7 +144,7 @@ def note_kernel(plan: KernelPlan, why: str, source: str | None = None) -> None:
     _compiled[plan.key] = {"why": why, "source": source, "parts": plan.key_parts}
 
 
-def note_compile(plan: KernelPlan, why: str, source: str, times: dict[str, float]) -> None:
+def note_compile(plan: Plan, why: str, source: str, times: dict[str, float]) -> None:
     """Count one compile, add its stage ``times`` (seconds) to :func:`timings`, remember it."""
     _stats["compiles"] += 1
     for stage, seconds in times.items():

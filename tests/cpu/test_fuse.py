@@ -70,7 +70,7 @@ def test_a_cached_call_neither_traces_nor_plans(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a cached call traced or planned")
     monkeypatch.setattr(trace.Tracer, "run", refuse)
-    monkeypatch.setattr(trace, "plan_kernel", refuse)
+    monkeypatch.setattr(trace, "plan_evaluation", refuse)
     for kw in ex.ADAM_STEPS[1:]:
         ADAM(*arrays, **kw)
         ex.adam(*ref, **kw)

@@ -14,7 +14,7 @@ import pytest
 
 import fusedarrays as fa
 from fusedarrays.api import pending
-from fusedarrays.compiler.reduction import plan_program
+from fusedarrays.compiler.planner import plan_program
 from fusedarrays.ir import layout, native
 from fusedarrays.runtime import launch, realize
 from fusedarrays.runtime import program as program_module

@@ -16,7 +16,7 @@ import pytest
 import fusedarrays as fa
 from fusedarrays import config
 from fusedarrays.compiler.product import Blas, ProductPlan, blas_matrix
-from fusedarrays.compiler.reduction import plan_program
+from fusedarrays.compiler.planner import plan_program
 from fusedarrays.runtime import backend as runtime_backend
 
 pytest.importorskip("cuda.core")

@@ -160,7 +160,8 @@ NOT_KERNEL_CODE = {
     "compiler/keys.py": "builds the key; shapes no code",
     "errors.py": "error messages",
     "ir/__init__.py": "the folder's description, no code",
-    "compiler/__init__.py": "the folder's description, no code",
+    "compiler/__init__.py": ("the front door: hands plans to the planners and each target's "
+                             "table (hashed), writes no code itself"),
     "version.py": "the package version is a key part by value",
     "cuda/toolchain.py": "the versions it reads are key parts",
     "runtime/backend.py": ("buffers and the seam; the cpu backend takes HostMemory from it, "
@@ -196,7 +197,7 @@ def _package_imports(name: str) -> set[str]:
 def test_every_module_the_kernel_code_imports_is_hashed_or_excused():
     imported = set().union(*(_package_imports(name) for name in keys.KERNEL_CODE))
     # the walk works
-    assert "compiler/devicelib.py" in imported and "cuda/intrinsics.py" in imported
+    assert "compiler/codegen.py" in imported and "cuda/intrinsics.py" in imported
     unexplained = imported - set(keys.KERNEL_CODE) - set(NOT_KERNEL_CODE)
     assert not unexplained, f"hash them (keys.KERNEL_CODE) or say why not: {unexplained}"
     assert not set(NOT_KERNEL_CODE) & set(keys.KERNEL_CODE)

@@ -42,7 +42,7 @@ MODULES = {_module(p): p for p in PKG.rglob("*.py")}
 def _imports(path: pathlib.Path):
     """Package modules that ``path`` imports, anywhere in the file (function bodies too)."""
     own = _module(path).split(".")
-    package = own if path.name == "__init__.py" and len(own) > 1 else own[:-1]
+    package = own if path.name == "__init__.py" else own[:-1]
     if path.parent == PKG:
         package = []
     for node in ast.walk(ast.parse(path.read_text())):
@@ -83,6 +83,27 @@ def test_only_the_backend_seam_names_the_backends():
     assert not bad, bad
     seam = (PKG / "runtime" / "backend.py").read_text()
     assert "fusedarrays.cuda.backend" in seam and "fusedarrays.cpu.backend" in seam
+
+
+# The compiler's front door (compiler/__init__.py) and its plan protocol: all that the rest of
+# the package may import of compiler/.
+DOOR = {"compiler", "compiler.protocol"}
+
+
+def test_the_compiler_is_entered_by_its_front_door():
+    bad = [f"{module} imports {target}" for module, path in MODULES.items()
+           if _room(module) != "compiler" for target in _imports(path)
+           if _room(target) == "compiler" and target not in DOOR]
+    assert not bad, bad
+
+
+def test_importing_the_front_door_imports_no_planner_or_code_generator():
+    """``import fusedarrays`` pays for no planner and no code generator: the door imports them
+    on first use."""
+    code = ("import sys, fusedarrays; bad = sorted(m for m in sys.modules if m.startswith("
+            "'fusedarrays.compiler.') and m != 'fusedarrays.compiler.protocol'); print(bad); "
+            "assert not bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_every_module_is_on_a_floor():

@@ -14,12 +14,14 @@ import pathlib
 import numpy as np
 import pytest
 
-from fusedarrays.compiler.compact import CompactPlan, render_compact
-from fusedarrays.compiler.foreach_codegen import render_across_kernel, render_foreach_kernel
-from fusedarrays.compiler.foreach_plan import AcrossPlan, ForeachPlan, plan_across, plan_foreach
-from fusedarrays.compiler.plan import plan_kernel
-from fusedarrays.compiler.reduction import plan_program
-from fusedarrays.compiler.reduction_codegen import render_plan as _render_computed
+from fusedarrays.compiler import (
+    CompactPlan,
+    plan_across,
+    plan_evaluation,
+    plan_foreach,
+    plan_kernel,
+    render,
+)
 from fusedarrays.ir import graph, layout
 from fusedarrays.ir.products import matmul_node
 from fusedarrays.ir.reductions import reduction_node
@@ -56,8 +58,8 @@ def kernel(node):
 def program(node):
     """Every plan of the program evaluating ``node`` into a fresh result."""
     params = node.params if node.params is not None else {node: 0}
-    return [step.plan for step in plan_program([(node, out(node.shape, node.dtype))], params,
-                                               256).steps]
+    return [step.plan for step in plan_evaluation([(node, out(node.shape, node.dtype))],
+                                                  params, 256).steps]
 
 
 # -- the cases: name → (plans, what the case must reach) ----------------------------------------
@@ -243,23 +245,13 @@ CASES = {
 }
 
 
-def render_plan(plan, target: str) -> str:
-    if isinstance(plan, CompactPlan):
-        return render_compact(plan, target)
-    if isinstance(plan, ForeachPlan):
-        return render_foreach_kernel(plan, target)
-    if isinstance(plan, AcrossPlan):
-        return render_across_kernel(plan, target)
-    return _render_computed(plan, target)
-
-
 def rendered(case: str, target: str) -> str:
     """The case's plans' source for ``target``, each kernel's name as ``KERNEL``, one after
     another under a header naming the plan's kind and schedule."""
     make, _ = CASES[case]
     texts = []
     for plan in make():
-        source = render_plan(plan, target).replace(plan.name, "KERNEL")
+        source = render(plan, target).replace(plan.name, "KERNEL")
         kind = type(plan).__name__
         texts.append(f"# {kind} {getattr(plan, 'schedule', '')}\n{source}")
     return "\n".join(texts)
