@@ -331,9 +331,10 @@ def _import_minifloat(x) -> np.ndarray:
     memory = (ctypes.c_uint8 * (span * dt.itemsize)).from_address(start) if span else \
         (ctypes.c_uint8 * 0)()
     memory.owner = owner
-    flat = np.frombuffer(memory, np.uint8).view(dt)
+    # strided as unsigned words, then viewed as dt (as_strided loses ml_dtypes' float8 types)
+    flat = np.frombuffer(memory, np.uint8).view(f"u{dt.itemsize}")
     host = np.lib.stride_tricks.as_strided(flat[-low:] if low else flat, shape,
-                                           tuple(s * dt.itemsize for s in strides))
+                                           tuple(s * dt.itemsize for s in strides)).view(dt)
     if versioned and managed.contents.flags & _READ_ONLY:
         host.flags.writeable = False
     return host
