@@ -42,7 +42,7 @@ from .api.creation import (
 )
 from .api.datatypes import DTYPES as _DTYPES
 from .api.datatypes import astype, can_cast, finfo, iinfo, isdtype, result_type
-from .api.devices import Device
+from .api.devices import Device, default_device, devices
 from .api.differences import diff, ediff1d
 from .api.display import explain
 from .api.einsum import einsum, einsum_path
@@ -88,6 +88,7 @@ from .api.standard import angle, imag, real
 from .errors import (
     AmbiguousTruthValueError,
     CompileError,
+    DeviceMismatchError,
     DeviceUnavailableError,
     DTypeError,
     ForkedDeviceError,
@@ -127,7 +128,8 @@ def backend() -> str:
 
 
 __all__ = [
-    "AmbiguousTruthValueError", "CompileError", "DTypeError", "DeviceUnavailableError",
+    "AmbiguousTruthValueError", "CompileError", "DTypeError", "Device", "DeviceMismatchError",
+    "DeviceUnavailableError", "default_device", "devices",
     "ForkedDeviceError", "FusedArraysError", "OutOfMemoryError", "ReadOnlyArgumentError",
     "ShapeError", "TracerConversionError", "UnsupportedOperationError", "arange", "asarray",
     "backend", "broadcast_to", "cache_info", "clear_cache", "compute", "empty", "empty_like",

@@ -72,6 +72,11 @@ class DeviceUnavailableError(FusedArraysError, RuntimeError):
     """The cuda backend was asked for, but no CUDA device is visible."""
 
 
+class DeviceMismatchError(FusedArraysError, ValueError):
+    """Operands of one operation live on two devices (``cuda:0`` and ``cuda:1``); fusedarrays
+    never copies between devices implicitly (PyTorch's rule): move one with ``to_device``."""
+
+
 class OutOfMemoryError(FusedArraysError, MemoryError):
     """The device has no room for an allocation, even after fusedarrays gave back the free memory
     it kept and retried. The message names the request and what fusedarrays, its pool and the

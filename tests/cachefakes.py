@@ -22,6 +22,7 @@ import os
 import numpy as np
 
 backend_module = importlib.import_module("fusedarrays.runtime.backend")
+Backend = backend_module.Backend
 BASE = 0x7F00_0000_0000
 
 
@@ -61,8 +62,9 @@ class DiskCpuBackend(_cpu_base()):
         return super().load(artifact, param_types)
 
 
-class FakeCudaBackend:
-    """Compiles for real (PTX and cubin for sm_90), launches nothing."""
+class FakeCudaBackend(Backend):
+    """Compiles for real (PTX and cubin for sm_90), launches nothing. A backend by the protocol
+    (its optional capabilities absent: None)."""
 
     name = "cuda"
     arch = "sm_90"
@@ -70,7 +72,11 @@ class FakeCudaBackend:
     alloc_align = None  # address() says
 
     def __init__(self, device_key: str = "fake:0:sm_90"):
+        from fusedarrays.runtime.devices import Device
+
         self.device_key = device_key
+        self.device_id = int(device_key.split(":")[1])
+        self.device = Device("cuda", self.device_id)
         self.loaded: list[tuple[str, str]] = []     # (entry, sha256 of the cubin)
         self.launches: list[tuple[str, int, int]] = []
 

@@ -90,14 +90,66 @@ class FakeDriver:
         return [call[0] for call in self.calls]
 
 
-def fake_backend(pool, bound: bool = True):
-    """A ``CudaBackend`` whose methods work over ``pool``, with the device's context current in
-    this thread when ``bound`` (as its constructor leaves it)."""
-    from fusedarrays.cuda.backend import CudaBackend, _ThreadState
+class FakeContexts:
+    """The driver's current context per thread, for :class:`FakeContext`: ``current()`` is the
+    calling thread's (0: none); another library switching it is ``switch(handle)``."""
 
+    def __init__(self):
+        import threading
+
+        self._local = threading.local()
+        self.switches: list[tuple[int, int]] = []   # (thread, handle made current)
+
+    def current(self) -> int:
+        return getattr(self._local, "handle", 0)
+
+    def switch(self, handle: int) -> None:
+        import threading
+
+        self._local.handle = handle
+        self.switches.append((threading.get_ident(), handle))
+
+
+class FakeContext:
+    """A ``cuda.context.DeviceContext`` over :class:`FakeContexts`: the same enter and leave."""
+
+    def __init__(self, contexts: FakeContexts, handle: int):
+        import threading
+
+        self.contexts, self.handle, self.context = contexts, handle, handle
+        self._stack = threading.local()
+
+    def enter(self) -> int:
+        previous = self.contexts.current()
+        if previous == self.handle:
+            return 0
+        self.contexts.switch(self.handle)
+        return previous
+
+    def leave(self, previous: int) -> None:
+        if previous:
+            self.contexts.switch(previous)
+
+    def __enter__(self):
+        self._stack.__dict__.setdefault("items", []).append(self.enter())
+        return self
+
+    def __exit__(self, *exc):
+        self.leave(self._stack.items.pop())
+
+
+def fake_backend(pool, device_id: int = 0, contexts: FakeContexts | None = None):
+    """A ``CudaBackend`` whose methods work over ``pool``, on a fake device ``device_id`` whose
+    context (handle ``0xC0 + device_id``) ``contexts`` tracks per thread, current in this thread
+    (as its constructor leaves it)."""
+    from fusedarrays.cuda.backend import CudaBackend
+    from fusedarrays.runtime.devices import Device
+
+    contexts = contexts or FakeContexts()
     cuda = CudaBackend.__new__(CudaBackend)
-    cuda._pool, cuda.device_id, cuda.arch = pool, 0, "sm_90"
-    cuda.device_key = "cuda:0:sm_90"
-    cuda._thread = _ThreadState()
-    cuda._thread.bound = bound
+    cuda._pool, cuda.device_id, cuda.arch = pool, device_id, "sm_90"
+    cuda.device = Device("cuda", device_id)
+    cuda.device_key = f"cuda:{device_id}:sm_90"
+    cuda._context = FakeContext(contexts, 0xC0 + device_id)
+    cuda._context.enter()
     return cuda

@@ -457,6 +457,27 @@ def _backend_of(node: graph.Node) -> Backend:
     return get_backend()
 
 
+def to_device(x: ndarray, target: Backend) -> ndarray:
+    """``x``'s values in new memory of ``target``'s device (``x`` itself where it is there
+    already): computed first, a view copied whole on its own device, then copied device to
+    device (a peer copy on cuda) in the order of both devices' work."""
+    node = x._resolved()
+    source = _backend_of(node)
+    if target is source:
+        return x
+    if target.name != source.name:
+        raise ValueError(f"to_device: the array is on {source.device} and {target.device} is "
+                         f"another backend's device; go through the host (x.get())")
+    shape = node.shape
+    strides = layout.contiguous_strides(shape)
+    if not node.is_leaf or graph.leaf_view(node)[2:] != (strides, 0):
+        node = x.copy().compute()._resolved()   # a contiguous result from offset 0
+    buffer = graph.leaf_view(node)[0]
+    nbytes = layout.size_of(shape) * node.dtype.itemsize
+    storage = target.receive(buffer.storage, source, nbytes)
+    return ndarray(graph.leaf(Buffer(storage, nbytes, target), node.dtype, shape, strides, 0))
+
+
 # -- construction -----------------------------------------------------------------------------
 def asarray(obj, dtype=None) -> ndarray:
     """A ``fa.ndarray`` from a NumPy array, a ``fa.ndarray``, a scalar or a sequence, or (zero-copy
@@ -464,11 +485,12 @@ def asarray(obj, dtype=None) -> ndarray:
     if isinstance(obj, ndarray):
         return obj if dtype is None or np.dtype(dtype) == obj.dtype else obj.astype(dtype)
     backend = get_backend()
-    if backend.name == "cuda" and (hasattr(obj, "__cuda_array_interface__")
-                                   or hasattr(obj, "__dlpack__")) and not isinstance(obj,
-                                                                                      np.ndarray):
-        storage, dt, shape, strides, offset = backend.import_array(obj)
-        buffer = Buffer(storage, storage.nbytes, backend)
+    if backend.import_array is not None and (hasattr(obj, "__cuda_array_interface__")
+                                             or hasattr(obj, "__dlpack__")) and not isinstance(
+                                                 obj, np.ndarray):
+        # on the device the foreign array lives on, whatever this thread's device scope says
+        owner, storage, dt, shape, strides, offset = backend.import_array(obj)
+        buffer = Buffer(storage, storage.nbytes, owner)
         array = ndarray(graph.leaf(buffer, dtypes.as_dtype(dt), shape, strides, offset))
         return array if dtype is None else array.astype(dtype)
     host = np.asarray(obj, dtype=dtype)

@@ -20,7 +20,7 @@ from ..runtime.backend import get_backend, new_buffer
 from . import array as _array
 from . import interop
 from .array import ndarray
-from .devices import check_device
+from .devices import resolve, using
 from .elementwise import FUNCTIONS
 
 
@@ -35,22 +35,41 @@ def asarray(obj, /, dtype=None, *, device=None, copy: bool | None = None) -> nda
     ``copy=True`` always gives new memory; ``copy=False`` raises ``ValueError`` where a copy is
     needed (a dtype change, host data going to the backend's memory); ``None`` copies only then.
     """
-    check_device(device, "asarray")
+    target = resolve(device, "asarray")
     if isinstance(obj, ndarray):
+        out = obj
         if dtype is not None and dtypes.as_dtype(dtype) != obj.dtype:
             if copy is False:
                 raise ValueError(f"asarray(copy=False): a {obj.dtype} array as {dtype} needs a "
                                  "copy")
-            return obj.astype(dtype)
-        return obj.copy() if copy else obj
-    zero_copy = (get_backend().name == "cuda" and not isinstance(obj, np.ndarray)
+            out = obj.astype(dtype)
+        elif copy and (target is None or target is _array._backend_of(obj._resolved())):
+            out = obj.copy()
+        return _moved(out, target, copy)
+    backend = get_backend() if target is None else target
+    zero_copy = (backend.import_array is not None and not isinstance(obj, np.ndarray)
                  and (hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__")))
     if copy is False and not zero_copy:
         raise ValueError(f"asarray(copy=False): a {type(obj).__name__} becomes a fa.ndarray "
-                         f"only by a copy into the {get_backend().name} backend's memory")
-    out = _array.asarray(obj, dtype)
-    # a copy made now: the producer may write its memory before a lazy copy would run
-    return out.copy().compute() if copy and zero_copy else out
+                         f"only by a copy into the {backend.name} backend's memory")
+    with using(device, "asarray"):
+        out = _array.asarray(obj, dtype)   # a GPU producer's memory on its own device
+    if copy and zero_copy and (target is None or target is _array._backend_of(out._resolved())):
+        # a copy made now: the producer may write its memory before a lazy copy would run
+        return out.copy().compute()
+    return _moved(out, target, copy)
+
+
+def _moved(out: ndarray, target, copy: bool | None) -> ndarray:
+    """``out`` on ``target``'s device (None: where it is): a copy between devices, which
+    ``copy=False`` refuses."""
+    here = _array._backend_of(out._resolved())
+    if target is None or target is here:
+        return out
+    if copy is False:
+        raise ValueError(f"asarray(copy=False): the array is on {here.device}, and "
+                         f"device={target.device} needs a copy; pass copy=None or True")
+    return _array.to_device(out, target)
 
 
 def array(obj, /, dtype=None, *, copy: bool | None = True, device=None) -> ndarray:
@@ -69,17 +88,17 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> ndarray:
     >>> fa.from_dlpack(np.array([1 + 2j, 3j], np.complex64)).get().tolist()
     [(1+2j), 3j]
     """
-    check_device(device, "from_dlpack")
+    target = resolve(device, "from_dlpack")
     if isinstance(x, ndarray):
         return asarray(x, device=device, copy=copy)
-    return interop.from_dlpack(x, copy=copy)
+    return _moved(interop.from_dlpack(x, copy=copy), target, copy)
 
 
 def empty(shape, dtype=None, *, device=None) -> ndarray:
-    check_device(device, "empty")
+    backend = resolve(device, "empty") or get_backend()
     shape = _shape(shape)
     dt = dtypes.as_dtype(np.float64 if dtype is None else dtype)
-    buffer = new_buffer(get_backend(), layout.size_of(shape) * dt.itemsize)
+    buffer = new_buffer(backend, layout.size_of(shape) * dt.itemsize)
     return ndarray(graph.leaf(buffer, dt, shape, layout.contiguous_strides(shape), 0))
 
 
@@ -89,7 +108,8 @@ def full(shape, fill_value, dtype=None, *, device=None) -> ndarray:
     if dtype is None:
         dtype = (fill_value.dtype if isinstance(fill_value, (ndarray, np.generic))
                  else np.asarray(fill_value).dtype)
-    out = empty(shape, dtype, device=device)
+    target = resolve(device, "full")   # zeros, ones and the *_like functions too
+    out = empty(shape, dtype, device=None if target is None else target.device)
     if out.size:
         out[...] = fill_value
     return out
@@ -107,37 +127,46 @@ def _like_shape(x) -> tuple:
     return x.shape if isinstance(x, ndarray) else np.shape(x)
 
 
+def _like_device(x, device):
+    """The Array API's ``*_like`` default: ``x``'s device."""
+    return x.device if device is None and isinstance(x, ndarray) else device
+
+
 def _like_dtype(x, dtype):
     return dtype if dtype is not None else (
         x.dtype if isinstance(x, ndarray) else np.asarray(x).dtype)
 
 
 def empty_like(x, /, dtype=None, *, device=None) -> ndarray:
-    return empty(_like_shape(x), _like_dtype(x, dtype), device=device)
+    return empty(_like_shape(x), _like_dtype(x, dtype),
+                 device=_like_device(x, device))
 
 
 def zeros_like(x, /, dtype=None, *, device=None) -> ndarray:
-    return full(_like_shape(x), 0, _like_dtype(x, dtype), device=device)
+    return full(_like_shape(x), 0, _like_dtype(x, dtype),
+                 device=_like_device(x, device))
 
 
 def ones_like(x, /, dtype=None, *, device=None) -> ndarray:
-    return full(_like_shape(x), 1, _like_dtype(x, dtype), device=device)
+    return full(_like_shape(x), 1, _like_dtype(x, dtype),
+                 device=_like_device(x, device))
 
 
 def full_like(x, /, fill_value, dtype=None, *, device=None) -> ndarray:
-    return full(_like_shape(x), fill_value, _like_dtype(x, dtype), device=device)
+    return full(_like_shape(x), fill_value, _like_dtype(x, dtype),
+                 device=_like_device(x, device))
 
 
 def arange(start, /, stop=None, step=1, dtype=None, *, device=None) -> ndarray:
     """``np.arange``'s values (computed on the host, then uploaded)."""
-    check_device(device, "arange")
-    return _array.asarray(np.arange(start, stop, step, dtype=dtype))
+    with using(device, "arange"):
+        return _array.asarray(np.arange(start, stop, step, dtype=dtype))
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = True) -> ndarray:
     """``np.linspace``'s values (computed on the host, then uploaded); float64 by default."""
-    check_device(device, "linspace")
-    return _array.asarray(np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype))
+    with using(device, "linspace"):
+        return _array.asarray(np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype))
 
 
 def _diagonal_offsets(n_rows: int, n_cols: int) -> ndarray:
@@ -150,10 +179,10 @@ def _diagonal_offsets(n_rows: int, n_cols: int) -> ndarray:
 
 def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> ndarray:
     """Ones on the ``k``-th diagonal, zeros elsewhere (float64 by default); lazy."""
-    check_device(device, "eye")
     n_cols = n_rows if n_cols is None else n_cols
     dt = dtypes.as_dtype(np.float64 if dtype is None else dtype)
-    return (_diagonal_offsets(n_rows, n_cols) == _clamp_k(k, n_rows, n_cols)).astype(dt)
+    with using(device, "eye"):
+        return (_diagonal_offsets(n_rows, n_cols) == _clamp_k(k, n_rows, n_cols)).astype(dt)
 
 
 def _clamp_k(k: int, n_rows: int, n_cols: int) -> int:

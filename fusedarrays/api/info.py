@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import dtypes
-from .devices import check_device, default_device
+from .devices import check_device, default_device, devices
 
 # The rank that every operation supports end to end: NumPy's limit (NPY_MAXDIMS, 64 since NumPy
 # 2.0), which an array's values meet when they leave (``.get()``, ``np.asarray``). Kernels collapse
@@ -36,7 +36,7 @@ class Info:
         return default_device()
 
     def devices(self) -> list:
-        return [default_device()]
+        return devices()
 
     def default_dtypes(self, *, device=None) -> dict:
         check_device(device, "default_dtypes")

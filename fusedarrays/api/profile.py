@@ -87,7 +87,7 @@ class Profile:
     def start(self, backend):
         """A started device timer for the launch about to be queued, or None (host time)."""
         begin = time.perf_counter()
-        timer = getattr(backend, "device_timer", None)
+        timer = backend.device_timer
         timer = timer() if timer is not None else None
         self._own(begin)
         return timer
@@ -332,7 +332,7 @@ def reference_bandwidth(backend) -> float | None:
     if key not in _copy_bandwidth:
         with _lock:
             if key not in _copy_bandwidth:
-                measure = getattr(backend, "copy_bandwidth", None)
+                measure = backend.copy_bandwidth
                 _copy_bandwidth[key] = measure() if measure is not None else None
     return _copy_bandwidth[key]
 

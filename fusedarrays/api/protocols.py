@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import sys
 
-from .array import asarray, ndarray
-from .devices import check_device, default_device, device_of_backend
+from .array import asarray, ndarray, to_device
+from .devices import default_device, resolve
 from .elementwise import FUNCTIONS
 from .manipulation import matrix_transpose
 from .products import matmul
@@ -33,13 +33,15 @@ def _array_namespace(self, /, *, api_version=None):
 
 def _device(self):
     for buffer in self._resolved().buffers:
-        return device_of_backend(buffer.backend)
+        return buffer.backend.device
     return default_device()
 
 
 def _to_device(self, device, /, *, stream=None):
-    check_device(device, "to_device")
-    return self
+    """The array on ``device``: itself where it is there, else a copy there (device to device;
+    ``stream`` is accepted and unused: the copy is ordered on both devices' streams)."""
+    target = resolve(device, "to_device")
+    return self if target is None else to_device(self, target)
 
 
 def _format(self, spec: str) -> str:

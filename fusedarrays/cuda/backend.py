@@ -1,45 +1,59 @@
-"""``CudaBackend``: the cuda implementation of the backend seam (``fusedarrays/backend.py``).
+"""``CudaBackend``: the cuda implementation of the backend seam (``runtime/backend.py``), one object
+per device.
 
-Where it sits: the runtime calls exactly these methods. ``compile`` (numba-cuda → PTX → cubin) runs
-only on a miss of both cache levels and is the only path that imports numba; ``load`` and
-``launch`` serve every hit, ``alloc``/``from_host``/``to_host``/``import_array`` move memory. All
-work is ordered on the legacy default stream of the device chosen at construction.
+Where it sits: the runtime calls exactly the protocol's members. ``compile`` (numba-cuda → PTX →
+cubin) runs only on a miss of both cache levels and is the only path that imports numba; ``load``
+and ``launch`` serve every hit, ``alloc``/``from_host``/``to_host``/``import_array``/``receive``
+move memory. All work of one backend is ordered on the legacy default stream of its device; its
+pool, counters and loaded kernels are its own, while compiled PTX and cubins (per arch, on disk)
+serve every device.
 
-Any thread may call it. The driver keeps a current context per thread, and a new thread has none
-(the driver then refuses launches and copies with CUDA_ERROR_INVALID_CONTEXT), so each method that
-reaches the driver first checks a per-thread flag and, the first time in a thread, makes the
-device's primary context current there: the per-call cost is one thread-local attribute read. A
-thread that later makes another device's context current itself must make this one current again
-(``cuda.core.Device(n).set_current()``) before it uses fusedarrays.
+Any thread may call it, whatever device another library made current there: each method that
+reaches the driver makes this device's context current around its calls (:mod:`.context`; the
+thread's previous context is current again afterwards), and the C launch does the same in C.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..runtime.backend import MemoryInfo
-from . import events, memory
+from ..runtime.backend import Backend, MemoryInfo, backend_for
+from ..runtime.devices import Device
+from . import context, events, memory, peers
 from .launch import Launcher
 from .load import load_kernel
 
 
-class _ThreadState(threading.local):
-    """Per thread: whether the backend's device context was made current in it."""
+def _on_device(method):
+    """``method`` run with its backend's device context current in the calling thread, and the
+    context that was current there before (another library's) current again after it."""
 
-    bound = False
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        device = self._context
+        previous = device.enter()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            if previous:
+                device.leave(previous)
+
+    return run
 
 
-class CudaBackend:
-    """Kernels and memory on one CUDA device.
+class CudaBackend(Backend):
+    """Kernels and memory on one CUDA device: its pool, its legacy stream, its launch records and
+    loaded kernels (the runtime keys those by this object and ``device_key``).
 
     >>> if CudaBackend.available():  # doctest: +SKIP
-    ...     be = CudaBackend(0)
+    ...     be = CudaBackend(1)
     ...     be.device_key
-    'cuda:0:sm_90'
+    'cuda:1:sm_90'
     """
 
     name = "cuda"
@@ -56,40 +70,46 @@ class CudaBackend:
     def available() -> bool:
         """Whether a CUDA device is visible (driver loads, ``cuInit`` succeeds, ≥ 1 device)."""
         try:
-            from cuda.bindings import driver
-
-            (err,) = driver.cuInit(0)
-            if err != driver.CUresult.CUDA_SUCCESS:
-                return False
-            err, count = driver.cuDeviceGetCount()
-            return err == driver.CUresult.CUDA_SUCCESS and count > 0
+            return CudaBackend.count() > 0
         except Exception:  # no driver library, no bindings: no device, never an error here
             return False
 
+    @staticmethod
+    def count() -> int:
+        """How many CUDA devices are visible (0 where the driver does not start)."""
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return 0
+        err, count = driver.cuDeviceGetCount()
+        return count if err == driver.CUresult.CUDA_SUCCESS else 0
+
     def __init__(self, device_id: int = 0):
-        self._thread = _ThreadState()
-        self.device, self._pool = memory.open_device(device_id)
-        self._thread.bound = True   # open_device made it current in this thread
-        self.device_id = self.device.device_id
-        cc = self.device.compute_capability
+        from cuda.bindings import driver
+
+        # the thread's context before (another library's, or none): current again at the end
+        memory.check(driver.cuInit(0))
+        before = context.current()
+        self._device, self._pool = memory.open_device(device_id)
+        self._context = context.DeviceContext()   # open_device made it current here
+        self.device_id = self._device.device_id
+        self.device = Device("cuda", self.device_id)
+        cc = self._device.compute_capability
         self.arch = f"sm_{cc.major}{cc.minor}"
         self.device_key = f"cuda:{self.device_id}:{self.arch}"
-        self._sm_count = self.device.properties.multiprocessor_count
+        self._sm_count = self._device.properties.multiprocessor_count
         self._counters: tuple = (0, 0)     # (slots, address) of the split reductions' counters
         self._counter_blocks: list = []    # every counter buffer made, kept (see counters())
         self._counter_lock = threading.Lock()
+        if before and before != self._context.handle:
+            self._context.leave(before)
         # Every disk-cache key holds the toolchain versions (a millisecond of reading package
         # metadata): read them now, beside the caller's own start-up, not in its first eval.
         threading.Thread(target=self.toolchain, daemon=True).start()
 
     def __repr__(self) -> str:
-        return f"<CudaBackend {self.device_key} {self.device.name}>"
-
-    def _bind(self) -> None:
-        """Make the device's context current in this thread: once per thread, before its first
-        driver call (every method that reaches the driver checks ``self._thread.bound``)."""
-        memory.bind_thread(self.device_id)
-        self._thread.bound = True
+        return f"<CudaBackend {self.device_key} {self._device.name}>"
 
     # --- kernels -----------------------------------------------------------------------------
 
@@ -100,36 +120,32 @@ class CudaBackend:
 
         return toolchain_versions()
 
+    @_on_device
     def compile(self, source: str, fn_name: str, param_types: tuple[str, ...],
                 helpers: dict) -> dict:
         """``{"ptx", "cubin", "entry", "times"}`` for kernel ``fn_name`` of ``source``, for this
         arch (``times``: seconds by compile stage)."""
-        if not self._thread.bound:   # linking reaches the driver where nvJitLink is missing
-            self._bind()
         from .compile import compile_kernel
 
         ptx, cubin, entry, times = compile_kernel(source, fn_name, param_types, self.arch, helpers)
         return {"ptx": ptx, "cubin": cubin, "entry": entry, "times": times}
 
+    @_on_device
     def load(self, artifact: dict, param_types: tuple[str, ...]) -> Launcher:
         """A launcher for the artifact's cubin (``artifact`` needs ``"cubin"`` and ``"entry"``)."""
-        if not self._thread.bound:
-            self._bind()
         kernel = load_kernel(artifact["cubin"], artifact["entry"])
-        return Launcher(kernel, param_types, self._sm_count)
+        return Launcher(kernel, param_types, self._sm_count, self._context.handle)
 
+    @_on_device
     def launch(self, launcher: Launcher, n: int, args: list, geometry: tuple = ()) -> None:
         """Queue the kernel over ``n`` elements; ``args`` are the parameters after ``n``;
         ``geometry`` is the plan's (see ``KernelPlan.geometry``)."""
-        if not self._thread.bound:
-            self._bind()
         launcher(n, args, geometry)
 
     def direct_launch(self, launcher: Launcher, n: int, geometry: tuple = ()):
         """What a launch record calls in place of :meth:`launch` for every launch over ``n``
-        and ``geometry`` after its first (:meth:`.launch.Launcher.direct`), or None. Made in a
-        thread whose device is bound; a thread that has not bound it has no current context,
-        so the driver refuses the call and the record goes through :meth:`launch`."""
+        and ``geometry`` after its first (:meth:`.launch.Launcher.direct`), or None: the C
+        launch, which makes this device's context current around the launch itself."""
         direct = getattr(launcher, "direct", None)   # a cuBLAS product has none
         return direct(n, geometry) if direct is not None else None
 
@@ -140,21 +156,20 @@ class CudaBackend:
 
         return probe()
 
+    @_on_device
     def load_product(self, plan):
         """What a launch record calls for a product planned for cuBLAS (``plan.library``), as
         it calls a kernel's launcher (:class:`.blas.CublasProduct`)."""
-        if not self._thread.bound:
-            self._bind()
         from .blas import CublasProduct
 
         return CublasProduct(plan, self.device_id)
 
+    @_on_device
     def device_timer(self) -> events.EventTimer:
         """A started timer of the work queued next (``fa.profile()``)."""
-        if not self._thread.bound:
-            self._bind()
-        return events.EventTimer().start()
+        return events.EventTimer(self._context).start()
 
+    @_on_device
     def copy_bandwidth(self) -> float:
         """Bytes per second (read and written) of a device-to-device copy: the best of three
         256 MiB copies, the reference ``fa.profile()`` states achieved bandwidth against."""
@@ -163,27 +178,32 @@ class CudaBackend:
         best = min(_timed_copy(dst, src, nbytes) for _ in range(3))
         return 2 * nbytes / best
 
+    @_on_device
     def synchronize(self) -> None:
-        if not self._thread.bound:
-            self._bind()
-        self.device.sync()
+        self._device.sync()
 
     # --- memory ------------------------------------------------------------------------------
 
     def alloc(self, nbytes: int) -> memory.DeviceStorage:
-        if not self._thread.bound:
-            self._bind()
-        return memory.alloc(self._pool, nbytes)
+        # the device's context is made current only where the pool is asked (a cached block
+        # reaches no driver): the hot path of every new array
+        return memory.alloc(self._pool, nbytes, self._context)
 
+    def receive(self, storage: memory.DeviceStorage, source: CudaBackend,
+                nbytes: int) -> memory.DeviceStorage:
+        """A copy on this device of the first ``nbytes`` of ``storage``, on device ``source``
+        (a peer copy, ordered after the work queued on both and before later work on both)."""
+        out = memory.alloc(self._pool, nbytes, self._context)
+        peers.peer_copy(out, self._context, storage, source._context, nbytes)
+        return out
+
+    @_on_device
     def from_host(self, array: np.ndarray) -> memory.DeviceStorage:
-        if not self._thread.bound:
-            self._bind()
         return memory.from_host(self._pool, array)
 
+    @_on_device
     def to_host(self, storage: memory.DeviceStorage, dtype: np.dtype, count: int,
                 elem_offset: int) -> np.ndarray:
-        if not self._thread.bound:
-            self._bind()
         dtype = np.dtype(dtype)
         return memory.to_host(storage, dtype, count, elem_offset * dtype.itemsize)
 
@@ -194,11 +214,10 @@ class CudaBackend:
     def address(self, storage: memory.DeviceStorage) -> int:
         return storage.ptr
 
+    @_on_device
     def zero(self, storage: memory.DeviceStorage, nbytes: int) -> None:
         """Queue the first ``nbytes`` of ``storage`` set to zero (the error word of flagged
         gathers: ``runtime/indexflags.py``)."""
-        if not self._thread.bound:
-            self._bind()
         memory.zero(storage, nbytes)
 
     def counters(self, slots: int) -> int:
@@ -212,9 +231,7 @@ class CudaBackend:
         size, address = self._counters
         if size >= slots:
             return address
-        if not self._thread.bound:
-            self._bind()
-        with self._counter_lock:
+        with self._counter_lock, self._context:
             size = max(slots, 2 * self._counters[0], 1024)
             if self._counters[0] < slots:
                 block = memory.from_host(self._pool, np.zeros(size, np.int32))
@@ -222,6 +239,7 @@ class CudaBackend:
                 self._counters = (size, block.ptr)
             return self._counters[1]
 
+    @_on_device
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, tuple]:
         """The arguments after ``n`` of a multi-tensor kernel
         (``foreach_codegen.render_foreach_kernel``): device copies of ``meta`` and of the
@@ -234,27 +252,33 @@ class CudaBackend:
         return [meta_d.ptr, table_d.ptr, len(rows)], (meta_d, table_d)
 
     def import_array(self, obj):
-        """``(storage, dtype, shape, strides_in_elements, elem_offset)`` of a foreign CUDA array,
-        without a copy; see :func:`.memory.import_array`."""
-        if not self._thread.bound:
-            self._bind()
+        """``(backend, storage, dtype, shape, strides_in_elements, elem_offset)`` of a foreign
+        CUDA array, without a copy, on the backend of the device it lives on (which
+        :func:`.peers.device_of` says; this one where it says none); see
+        :func:`.memory.import_array`."""
+        with self._context:
+            ordinal = peers.device_of(obj)
+        owner = self if ordinal is None or ordinal == self.device_id else backend_for(
+            Device("cuda", ordinal))
+        return (owner, *owner._import(obj))
+
+    @_on_device
+    def _import(self, obj):
         return memory.import_array(obj, self.device_id)
 
+    @_on_device
     def order_stream(self, stream: int) -> None:
         """Order the consumer's ``stream`` after fusedarrays' work (an export: ``__dlpack__``'s
         ``stream``); see :func:`.events.order_stream`."""
-        if not self._thread.bound:
-            self._bind()
         events.order_stream(stream)
 
+    @_on_device
     def release_after(self, stream: int) -> None:
         """Before an exported buffer goes back to the pool: later work on the legacy stream
         waits for the consumer's ``stream`` (:func:`.events.wait_for_stream`); for the
         per-thread default stream (2), whose thread is unknown here, the device synchronises."""
-        if not self._thread.bound:
-            self._bind()
         if stream == 2:
-            self.device.sync()
+            self._device.sync()
         else:
             events.wait_for_stream(stream)
 
@@ -270,18 +294,16 @@ class CudaBackend:
                 "the host: x.get())") from e
         return cupy
 
+    @_on_device
     def memory_info(self) -> MemoryInfo:
         """What fusedarrays holds on the device, what it keeps cached, and the device's free and
         total bytes (see :func:`fusedarrays.memory_info`)."""
-        if not self._thread.bound:
-            self._bind()
         return MemoryInfo("cuda", **memory.usage(self._pool))
 
+    @_on_device
     def free_cached_memory(self) -> int:
         """Give the cached blocks and the cuBLAS plans' workspaces back to the pool and the
         pool's free memory back to the driver; the bytes the pool's reservation shrank by."""
-        if not self._thread.bound:
-            self._bind()
         blas = sys.modules.get(__package__ + ".blas")   # cuBLAS plans' workspaces, if any
         if blas is not None:
             blas.free_plans()
@@ -289,6 +311,6 @@ class CudaBackend:
 
 
 def _timed_copy(dst, src, nbytes: int) -> float:
-    timer = events.EventTimer().start()
+    timer = events.EventTimer(None).start()
     memory.copy(dst, src, nbytes)
     return timer.stop()

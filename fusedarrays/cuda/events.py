@@ -17,11 +17,14 @@ from .memory import _LEGACY, check
 
 class EventTimer:
     """Device time of the work queued on the legacy stream between :meth:`start` and
-    :meth:`stop` (CUDA events; ``fa.profile()`` only: :meth:`stop` waits for that work)."""
+    :meth:`stop` (CUDA events; ``fa.profile()`` only: :meth:`stop` waits for that work).
+    ``device``: the device's context (:class:`.context.DeviceContext`), current while
+    :meth:`stop` records, or None where the caller keeps it current."""
 
-    __slots__ = ("begin", "end")
+    __slots__ = ("begin", "end", "device")
 
-    def __init__(self):
+    def __init__(self, device=None):
+        self.device = device
         flags = driver.CUevent_flags.CU_EVENT_DEFAULT
         self.begin = check(driver.cuEventCreate(flags))
         self.end = check(driver.cuEventCreate(flags))
@@ -32,6 +35,7 @@ class EventTimer:
 
     def stop(self) -> float:
         """Seconds between the two events, once the work between them has run."""
+        previous = self.device.enter() if self.device is not None else 0
         try:
             check(driver.cuEventRecord(self.end, _LEGACY))
             check(driver.cuEventSynchronize(self.end))
@@ -39,6 +43,8 @@ class EventTimer:
         finally:
             check(driver.cuEventDestroy(self.begin))
             check(driver.cuEventDestroy(self.end))
+            if previous:
+                self.device.leave(previous)
 
 
 def order_stream(stream: int) -> None:

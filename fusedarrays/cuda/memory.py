@@ -37,9 +37,11 @@ What is kept, and what goes back to the driver:
   cycles hold); then :class:`~fusedarrays.errors.OutOfMemoryError` says what was asked for and
   what is held. :func:`give_back` does the same emptying on request (``fa.free_cached_memory``).
 
-Threads: the block cache is shared by all threads, without a lock (see :class:`_BlockCache`). The
-driver keeps a current context per thread and a new thread has none:
-``CudaBackend`` calls :func:`bind_thread` in each thread before its first driver call there.
+Threads and devices: the block cache is shared by all threads and devices, without a lock (see
+:class:`_BlockCache`); each pool's blocks are kept apart. The driver keeps a current context per
+thread, which another library may change and a new thread lacks: ``CudaBackend`` makes its device's
+current around each call that reaches the driver (:mod:`.context`), and a block going back to its
+pool is freed in its device's context.
 """
 
 from __future__ import annotations
@@ -92,12 +94,6 @@ def open_device(device_id: int) -> tuple[Device, DeviceMemoryResource]:
     return device, pool
 
 
-def bind_thread(device_id: int) -> None:
-    """Make ``device_id``'s primary context current in the calling thread (``cuda.core`` keeps
-    one ``Device`` object per thread; ``set_current`` makes its primary context current)."""
-    Device(device_id).set_current()
-
-
 def set_release_threshold(pool: DeviceMemoryResource, nbytes: int) -> None:
     """Free memory the pool reserves beyond ``nbytes`` goes back to the driver at the next
     synchronisation."""
@@ -119,8 +115,9 @@ def trim(pool: DeviceMemoryResource) -> None:
 
 
 def give_back(pool: DeviceMemoryResource) -> int:
-    """Empty the block cache into the pool and trim the pool; the bytes the pool's reservation
-    shrank by (blocks other libraries hold, or that are in use, stay)."""
+    """Empty the block cache into the pools (each block in its device's context) and trim
+    ``pool`` (its device current); the bytes the pool's reservation shrank by (blocks other
+    libraries hold, or that are in use, stay)."""
     before = pool.attributes.reserved_mem_current
     _BLOCKS.flush()
     trim(pool)
@@ -167,9 +164,12 @@ class DeviceStorage:
 
 
 class _FreeList(list):
-    """The freed blocks of one pool and size class, as ``(address, block)`` pairs."""
+    """The freed blocks of one pool and size class, as ``(address, block)`` pairs; ``device`` is
+    the pool's device context (:class:`.context.DeviceContext`, None for the tests' pools),
+    current while a block goes back to the pool: the free is queued on the legacy stream of the
+    current context, which must be the block's device's."""
 
-    __slots__ = ("size",)
+    __slots__ = ("size", "device")
 
 
 # Every block the pool hands out starts at a multiple of this (checked as each block comes from
@@ -206,17 +206,22 @@ class _BlockCache:
         step = 512 if nbytes <= (1 << 20) else (1 << 20)
         return -(-nbytes // step) * step
 
-    def take(self, pool: DeviceMemoryResource, nbytes: int) -> DeviceStorage:
+    def take(self, pool: DeviceMemoryResource, nbytes: int, device=None) -> DeviceStorage:
         free = self.lists.get((id(pool), nbytes))
         if free is None:
-            free = self._list(pool, nbytes)
+            free = self._list(pool, nbytes, device)
         size = free.size
         try:
             ptr, block = free.pop()
         except IndexError:   # none cached (bigger than MAX_BLOCK, or all in use)
             ptr = None
         if ptr is None:
-            block = self._allocate(pool, size, nbytes)
+            previous = device.enter() if device is not None else 0
+            try:
+                block = self._allocate(pool, size, nbytes)
+            finally:
+                if previous:
+                    device.leave(previous)
             ptr = int(block.handle)
             if ptr % POOL_ALIGN:
                 raise FusedArraysError(f"the memory pool returned a block at {ptr:#x}, which is "
@@ -238,7 +243,7 @@ class _BlockCache:
         for collect in (False, True):
             if collect:
                 gc.collect()
-            self.flush()
+            self.flush()   # every device's blocks, each freed in its own context
             trim(pool)
             try:
                 return pool.allocate(size, stream=LEGACY_DEFAULT_STREAM)
@@ -248,10 +253,10 @@ class _BlockCache:
                 error = e
         raise _out_of_memory_error(pool, nbytes, self.used) from error
 
-    def _list(self, pool: DeviceMemoryResource, nbytes: int) -> _FreeList:
+    def _list(self, pool: DeviceMemoryResource, nbytes: int, device) -> _FreeList:
         size = self.size_class(nbytes)
         new = _FreeList()
-        new.size = size
+        new.size, new.device = size, device
         # setdefault: threads that meet a new class at once must share one list
         free = self.free.setdefault((id(pool), size), new)
         if len(self.lists) >= 4096:   # many distinct sizes: start the memo over
@@ -264,7 +269,8 @@ class _BlockCache:
         self.used -= size
         if size > self.MAX_BLOCK or (self.bytes + size > self.MAX_BYTES
                                      and not self._make_room(size)):
-            return   # dropping the last reference frees the block to the pool, stream-ordered
+            _free_block(free.device, block)   # to the pool, stream-ordered, in its context
+            return
         free.append((ptr, block))
         self.bytes += size
         # Releases in other threads may have passed the check above at the same time: the one
@@ -303,13 +309,24 @@ def _size_of(free: _FreeList) -> int:
 
 
 def _drop_one(free: _FreeList) -> bool:
-    """Drop one block of ``free`` (its last reference: it goes back to the pool); False where the
-    list was empty."""
+    """Give one block of ``free`` back to the pool; False where the list was empty."""
     try:
-        free.pop()
+        _, block = free.pop()
     except IndexError:
         return False
+    _free_block(free.device, block)
     return True
+
+
+def _free_block(device, block) -> None:
+    """Free a pool block now, ordered on the legacy stream of ``device`` (its context made
+    current for the call where another one is; None: the current one)."""
+    previous = device.enter() if device is not None else 0
+    try:
+        block.close()
+    finally:
+        if previous:
+            device.leave(previous)
 
 
 def _out_of_memory(error: CUDAError) -> bool:
@@ -345,18 +362,19 @@ def _out_of_memory_error(pool: DeviceMemoryResource, nbytes: int, in_use: int) -
 _BLOCKS = _BlockCache()
 
 
-def alloc(pool: DeviceMemoryResource, nbytes: int) -> DeviceStorage:
+def alloc(pool: DeviceMemoryResource, nbytes: int, device=None) -> DeviceStorage:
     """``nbytes`` from ``pool``, ordered on the legacy stream (uninitialised), at an address that
-    is a multiple of :data:`POOL_ALIGN`."""
+    is a multiple of :data:`POOL_ALIGN`. ``device``: the pool's device context, made current
+    only where the driver is reached (a cached block needs no call)."""
     if nbytes <= 0:
         if nbytes < 0:
             raise ValueError(f"cannot allocate {nbytes=}")
         return DeviceStorage(0, 0, None)
-    return _BLOCKS.take(pool, nbytes)
+    return _BLOCKS.take(pool, nbytes, device)
 
 
 def from_host(pool: DeviceMemoryResource, array: np.ndarray) -> DeviceStorage:
-    """A device copy of ``array``'s elements in C order."""
+    """A device copy of ``array``'s elements in C order (the pool's device current)."""
     host = np.ascontiguousarray(array)
     storage = alloc(pool, host.nbytes)
     if host.nbytes:
@@ -466,9 +484,9 @@ def import_array(obj, device_id: int):
     if not view.is_device_accessible:
         raise TypeError(f"the {type(obj).__name__} lives in host memory; use fusedarrays.asarray "
                         "on a NumPy array to copy it to the device")
-    if view.device_id != device_id:
-        raise ValueError(f"the {type(obj).__name__} is on device {view.device_id}, "
-                         f"this backend on device {device_id}")
+    if view.device_id != device_id:   # device_of(obj) chose the backend: a producer that lied
+        raise ValueError(f"the {type(obj).__name__} is on cuda:{view.device_id}, though it "
+                         f"said cuda:{device_id}")
     dtype = np.dtype(view.dtype)
     shape = tuple(view.shape)
     strides = (tuple(_signed(s, dtype.itemsize) for s in view.strides)

@@ -169,8 +169,12 @@ def _sweep() -> None:
 
 
 def leaf_sid(buffer, dtype: np.dtype, view: tuple) -> int:
-    """The sid of a leaf viewing ``buffer`` as ``dtype`` through ``view``."""
-    return _sid(("leaf", dtype, view, align_class(buffer.align)))
+    """The sid of a leaf viewing ``buffer`` as ``dtype`` through ``view``. The buffer's backend
+    (its device) is part of it, so a structure over leaves on other devices has another sid: a
+    launch record found by sid was built, and checked, for the devices its leaves are on
+    (``runtime/realize.py``). Planner stand-ins have no backend."""
+    return _sid(("leaf", dtype, view, align_class(buffer.align),
+                 getattr(buffer, "backend", None)))
 
 
 def _leaf_node(buffer, dtype: np.dtype, view: tuple, sid: int | None = None) -> Node:

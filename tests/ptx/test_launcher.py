@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("cuda.core")
 
+from fusedarrays.cuda import context as context_module  # noqa: E402
 from fusedarrays.cuda import launch as launch_module  # noqa: E402
 from fusedarrays.cuda.launch import BLOCK, Launcher, grid_size  # noqa: E402
 
@@ -137,17 +138,36 @@ def driver(monkeypatch):
 
     callback = signature(fake)
     address = ctypes.cast(callback, ctypes.c_void_p).value
-    monkeypatch.setattr(launch_module, "_driver_launch", [address])
+    # the thread's current context, as cuCtxGetCurrent / cuCtxSetCurrent see it
+    current = [0]
+    get_signature = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))
+    set_signature = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+
+    def get_current(out):
+        out[0] = current[0] or None
+        return 0
+
+    def set_current(context):
+        current[0] = context or 0
+        recorded.append({"set": current[0]})
+        return 0
+
+    context_calls = (get_signature(get_current), set_signature(set_current))
+    addresses = (address, *(ctypes.cast(c, ctypes.c_void_p).value for c in context_calls))
+    from fusedarrays.cuda import _fastlaunch
+
+    monkeypatch.setattr(context_module, "_addresses", [addresses, _fastlaunch.swap_context])
     python_launches = []
     monkeypatch.setattr(launch_module, "launch",
                         lambda stream, config, kernel, *args: python_launches.append(args))
 
-    def make(params):
+    def make(params, context: int = 0):
         types[:] = [params]
-        return Launcher(_FakeKernel(), params, H100_SMS)
+        return Launcher(_FakeKernel(), params, H100_SMS, context)
 
+    make.current = current
     yield make, recorded, python_launches, status
-    del callback
+    del callback, context_calls
 
 
 def test_the_c_launch_packs_each_type_in_its_width(driver):
@@ -215,12 +235,43 @@ def test_a_launch_the_driver_refuses_goes_again_through_cuda_core(driver):
     assert python_launches[0][2] == np.float32(0.5) and type(python_launches[0][2]) is np.float32
 
 
+def test_the_c_launch_makes_its_devices_context_current_around_the_launch(driver):
+    """Another library's context current (torch.cuda.set_device(1)): the launch goes to the
+    kernel's device's context, and the other one is current again after it; where the kernel's
+    is current already, or none is, no switch back."""
+    make, recorded, python_launches, _ = driver
+    launcher = make(("i64", "ptr"), context=0xC0)
+    make.current[0] = 0xD1
+    launcher(1000, [0x1000])
+    assert [list(r)[0] if "set" in r else "launch" for r in recorded] == ["set", "launch", "set"]
+    assert recorded[0]["set"] == 0xC0 and recorded[2]["set"] == 0xD1 and make.current[0] == 0xD1
+    recorded.clear()
+    make.current[0] = 0            # a new thread: none current; ours stays after the launch
+    launcher(1000, [0x1000])
+    launcher(1000, [0x1000])
+    assert [r.get("set", "launch") for r in recorded] == [0xC0, "launch", "launch"]
+    assert python_launches == []
+
+
+def test_swap_context_says_what_to_make_current_again(driver):
+    from fusedarrays.cuda import context
+
+    make, recorded, _, _ = driver
+    device = context.DeviceContext.__new__(context.DeviceContext)
+    device.handle = 0xC0
+    make.current[0] = 0xD1
+    assert device.enter() == 0xD1 and make.current[0] == 0xC0
+    assert device.enter() == 0          # current already: nothing to restore
+    make.current[0] = 0
+    assert device.enter() == 0 and make.current[0] == 0xC0
+
+
 def test_no_c_launch_with_the_python_path(monkeypatch):
     """FUSEDARRAYS_NATIVE=0 (the Python path, kept as the reference) launches through
     cuda.core."""
     from fusedarrays import config
 
-    monkeypatch.setattr(launch_module, "_driver_launch", [])
+    monkeypatch.setattr(context_module, "_addresses", [])
     # the non-default setting is what this test is about: the reference path launches in Python
     with config.override(NATIVE=False):
         assert Launcher(_FakeKernel(), ("i64", "ptr"), H100_SMS)._fast is None

@@ -9,7 +9,10 @@
  * The extension links nothing from CUDA: Python hands over the address of cuLaunchKernel
  * (from the libcuda.so that cuda.core already loaded), the kernel's handle (a CUkernel, which
  * cuLaunchKernel takes in place of a CUfunction and launches in the current context) and the
- * stream's handle. A failed launch returns the driver's error code, and the caller repeats the
+ * stream's handle. Where it also hands over a context and the addresses of cuCtxGetCurrent and
+ * cuCtxSetCurrent, each launch first makes that context current in the calling thread if another
+ * one is, and makes the other one current again after it: another library may have chosen the
+ * thread's device, and keeps it (cuda/context.py). A failed launch returns the driver's error code, and the caller repeats the
  * launch through cuda.core, which raises its own error with the driver's message.
  *
  * Parameter codes, one a kernel parameter (n first), each value in an 8-byte slot:
@@ -26,6 +29,8 @@
 typedef int (*launch_fn)(void *function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                          unsigned block_x, unsigned block_y, unsigned block_z,
                          unsigned shared_bytes, void *stream, void **params, void **extra);
+typedef int (*get_context_fn)(void **context);
+typedef int (*set_context_fn)(void *context);
 
 #define STACK_SLOTS 128
 
@@ -37,9 +42,43 @@ typedef struct {
     char *codes;            /* one code a parameter, n's first; NUL-terminated */
     Py_ssize_t nargs;       /* parameters after n */
     Py_ssize_t nslots;      /* 8-byte slots: a complex parameter takes two */
+    void *context;          /* made current before each launch; NULL: the current one */
+    get_context_fn get_context;
+    set_context_fn set_context;
 } Launch;
 
 static PyObject *LaunchType;
+
+/* Make `context` current in this thread where another one (or none) is: *previous is that one
+   (NULL where `context` was current already, or none was); the driver's status. */
+static int swap_context(void *context, get_context_fn get, set_context_fn set, void **previous) {
+    void *current = NULL;
+    int status = get(&current);
+    *previous = NULL;
+    if (status != 0 || current == context)
+        return status;
+    status = set(context);
+    if (status == 0)
+        *previous = current;
+    return status;
+}
+
+/* swap_context(context, get_address, set_address): (status, the context that was current and
+   is to be made current again, or 0). */
+static PyObject *py_swap_context(PyObject *module, PyObject *args) {
+    unsigned long long context, get, set;
+    if (!PyArg_ParseTuple(args, "KKK:swap_context", &context, &get, &set))
+        return NULL;
+    if (get == 0 || set == 0) {
+        PyErr_SetString(PyExc_ValueError, "swap_context needs cuCtxGetCurrent's and "
+                                          "cuCtxSetCurrent's addresses");
+        return NULL;
+    }
+    void *previous = NULL;
+    int status = swap_context((void *)(uintptr_t)context, (get_context_fn)(uintptr_t)get,
+                              (set_context_fn)(uintptr_t)set, &previous);
+    return Py_BuildValue("(iK)", status, (unsigned long long)(uintptr_t)previous);
+}
 
 /* An integer argument as a C long long within [low, high] (high as unsigned for uint64). */
 static int int_in(PyObject *value, long long low, unsigned long long high, unsigned long long *out,
@@ -221,8 +260,17 @@ static PyObject *Launch_call(PyObject *self_object, PyObject *call_args, PyObjec
     }
     for (Py_ssize_t k = 0; k < slot; k++)
         params[k] = values + k;
-    int status = self->launch(self->function, dims[0], dims[1], dims[2], dims[3], dims[4],
-                              dims[5], 0, self->stream, params, NULL);
+    void *previous = NULL;
+    int status = self->context == NULL ? 0 :
+        swap_context(self->context, self->get_context, self->set_context, &previous);
+    if (status != 0) {
+        result = PyLong_FromLong(status);
+        goto done;
+    }
+    status = self->launch(self->function, dims[0], dims[1], dims[2], dims[3], dims[4],
+                          dims[5], 0, self->stream, params, NULL);
+    if (previous != NULL)   /* the other library's context, current again */
+        self->set_context(previous);
     if (status == 0) {
         Py_INCREF(Py_None);
         result = Py_None;
@@ -237,18 +285,24 @@ done:
     return result;
 }
 
-/* Launch(launch_address, kernel_handle, stream_handle, codes) */
+/* Launch(launch_address, kernel_handle, stream_handle, codes[, context, get_address,
+   set_address]) */
 static PyObject *Launch_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    unsigned long long launch_address, function, stream;
+    unsigned long long launch_address, function, stream, context = 0, get = 0, set = 0;
     const char *codes;
     Py_ssize_t ncodes;
     if (kwargs != NULL && PyDict_Size(kwargs)) {
         PyErr_SetString(PyExc_TypeError, "Launch takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "KKKs#:Launch", &launch_address, &function, &stream, &codes,
-                          &ncodes))
+    if (!PyArg_ParseTuple(args, "KKKs#|KKK:Launch", &launch_address, &function, &stream, &codes,
+                          &ncodes, &context, &get, &set))
         return NULL;
+    if (context != 0 && (get == 0 || set == 0)) {
+        PyErr_SetString(PyExc_ValueError, "Launch with a context needs cuCtxGetCurrent's and "
+                                          "cuCtxSetCurrent's addresses");
+        return NULL;
+    }
     if (launch_address == 0 || ncodes == 0) {
         PyErr_SetString(PyExc_ValueError, "Launch needs the driver's cuLaunchKernel address and "
                                           "a code for n at least");
@@ -278,6 +332,9 @@ static PyObject *Launch_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->stream = (void *)(uintptr_t)stream;
     self->nargs = ncodes - 1;
     self->nslots = nslots;
+    self->context = (void *)(uintptr_t)context;
+    self->get_context = (get_context_fn)(uintptr_t)get;
+    self->set_context = (set_context_fn)(uintptr_t)set;
     return (PyObject *)self;
 }
 
@@ -303,8 +360,9 @@ static PyType_Slot Launch_slots[] = {
     {Py_tp_dealloc, Launch_dealloc},
     {Py_tp_call, Launch_call},
     {Py_tp_getset, Launch_getset},
-    {Py_tp_doc, "Launch(launch_address, kernel_handle, stream_handle, codes): "
-                "launch(config, n, args) packs and queues one launch (module docstring)."},
+    {Py_tp_doc, "Launch(launch_address, kernel_handle, stream_handle, codes[, context, "
+                "get_address, set_address]): launch(config, n, args) packs and queues one "
+                "launch (module docstring)."},
     {0, NULL},
 };
 
@@ -329,10 +387,17 @@ static PyModuleDef_Slot module_slots[] = {
     {0, NULL},
 };
 
+static PyMethodDef module_methods[] = {
+    {"swap_context", py_swap_context, METH_VARARGS,
+     "swap_context(context, get_address, set_address): make the context current in this "
+     "thread where another one is; (status, that other context or 0)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "fusedarrays.cuda._fastlaunch",
-    "A kernel launch packed in C for cuda/launch.py (the source's header says why).", 0, NULL,
-    module_slots,
+    "A kernel launch packed in C for cuda/launch.py (the source's header says why).", 0,
+    module_methods, module_slots,
 };
 
 PyMODINIT_FUNC PyInit__fastlaunch(void) {
