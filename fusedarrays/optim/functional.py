@@ -39,6 +39,8 @@ _sqrt, _sign = _F["sqrt"], _F["sign"]
 
 
 def _grad(g, maximize):
+    # (the master kernels widen a bfloat16 gradient first: every op on a bfloat16 value
+    # rounds to bfloat16, and g * g must not)
     return -g if maximize else g
 
 
@@ -59,7 +61,7 @@ def _adamw(p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, maximize):
 
 @fuse
 def _adamw_master(p, w, g, m, v, lr, beta1, beta2, eps, weight_decay, step, maximize):
-    g = _grad(g, maximize)
+    g = _grad(g.astype(w.dtype), maximize)
     w[...] = _adam_core(w * (1 - lr * weight_decay), g, m, v, lr, beta1, beta2, eps, step)
     p[...] = w
 
@@ -72,7 +74,7 @@ def _adam(p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, maximize):
 
 @fuse
 def _adam_master(p, w, g, m, v, lr, beta1, beta2, eps, weight_decay, step, maximize):
-    g = _grad(g, maximize) + weight_decay * w
+    g = _grad(g.astype(w.dtype), maximize) + weight_decay * w
     w[...] = _adam_core(w, g, m, v, lr, beta1, beta2, eps, step)
     p[...] = w
 
@@ -104,14 +106,16 @@ def _sgd_momentum(p, g, buf, lr, momentum, dampening, weight_decay, first, neste
 @fuse
 def _sgd_momentum_master(p, w, g, buf, lr, momentum, dampening, weight_decay, first, nesterov,
                          maximize):
-    d = _sgd_direction(w, g, buf, momentum, dampening, weight_decay, first, nesterov, maximize)
+    d = _sgd_direction(w, g.astype(w.dtype), buf, momentum, dampening, weight_decay, first,
+                       nesterov, maximize)
     w[...] = w - lr * d
     p[...] = w
 
 
 @fuse
 def _sgd_master(p, w, g, lr, weight_decay, maximize):
-    w[...] = w - lr * _sgd_direction(w, g, None, 0, 0, weight_decay, 0, False, maximize)
+    w[...] = w - lr * _sgd_direction(w, g.astype(w.dtype), None, 0, 0, weight_decay, 0, False,
+                                     maximize)
     p[...] = w
 
 
@@ -128,7 +132,8 @@ def _lion(p, g, m, lr, beta1, beta2, weight_decay, maximize):
 
 @fuse
 def _lion_master(p, w, g, m, lr, beta1, beta2, weight_decay, maximize):
-    w[...] = _lion_core(w, _grad(g, maximize), m, lr, beta1, beta2, weight_decay)
+    g = _grad(g.astype(w.dtype), maximize)
+    w[...] = _lion_core(w, g, m, lr, beta1, beta2, weight_decay)
     p[...] = w
 
 
@@ -153,8 +158,8 @@ def _lamb(p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, bias_correction
 @fuse
 def _lamb_master(p, w, g, m, v, lr, beta1, beta2, eps, weight_decay, step, bias_correction,
                  maximize):
-    w[...] = _lamb_core(w, _grad(g, maximize), m, v, lr, beta1, beta2, eps, weight_decay, step,
-                        bias_correction)
+    g = _grad(g.astype(w.dtype), maximize)
+    w[...] = _lamb_core(w, g, m, v, lr, beta1, beta2, eps, weight_decay, step, bias_correction)
     p[...] = w
 
 

@@ -186,20 +186,25 @@ class _FusedOptimizer(torch.optim.Optimizer):
         if set_to_none:
             self._views.clear()   # the views held the old gradients' memory
 
-    @staticmethod
-    def _process_value_according_to_param_policy(param, value, param_id, param_groups,
-                                                 key=None):
-        # torch casts every float state to the parameter's dtype: master weights and the
-        # states of a master group stay float32; ``step`` stays a cpu float32 tensor (torch's
-        # own fused optimizers move it to the device; loading theirs brings it back)
-        if key == "step":
-            return value.to("cpu", torch.float32)
-        group = next((g for g in param_groups if param_id in g["params"]), {})
-        if group.get("master_weights") and param.dtype in _LOW and value.is_floating_point():
-            return value.to(device=param.device, dtype=torch.float32)
-        if param.is_floating_point():
-            return value.to(dtype=param.dtype, device=param.device)
-        return value.to(device=param.device)
+    def load_state_dict(self, state_dict: dict) -> None:
+        """torch's, then two corrections: torch casts every float state to its parameter's
+        dtype, so a master group's float32 masters and states are taken again from
+        ``state_dict``; and ``step`` becomes a cpu float32 tensor (torch's fused optimizers
+        keep it on the device; this one reads it on the host)."""
+        super().load_state_dict(state_dict)
+        saved = [i for g in state_dict["param_groups"] for i in g["params"]]
+        for group_id, p in zip(saved, (p for g in self.param_groups for p in g["params"])):
+            state = self.state.get(p)
+            if not state:
+                continue
+            if "step" in state:
+                state["step"] = state["step"].to("cpu", torch.float32)
+            group = next(g for g in self.param_groups if any(q is p for q in g["params"]))
+            if self._master(group, p):
+                for key, value in state_dict["state"].get(group_id, {}).items():
+                    if key != "step" and torch.is_tensor(value) and value.is_floating_point():
+                        state[key] = value.to(device=p.device, dtype=torch.float32,
+                                              copy=True)
 
 
 def _grad_like(p: torch.Tensor) -> torch.Tensor:
