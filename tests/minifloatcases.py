@@ -30,10 +30,9 @@ def data(seed: int, shape, dtype: np.dtype) -> np.ndarray:
     info = ml_dtypes.finfo(dtype)
     scale = rng.choice([1e-3, 1.0, 30.0, float(info.max) / 4], size=shape)
     values = _quiet(lambda: (rng.standard_normal(shape) * scale).astype(np.float32))
-    edges = _quiet(lambda: np.array([np.nan, np.inf, -np.inf, -0.0, float(info.max), -float(info.max),
-                      float(info.max) * 1.2, float(info.smallest_subnormal),
-                      -float(info.smallest_subnormal) * 3, float(info.smallest_normal)],
-                     np.float32))
+    top, tiny = float(info.max), float(info.smallest_subnormal)
+    edges = _quiet(lambda: np.array([np.nan, np.inf, -np.inf, -0.0, top, -top, top * 1.2, tiny,
+                                     -tiny * 3, float(info.smallest_normal)], np.float32))
     flat = values.reshape(-1)
     at = rng.choice(flat.size, size=min(len(edges), flat.size), replace=False)
     flat[at] = edges[: len(at)]
