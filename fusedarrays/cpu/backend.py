@@ -40,6 +40,7 @@ import numpy as np
 from .. import config
 from ..errors import CompileError
 from ..runtime.backend import HostMemory
+from ..runtime.devices import Device
 from . import half
 
 _INT_CASTS = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
@@ -183,21 +184,28 @@ def run_chunks(kernel, args: tuple) -> None:
             future.result()
 
 
+_SHARED_NAMESPACE: list = []   # the first namespace built, which further host devices share
 _MODULE_TIME = 1_000_000_000   # every kernel module file's mtime: numba's cache keys on it
 
 
 class CpuBackend(HostMemory):
+    """One host device: ``cpu`` (``cpu:1`` … where ``FUSEDARRAYS_CPU_DEVICES`` makes more, each
+    with its own memory and loaded kernels, standing in for several GPUs)."""
+
     name = "cpu"
     device_key = "cpu"
     disk_kind = "src"
 
-    def __init__(self):
+    def __init__(self, device_id: int = 0):
         import llvmlite
         import llvmlite.binding as llvm
         import numba  # the backend is the only place that imports numba on this path
 
         self._numba = numba
         self._namespace: dict | None = None
+        self.device_id = device_id
+        self.device = Device("cpu", device_id)
+        self.device_key = str(self.device)   # "cpu" for the first, as before there were more
         # At NUMBA_OPT=0 numba calls the helpers through addresses it refuses to cache (with a
         # warning per kernel): then the kernels' machine code stays in memory.
         self._numba_caches = int(numba.config.OPT) > 0
@@ -218,6 +226,9 @@ class CpuBackend(HostMemory):
 
     def namespace(self, helpers: dict) -> dict:
         if self._namespace is not None:
+            return self._namespace
+        if _SHARED_NAMESPACE and self.device_id:   # another host device's: helpers compile once
+            self._namespace = _SHARED_NAMESPACE[0]
             return self._namespace
         from numba import types as nbtypes
         from numba.np.numpy_support import from_dtype
@@ -258,6 +269,8 @@ class CpuBackend(HostMemory):
 
         minifloat.bind(ns, np.float32)
         self._namespace = ns
+        if not _SHARED_NAMESPACE:
+            _SHARED_NAMESPACE.append(ns)
         return ns
 
     def compile(self, source: str, fn_name: str, param_types: tuple[str, ...], helpers: dict):

@@ -19,8 +19,9 @@ arguments) took 6.3–9.8 µs, and through ``cuda.bindings`` with a NumPy parame
 5 µs of every route, so a faster launch needs a C-level caller, not another Python binding.
 
 That caller is the optional C extension ``_fastlaunch`` (``cuda/fastlaunch/fastlaunch.c``): it
-reads the arguments into one buffer by a code per parameter and calls ``cuLaunchKernel``, whose
-address comes from the ``libcuda.so`` cuda.core loaded. Where it was not built, or with
+reads the arguments into one buffer by a code per parameter, makes the kernel's device current
+where another context is (:mod:`.context`), and calls ``cuLaunchKernel``, whose address comes
+from the ``libcuda.so`` cuda.core loaded. Where it was not built, or with
 ``FUSEDARRAYS_NATIVE=0``, or for a kernel that is not a ``cuda.core`` ``Kernel``, launches go
 through ``cuda.core.launch`` as above; a launch the driver refuses is repeated there, so its
 error is cuda.core's, with the driver's message.
@@ -31,10 +32,10 @@ from __future__ import annotations
 import numpy as np
 from cuda.core import LEGACY_DEFAULT_STREAM, Kernel, LaunchConfig, launch
 
-from .. import config as _settings
 from ..compiler import PRODUCT_THREADS
 from ..ir.layout import TILE_THREADS
 from ..ir.reductions import BLOCK_THREADS
+from .context import driver_addresses
 
 BLOCK = 256
 BLOCKS_PER_SM = 32  # grid-stride loop: more blocks than this only adds scheduling overhead
@@ -72,38 +73,18 @@ _FAST_CODES = {"ptr": "q", "i64": "q", "u64": "q", "i32": "i", "u32": "I", "i16"
                "u16": "H", "i8": "b", "u8": "B", "b1": "?", "f16": "f", "f32": "f", "f64": "d",
                "bf16": "f", "e4m3": "f", "e5m2": "f",
                "c64": "F", "c128": "D"}
-_driver_launch: list = []   # [the address of cuLaunchKernel, or None], found at the first load
-
-
-def driver_launch_address() -> int | None:
-    """The address of the driver's ``cuLaunchKernel`` where the C launch can use it, else None
-    (no extension, ``FUSEDARRAYS_NATIVE=0``, no ``libcuda.so.1``)."""
-    if not _driver_launch:
-        address = None
-        if _settings.get("NATIVE"):
-            try:
-                import ctypes
-
-                from . import _fastlaunch  # noqa: F401
-
-                address = ctypes.cast(ctypes.CDLL("libcuda.so.1").cuLaunchKernel,
-                                      ctypes.c_void_p).value
-            except (ImportError, OSError, AttributeError):
-                address = None
-        _driver_launch.append(address)
-    return _driver_launch[0]
-
-
-def fast_launch(kernel, param_types: tuple[str, ...], stream):
-    """The C launch of ``kernel`` (a ``cuda.core`` ``Kernel``), or None where there is none."""
-    address = driver_launch_address()
+def fast_launch(kernel, param_types: tuple[str, ...], stream, context: int = 0):
+    """The C launch of ``kernel`` (a ``cuda.core`` ``Kernel``), or None where there is none; it
+    makes ``context`` (an address; 0: none) current before each launch where another one is."""
+    calls = driver_addresses()
     handle = getattr(kernel, "handle", None)
-    if address is None or handle is None:
+    if calls is None or handle is None:
         return None
     from ._fastlaunch import Launch
 
-    return Launch(address, int(handle), int(stream.handle),
-                  "".join(_FAST_CODES[t] for t in param_types))
+    return Launch(calls[0], int(handle), int(stream.handle),
+                  "".join(_FAST_CODES[t] for t in param_types),
+                  *((context, calls[1], calls[2]) if context else ()))
 
 
 def grid_size(n: int, sm_count: int) -> int:
@@ -121,7 +102,8 @@ class Launcher:
     __slots__ = ("kernel", "param_types", "_nargs", "_n_type", "_typed", "_parts", "_sm_count",
                  "_configs", "_stream", "_types", "_fast")
 
-    def __init__(self, kernel: Kernel, param_types: tuple[str, ...], sm_count: int):
+    def __init__(self, kernel: Kernel, param_types: tuple[str, ...], sm_count: int,
+                 context: int = 0):
         known = _AS_IS | set(_NUMPY_TYPES) | set(_COMPLEX_PARTS)
         unknown = [t for t in param_types if t not in known]
         if unknown or not param_types:
@@ -145,7 +127,8 @@ class Launcher:
         # (n, geometry) → (grid x, y, z, block x, y, z, the same as a LaunchConfig)
         self._configs: dict[tuple, tuple] = {}
         self._stream = LEGACY_DEFAULT_STREAM
-        self._fast = fast_launch(kernel, self.param_types, self._stream)
+        # the C launch makes the device's context current itself (``context``: its address)
+        self._fast = fast_launch(kernel, self.param_types, self._stream, context)
 
     def _config(self, n: int, geometry: tuple) -> tuple:
         if len(self._configs) >= _MAX_CONFIGS:

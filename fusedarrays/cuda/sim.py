@@ -25,6 +25,7 @@ from ..ir.dtypes import BY_CODE
 from ..ir.layout import TILE_THREADS
 from ..ir.reductions import BLOCK_THREADS
 from ..runtime.backend import HostMemory
+from ..runtime.devices import Device
 
 _MATH_NAMES = {"sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "log": np.log,
                "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sin": np.sin,
@@ -253,9 +254,16 @@ os.register_at_fork(after_in_child=lambda: _launching.__setitem__(0, threading.L
 
 
 class SimBackend(HostMemory):
+    """The CUDA kernels run in numba's simulator, on one host device ``sim``."""
+
     name = "sim"
     device_key = "sim"
+    device = Device("sim")
     arch = None
+    disk_kind = "src"   # never read: no arch, no disk level
+
+    def toolchain(self) -> dict[str, str]:
+        return {}   # no disk level to key
 
     def __init__(self):
         from numba.cuda.simulator.kernel import FakeCUDAKernel

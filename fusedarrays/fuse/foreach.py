@@ -33,7 +33,7 @@ from ..compiler import render
 from ..errors import ShapeError, UnsupportedOperationError
 from ..ir import graph, layout
 from ..runtime import realize
-from ..runtime.backend import new_buffer
+from ..runtime.backend import mixed_devices, new_buffer
 from ..runtime.launch import LaunchRecord
 from . import across, pertensor
 from .arguments import Imports, classify, hashable
@@ -283,10 +283,12 @@ class ForeachState:
             for c, node in enumerate(row):
                 buffer, shape, strides, _ = graph.leaf_view(node)
                 backend = backend or buffer.backend
-                if shape != row[0].shape or buffer.backend is not backend:
+                if buffer.backend is not backend:
+                    raise mixed_devices(f"foreach: element {t} of list {c}", backend,
+                                        buffer.backend)
+                if shape != row[0].shape:
                     raise ShapeError(f"foreach: the arrays of tuple {t} have shapes "
-                                     f"{[n.shape for n in row]}; they must be equal (and on "
-                                     "one backend)")
+                                     f"{[n.shape for n in row]}; they must be equal")
                 if not layout.is_contiguous(shape, strides):
                     raise UnsupportedOperationError(
                         f"foreach: element {t} of list {c} is not contiguous; pass contiguous "

@@ -63,7 +63,7 @@ from ..api.array import ndarray
 from ..errors import UnsupportedOperationError
 from ..ir import graph, layout
 from ..runtime import realize
-from ..runtime.backend import get_backend, new_buffer
+from ..runtime.backend import get_backend, mixed_devices, new_buffer
 from ..runtime.launch import LaunchRecord
 from ..runtime.records import profiling
 from . import trace
@@ -224,8 +224,8 @@ class Fused:
         leaves = {p: v for p, v in enumerate(values) if isinstance(v, graph.Node)}
         backends = {graph.leaf_view(leaf)[0].backend for leaf in leaves.values()}
         if len(backends) > 1:
-            raise ValueError(f"fuse: {self.__qualname__} got arrays on backends "
-                             f"{sorted(b.name for b in backends)}; move them to one")
+            first, second = sorted(backends, key=lambda b: str(b.device))[:2]
+            raise mixed_devices(f"fuse: {self.__qualname__}", first, second)
         backend = backends.pop() if backends else get_backend()
         why = describe_change(self, self._last_key, key)
         tracer, result = traced_call(self, backend, leaves, values, key, why)

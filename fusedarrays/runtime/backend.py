@@ -17,14 +17,16 @@ import os
 import threading
 import types
 import weakref
+from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from .. import config
 from ..compiler import Blas
-from ..errors import DeviceUnavailableError, ForkedDeviceError
+from ..errors import DeviceMismatchError, DeviceUnavailableError, ForkedDeviceError
 from ..ir.graph import new_uid
+from .devices import Device
 
 _MAX_ALIGN = 256
 
@@ -75,9 +77,104 @@ class MemoryInfo(NamedTuple):
     device_total: int | None
 
 
-class HostMemory:
+class Backend(Protocol):
+    """Every member the runtime uses of a backend: one object per device.
+
+    Required members first; then the optional capabilities, each a declared attribute that is
+    None (or the default shown) where a backend has none, so callers test ``is None`` and never
+    guess with ``getattr``. ``tests/pure/test_backend_protocol.py`` checks that the cpu, sim and
+    cuda classes declare every member.
+    """
+
+    # -- what it is --------------------------------------------------------------------------
+    name: str                  # the kind: "cuda", "cpu", "sim"
+    device: Device             # its device value (x.device of the arrays it holds)
+    device_id: int             # the ordinal among its kind's devices
+    device_key: str            # what the memory cache is keyed by, e.g. "cuda:0:sm_90"
+    arch: str | None           # what the disk cache is keyed by; None: no disk level
+    disk_kind: str             # the disk-cache entry a hit loads (with arch): "cubin", "src"
+    alloc_align: int | None = None   # every alloc(n > 0) address is a multiple of it (≤ 256)
+    # the name of the storage's address attribute where operand_arg is that address plus
+    # elem_offset * itemsize (packers then compute it themselves), else None
+    operand_at: str | None = None
+    fork_safe: bool = True     # False: unusable in a forked child (refuse_after_fork)
+
+    # -- kernels -----------------------------------------------------------------------------
+    # what shapes the binary besides the source: part of every disk key (where arch is set)
+    def toolchain(self) -> dict[str, str]: ...
+    def compile(self, source: str, fn_name: str, param_types: tuple[str, ...],
+                helpers: dict) -> Any: ...
+    def load(self, artifact: Any, param_types: tuple[str, ...]) -> Any: ...
+    def launch(self, kernel: Any, n: int, args: list, geometry: tuple = ()) -> None: ...
+    # a split reduction's counter buffer, zero between launches: an operand of int32 slots
+    def counters(self, slots: int) -> Any: ...
+    # fuse's foreach: the arguments after n of foreach_codegen.render_foreach_kernel, and what
+    # must stay alive with them; rows[t][k] is (storage, dtype, element offset) of operand k of
+    # tensor t
+    def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, Any]: ...
+
+    # -- memory ------------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> Any: ...
+    def from_host(self, array: np.ndarray) -> Any: ...
+    def to_host(self, storage: Any, dtype: np.dtype, count: int,
+                elem_offset: int) -> np.ndarray: ...
+    def operand_arg(self, storage: Any, dtype: np.dtype, elem_offset: int) -> Any: ...
+    def address(self, storage: Any) -> int: ...
+    # the first nbytes of storage set to zero, ordered after the work queued before
+    def zero(self, storage: Any, nbytes: int) -> None: ...
+    # new memory of this device holding the first nbytes of ``storage``, which ``source`` (another
+    # device of this kind) holds: ordered after the work queued on both, and before later work
+    # on both (a peer copy on cuda)
+    def receive(self, storage: Any, source: Backend, nbytes: int) -> Any: ...
+    def synchronize(self) -> None: ...
+    def memory_info(self) -> MemoryInfo: ...
+    def free_cached_memory(self) -> int: ...
+    # the array module whose own kernels (sort, LAPACK/cuSOLVER, cuBLAS) fusedarrays hands its
+    # memory to, without a copy, where no generated kernel does the job: NumPy on the host
+    # backends, CuPy on cuda (api/libraries.py); raises UnsupportedOperationError naming the
+    # extra to install where the library is missing
+    def array_library(self) -> types.ModuleType: ...
+
+    # -- optional capabilities (None where absent) --------------------------------------------
+    # direct_launch(kernel, n, geometry) -> (call, config) | None: call(config, n, args) is None
+    # where a launch over n and geometry was queued, prepared once per launch record (cuda's C
+    # launch)
+    direct_launch: Callable[..., tuple | None] | None = None
+    # first_call(kernel, n, args) -> {stage: seconds}: work before a kernel's first launch that
+    # is a compile (cpu: numba types the arguments then)
+    first_call: Callable[..., dict] | None = None
+    # prepare(kernel, n, args): that compile without a launch (fa.precompile on cpu)
+    prepare: Callable[..., None] | None = None
+    # device_timer() -> a started timer of the work queued next, .stop() -> seconds
+    device_timer: Callable[[], Any] | None = None
+    # copy_bandwidth() -> bytes per second of a device copy (fa.profile's reference)
+    copy_bandwidth: Callable[[], float] | None = None
+    # blas() -> Blas: the library products use (product_blas); load_product(plan): its launcher
+    blas: Callable[[], Blas] | None = None
+    load_product: Callable[[Any], Any] | None = None
+    # import_array(obj) -> (backend, storage, dtype, shape, strides, elem_offset): a foreign
+    # device array without a copy, on the backend of the device it lives on
+    import_array: Callable[[Any], tuple] | None = None
+    # order_stream(stream): a consumer's stream waits for this device's work (DLPack export);
+    # release_after(stream): later work waits for the consumer's stream
+    order_stream: Callable[[int], None] | None = None
+    release_after: Callable[[int], None] | None = None
+
+
+def protocol_members() -> dict[str, bool]:
+    """Every member of :class:`Backend`, mapped to whether it is optional (None where absent)."""
+    declared = vars(Backend)
+    methods = [name for name, value in declared.items()
+               if isinstance(value, types.FunctionType) and not name.startswith("_")]
+    return {**{name: name in declared and declared[name] is None
+               for name in Backend.__annotations__}, **dict.fromkeys(methods, False)}
+
+
+class HostMemory(Backend):
     """Memory of the backends that run on the host (cpu, sim): NumPy byte arrays, one per buffer,
     copied in and out; operands are typed views of them."""
+
+    device_id = 0
 
     def alloc(self, nbytes: int) -> np.ndarray:
         # an empty buffer is still passed to kernels (a reduction of an empty array has a
@@ -95,6 +192,12 @@ class HostMemory:
 
     def zero(self, storage, nbytes: int) -> None:
         storage[:nbytes] = 0
+
+    def receive(self, storage, source: Backend, nbytes: int) -> np.ndarray:
+        """A copy of the first ``nbytes`` of another host device's ``storage``."""
+        out = self.alloc(nbytes)
+        out[:nbytes] = storage[:nbytes]
+        return out
 
     _counter_array = np.zeros(0, np.int32)
 
@@ -125,52 +228,13 @@ class HostMemory:
         return np
 
 
-class Backend(Protocol):
-    name: str
-    device_key: str            # what the memory cache is keyed by, e.g. "cuda:0:sm_90"
-    arch: str | None           # what the disk cache is keyed by; None: no disk level
-    disk_kind: str             # the disk-cache entry a hit loads (with arch): "cubin", "src"
-    alloc_align: int | None    # every alloc(n > 0) address is a multiple of it (≤ 256), or None
-    fork_safe: bool            # False: unusable in a forked child (read by getattr, default True)
-
-    def compile(self, source: str, fn_name: str, param_types: tuple[str, ...],
-                helpers: dict) -> Any: ...
-    def load(self, artifact: Any, param_types: tuple[str, ...]) -> Any: ...
-    def launch(self, kernel: Any, n: int, args: list) -> None: ...
-    # optional (read by getattr): (call, config) with call(config, n, args) is None where a
-    # launch over n and geometry was queued, prepared once per launch record (cuda's C launch)
-    def direct_launch(self, kernel: Any, n: int, geometry: tuple) -> tuple | None: ...
-    def alloc(self, nbytes: int) -> Any: ...
-    def from_host(self, array: np.ndarray) -> Any: ...
-    def to_host(self, storage: Any, dtype: np.dtype, count: int,
-                elem_offset: int) -> np.ndarray: ...
-    def operand_arg(self, storage: Any, dtype: np.dtype, elem_offset: int) -> Any: ...
-    # optional (read by getattr): the name of the storage's address attribute where operand_arg
-    # is that address plus elem_offset * itemsize (packers then compute it themselves)
-    operand_at: str | None
-    # a split reduction's counter buffer, zero between launches: an operand of int32 slots
-    def counters(self, slots: int) -> Any: ...
-    def address(self, storage: Any) -> int: ...
-    # the first nbytes of storage set to zero, ordered after the work queued before
-    def zero(self, storage: Any, nbytes: int) -> None: ...
-    def synchronize(self) -> None: ...
-    # fuse's foreach: the arguments after n of foreach_codegen.render_foreach_kernel, and what
-    # must stay alive with them; rows[t][k] is (storage, dtype, element offset) of operand k of
-    # tensor t
-    def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, Any]: ...
-    def memory_info(self) -> MemoryInfo: ...
-    def free_cached_memory(self) -> int: ...
-    # the array module whose own kernels (sort, LAPACK/cuSOLVER, cuBLAS) fusedarrays hands its
-    # memory to, without a copy, where no generated kernel does the job: NumPy on the host
-    # backends, CuPy on cuda (api/libraries.py); raises UnsupportedOperationError naming the
-    # extra to install where the library is missing
-    def array_library(self) -> types.ModuleType: ...
-
-
 _MODULES = {"cuda": "fusedarrays.cuda.backend", "cpu": "fusedarrays.cpu.backend",
             "sim": "fusedarrays.cuda.sim"}
 _CLASSES = {"cuda": "CudaBackend", "cpu": "CpuBackend", "sim": "SimBackend"}
+# Each kind's device 0 (the default device), by kind, and every other device by (kind, ordinal):
+# one backend object per device, made on first use.
 _active: dict[str, Backend] = {}
+_devices: dict[tuple[str, int], Backend] = {}
 # Threads that start using fusedarrays at once must get the same backend object: arrays of two
 # backends can't meet in one kernel, and a second cuda backend would open the device again.
 _starting = threading.Lock()
@@ -191,24 +255,125 @@ def _cuda_available() -> bool:
     return _probed[0]
 
 
+class _Scope(threading.local):
+    """Per thread: the backends of the device scopes entered (``with fa.Device(...)``),
+    innermost last."""
+
+    stack: list = []
+
+    def __init__(self):
+        self.stack = []
+
+
+_scope = _Scope()
+
+
 def get_backend(name: str | None = None) -> Backend:
-    """The backend called ``name``, or the configured one (``FUSEDARRAYS_BACKEND``)."""
-    name = name or config.get("BACKEND")
+    """The backend new arrays go to: the device of this thread's innermost device scope, else
+    device 0 of the configured backend (``FUSEDARRAYS_BACKEND``); with ``name``, that kind's
+    device 0."""
+    if name is None:
+        stack = _scope.stack
+        if stack:
+            return stack[-1]
+        name = get_backend_name()
+    elif name == "auto":
+        name = get_backend_name()
+    found = _active.get(name)
+    return found if found is not None else _start(name, 0)
+
+
+def _start(name: str, index: int) -> Backend:
+    if name == "cuda" and not _cuda_available():
+        raise DeviceUnavailableError(
+            "FUSEDARRAYS_BACKEND=cuda, but no CUDA device is visible. Use "
+            "FUSEDARRAYS_BACKEND=cpu (numba code on threads) or FUSEDARRAYS_BACKEND=sim "
+            "(numba's CUDA simulator, small arrays) on a machine without a GPU.")
+    with _starting:
+        found = _active.get(name) if index == 0 else _devices.get((name, index))
+        if found is None:
+            cls = getattr(importlib.import_module(_MODULES[name]), _CLASSES[name])
+            found = cls() if index == 0 else cls(index)
+            if index == 0:
+                _active[name] = found
+            else:
+                _devices[(name, index)] = found
+    return found
+
+
+def device_count(kind: str) -> int:
+    """How many devices of ``kind`` this process can use."""
+    if kind == "cuda":
+        return importlib.import_module(_MODULES["cuda"]).CudaBackend.count() \
+            if _cuda_available() else 0
+    return config.get("CPU_DEVICES") if kind == "cpu" else 1
+
+
+def get_backend_name() -> str:
+    """The kind of device the configured backend (``FUSEDARRAYS_BACKEND``) runs on."""
+    name = config.get("BACKEND")
     if name == "auto":
         # An active cuda backend answers for the device (in a fork too, where it refuses with
         # the reason).
         name = "cuda" if "cuda" in _active or _cuda_available() else "cpu"
-    if name not in _active:
-        if name == "cuda" and not _cuda_available():
-            raise DeviceUnavailableError(
-                "FUSEDARRAYS_BACKEND=cuda, but no CUDA device is visible. Use "
-                "FUSEDARRAYS_BACKEND=cpu (numba code on threads) or FUSEDARRAYS_BACKEND=sim "
-                "(numba's CUDA simulator, small arrays) on a machine without a GPU.")
-        with _starting:
-            if name not in _active:
-                module = importlib.import_module(_MODULES[name])
-                _active[name] = getattr(module, _CLASSES[name])()
-    return _active[name]
+    return name
+
+
+def backend_for(device: Device) -> Backend:
+    """The backend of ``device`` (started on first use). Devices are those of the configured
+    backend's kind: ``cuda:0`` … on cuda, ``cpu`` … ``cpu:N-1`` on cpu
+    (``FUSEDARRAYS_CPU_DEVICES``), ``sim``."""
+    index = device.ordinal
+    found = _active.get(device.kind) if index == 0 else _devices.get((device.kind, index))
+    if found is not None:
+        return found
+    kind = get_backend_name()
+    count = device_count(kind) if device.kind == kind else 0
+    if index >= count:
+        have = ", ".join(str(Device(kind, k)) for k in range(device_count(kind))) or "none"
+        raise DeviceUnavailableError(
+            f"device {device} is not available: fusedarrays runs on the {kind} backend "
+            f"(FUSEDARRAYS_BACKEND={config.get('BACKEND')}), whose devices here are {have}. "
+            "Pass one of them (host data reaches a device through fa.asarray, and leaves it "
+            "through .get())." + (" FUSEDARRAYS_CPU_DEVICES=N makes N host devices."
+                                  if kind == "cpu" else ""))
+    return _start(kind, index)
+
+
+def enter_scope(device: Device) -> None:
+    """``with device:``: new arrays of this thread go to ``device`` until the block ends."""
+    _scope.stack.append(backend_for(device))
+
+
+def exit_scope(device: Device) -> None:
+    stack = _scope.stack
+    if not stack or stack[-1].device != device:
+        raise RuntimeError(f"the device scope of {device} ended out of order (device scopes "
+                           "nest: end the innermost first, in the thread that began it)")
+    stack.pop()
+
+
+def mixed_devices(what: str, first: Backend, second: Backend) -> DeviceMismatchError:
+    """The error for operands on two devices: fusedarrays never copies between devices on its
+    own (PyTorch's rule)."""
+    return DeviceMismatchError(
+        f"{what}: expected all arrays on one device, but found at least two devices, "
+        f"{first.device} and {second.device}; move one with x.to_device('{first.device}') "
+        f"or fa.asarray(x, device='{first.device}')")
+
+
+def check_one_device(what: str, backend: Backend, buffers) -> None:
+    """Raise :func:`mixed_devices` where one of ``buffers`` is on another device than
+    ``backend`` (a planner's stand-ins, with no backend, are skipped)."""
+    for buffer in buffers:
+        other = buffer.backend
+        if other is not backend and other is not None:
+            raise mixed_devices(what, backend, other)
+
+
+def started_backends() -> list[Backend]:
+    """Every backend made so far, each kind's device 0 first."""
+    return [*_active.values(), *_devices.values()]
 
 
 def arch_compiler():
@@ -223,9 +388,8 @@ def product_blas(backend: Backend | None) -> Blas:
     ``arch=``). Only the cuda backend has one (cuBLAS through nvmath-python, where it is
     installed, unless ``FUSEDARRAYS_CUBLAS=0``); the cpu backend runs the tiled plan as numba
     loops, the sim backend the generated CUDA kernel."""
-    name = "cuda" if backend is None else backend.name
-    if name != "cuda":
-        return Blas(why_not=f"the {name} backend runs the generated kernel (no BLAS)")
+    if backend is not None and backend.blas is None:
+        return Blas(why_not=f"the {backend.name} backend runs the generated kernel (no BLAS)")
     if not config.get("CUBLAS"):
         return Blas(why_not="FUSEDARRAYS_CUBLAS=0 turns cuBLAS off")
     if backend is None:
@@ -275,7 +439,7 @@ def free_cached_memory() -> int:
     >>> fa.free_cached_memory() >= 0
     True
     """
-    return sum(backend.free_cached_memory() for backend in list(_active.values()))
+    return sum(backend.free_cached_memory() for backend in started_backends())
 
 
 # -- fork -----------------------------------------------------------------------------------------
@@ -311,8 +475,8 @@ def refuse_after_fork(backend: Backend, parent_pid: int) -> None:
 
 def _after_fork_in_child() -> None:
     parent = None
-    for backend in _active.values():
-        if not getattr(backend, "fork_safe", True):
+    for backend in started_backends():
+        if not backend.fork_safe:
             parent = parent or os.getppid()
             refuse_after_fork(backend, parent)
 

@@ -112,7 +112,7 @@ class LaunchRecord:
         if self.size:
             self.launch_with(self.pack(*inputs), self.size, self.geometry)
             if direct is None:
-                prepare = None if self.flagged else getattr(self.backend, "direct_launch", None)
+                prepare = None if self.flagged else self.backend.direct_launch
                 self.direct = prepare is not None and prepare(
                     self.kernel, self.size, self.geometry) or False
 
@@ -140,7 +140,7 @@ class LaunchRecord:
         _stats["launches"] += 1
 
     def _first_call(self, args: list, size: int) -> None:
-        first_call = getattr(self.backend, "first_call", None)
+        first_call = self.backend.first_call
         if first_call is None or not size:
             return
         for stage, seconds in first_call(self.kernel, size, args).items():
@@ -175,7 +175,7 @@ class Packer:
         """Operand pointer from the storage expression ``storage``: the backend's
         ``operand_arg``, or written out where the backend names the storage's address
         attribute (``operand_at``)."""
-        at = getattr(self.backend, "operand_at", None)
+        at = self.backend.operand_at
         convert = (f"{{}}.{at} + {offset * dtype.itemsize}" if at else
                    f"oparg({{}}, {self.name(dtype)}, {offset})")
         if memo:
@@ -272,4 +272,4 @@ def native_graph_packer(plan, nparams: int, backend):
         tuple(middle),
         tuple((position, converter(dtype))
               for (_, dtype), position in zip(plan.scalars, plan.scalar_sources)),
-        getattr(backend, "operand_at", None) or backend.operand_arg)
+        backend.operand_at or backend.operand_arg)

@@ -23,7 +23,7 @@ from ..compiler import Plan, plan_evaluation
 from ..ir import graph, layout
 from ..ir.params import roots_params
 from ..ir.sids import VECTOR_ALIGN
-from .backend import Backend, Buffer, new_buffer, product_blas
+from .backend import Backend, Buffer, check_one_device, new_buffer, product_blas
 from .diskcache import DiskCache
 from .launch import LaunchRecord, graph_packer
 from .program import program_record
@@ -294,6 +294,8 @@ def _record_for(outputs: list, params: dict, key: tuple) -> LaunchRecord:
             _stats["memory_hits"] += 1
             return record
     backend = outputs[0][1][0].backend
+    # a record is found by the sids of its leaves, which hold their devices: checked once here
+    check_one_device("evaluating an expression", backend, mine)
     with _timed("plan"):
         program = plan_evaluation(outputs, params, backend.alloc_align or 1,
                                   blas=lambda: product_blas(backend))
