@@ -94,8 +94,7 @@ class _Renderer:
 
     def convert(self, var: int, want: str, lane: str) -> str:
         have = self.codes[var]
-        # float16 (bfloat16, float8) values are held as float32 already: only a conversion *to*
-        # such a dtype rounds
+        # ROUNDED values (float16, bfloat16, float8) are float32 already: a cast *to* one rounds
         if have == want or (want not in ROUNDED and COMPUTE_CODE[have] == want):
             return self.name(var, lane)
         return cast(have, want, self.name(var, lane))
