@@ -41,7 +41,7 @@ from .. import config
 from ..errors import CompileError
 from ..runtime.backend import HostMemory
 from ..runtime.devices import Device
-from . import half
+from . import half, vecmath
 
 _INT_CASTS = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
               "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
@@ -253,6 +253,7 @@ class CpuBackend(HostMemory):
         ns["ld_f16"], ns["st_f16"] = self._jit(_ld_f16, ns), self._jit(_st_f16, ns)
         for fname, ufunc in _MATH.items():
             ns[f"fa_{fname}_f32"] = ns[f"fa_{fname}_f64"] = ufunc
+        ns["math"] = vecmath.math_module(self._jit)   # float32 exp, log, tanh that vectorise
         ns["fa_exp2_f32"], ns["fa_exp2_f64"] = self._jit(_exp2_f32, ns), self._jit(_exp2_f64, ns)
         ns["fa_fma_f64"], ns["fa_fma_f32"] = _fma_intrinsic(64), _fma_intrinsic(32)
         ns["fa_divrcp_f32"] = self._jit(_divrcp_f32, ns)
