@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import DTypeError
 from ..ir import dtypes
 from .array import asarray
+from .elementwise import FUNCTIONS as F
 
 # format → (mantissa bits, smallest normal exponent)
 _FORMATS = {"float16": (10, -14), "bfloat16": (7, -126)}
@@ -35,8 +36,6 @@ def stochastic_round(rng, x, dtype):
     >>> sorted(set(y.astype(fa.float32).get().tolist()))
     [1.0, 1.0078125]
     """
-    import fusedarrays as fa
-
     dt = dtypes.as_dtype(dtype, what="Generator.stochastic_round dtype")
     if dt.name not in _FORMATS:
         raise DTypeError(f"Generator.stochastic_round: dtype {dt} is not supported (bfloat16 and "
@@ -50,9 +49,9 @@ def stochastic_round(rng, x, dtype):
     mant, emin = _FORMATS[dt.name]
     bits = np.finfo(wide).nmant                  # 23 or 52: the input type's mantissa bits
     u = rng.random(x.shape, dtype=wide)
-    ax = fa.abs(v)
-    ulp = fa.maximum((ax - fa.nextafter(ax, 0.0)) * float(2.0 ** (bits - mant)),
+    ax = F["abs"](v)
+    ulp = F["maximum"]((ax - F["nextafter"](ax, 0.0)) * float(2.0 ** (bits - mant)),
                      float(2.0 ** (emin - mant)))
-    low = fa.trunc(ax / ulp) * ulp
-    mag = fa.where(u < (ax - low) / ulp, low + ulp, low)
-    return fa.where(fa.isinf(v), v, fa.copysign(mag, v)).astype(dt)
+    low = F["trunc"](ax / ulp) * ulp
+    mag = F["where"](u < (ax - low) / ulp, low + ulp, low)
+    return F["where"](F["isinf"](v), v, F["copysign"](mag, v)).astype(dt)

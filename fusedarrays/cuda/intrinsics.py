@@ -13,9 +13,8 @@ silently drops stores; an ``inttoptr`` into the global address space does not, a
 
 Value conventions (the *compute type* of a dtype): float16 is computed in float32 (``cv_f16`` rounds
 to half and back, so per-op rounding matches NumPy's), bool is numba's ``boolean`` (stored as one
-byte 0/1), every other dtype is its own numba type. bfloat16 and float8 are float32 values too;
-their scalar accesses and roundings are :mod:`..compiler.minifloat`'s helpers (the same text on
-every backend), bound by :func:`device_namespace`; here only bfloat16's 16-byte vectors.
+byte 0/1), every other dtype is its own numba type. bfloat16 and float8 are float32 values too
+(:mod:`..compiler.minifloat`'s helpers; bfloat16's vectors in :mod:`.bf16vectors`).
 
 Importing this module imports numba; only :mod:`.compile` imports it, and only when compiling.
 """
@@ -35,7 +34,7 @@ from numba.cuda import libdevice
 from numba.cuda.extending import intrinsic
 
 from ..compiler import minifloat
-from . import atomics, division, randombits
+from . import atomics, bf16vectors, division, randombits
 from .irhelpers import element_ptr as _element_ptr
 from .irhelpers import is_int as _is_int
 
@@ -80,8 +79,7 @@ SCALARS: dict[str, Scalar] = {
     )
 }
 # bfloat16 and float8 scalar parameters travel as float32 (rounded to the format by the host)
-PARAMS = {**{code: s.param for code, s in SCALARS.items()},
-          **{code: types.float32 for code in minifloat.CODES}}
+PARAMS = {c: s.param for c, s in SCALARS.items()} | dict.fromkeys(minifloat.CODES, types.float32)
 
 VECTOR4_CODES = ("f32", "i32", "u32")  # one 16-byte access = 4 lanes of a 4-byte dtype
 SPLIT_CODES = ("c64", "c128")  # ld_<code>_split: an element by parts (_make_load_split)
@@ -268,56 +266,6 @@ def _stv8_f16_typer(typingctx, p, j, a, b, c, d, e, f, g, h):
     return None
 
 
-# bfloat16 × 8 travels as <4 x i32> too. A bfloat16 is the high half of its float32: a load is a
-# shift or a mask; a store rounds the float32 to nearest even on its bits (a NaN becomes the quiet
-# NaN 0x7FC0 with its sign), as compiler/minifloat.fa_f32_bf16 does.
-def _ldv8_bf16_codegen(context, builder, sig, args):
-    ptr = _element_ptr(context, builder, sig, args, _WORDS)
-    words = builder.load(ptr, align=_VECTOR_BYTES)
-    values = []
-    for k in range(4):
-        word = builder.extract_element(words, _I32(k))
-        for bits in (builder.shl(word, _I32(16)), builder.and_(word, _I32(-65536))):
-            values.append(builder.bitcast(bits, _FLOAT))
-    return context.make_tuple(builder, sig.return_type, values)
-
-
-def _ldv8_bf16_typer(typingctx, p, j):
-    if _is_int(p) and _is_int(j):
-        return signature(types.UniTuple(types.float32, 8), p, j), _ldv8_bf16_codegen
-    return None
-
-
-def _to_bf16_bits(context, builder, value, valty):
-    """A value as bfloat16 bits in an i32: made float32 (as cv_f32), rounded to nearest even."""
-    f = context.cast(builder, value, valty, types.float32)
-    u = builder.bitcast(f, _I32)
-    top = builder.lshr(u, _I32(16))
-    rounded = builder.lshr(builder.add(builder.add(u, _I32(0x7FFF)),
-                                       builder.and_(top, _I32(1))), _I32(16))
-    nan = builder.or_(builder.and_(top, _I32(0x8000)), _I32(0x7FC0))
-    return builder.select(builder.fcmp_unordered("uno", f, f), nan, rounded)
-
-
-def _stv8_bf16_codegen(context, builder, sig, args):
-    ptr = _element_ptr(context, builder, sig, args, _WORDS)
-    bits = [_to_bf16_bits(context, builder, v, t)
-            for v, t in zip(args[2:], sig.args[2:], strict=True)]
-    words = ir.Constant(_WORDS, ir.Undefined)
-    for k in range(4):
-        word = builder.or_(bits[2 * k], builder.shl(bits[2 * k + 1], _I32(16)))
-        words = builder.insert_element(words, word, _I32(k))
-    builder.store(words, ptr, align=_VECTOR_BYTES)
-    return context.get_dummy_value()
-
-
-def _stv8_bf16_typer(typingctx, p, j, a, b, c, d, e, f, g, h):
-    values = (a, b, c, d, e, f, g, h)
-    if _is_int(p) and _is_int(j) and all(map(_is_value, values)):
-        return signature(types.void, p, j, *values), _stv8_bf16_codegen
-    return None
-
-
 # complex64 × 2 travels as <4 x float>: one ld.global.v4.f32 holds two elements, each its real
 # part then its imaginary part (NumPy's layout, numba's {real, imag} struct). complex128 needs
 # no vector intrinsic: its element is a 16-byte access already (ld_c128, a {double, double}
@@ -429,7 +377,8 @@ def _build_typers() -> dict[str, Callable]:
     made += [make(SCALARS[code]) for code in SPLIT_CODES
              for make in (_make_load_split, _make_store_split)]
     made += [_named("ldv8_f16", _ldv8_f16_typer), _named("stv8_f16", _stv8_f16_typer),
-             _named("ldv8_bf16", _ldv8_bf16_typer), _named("stv8_bf16", _stv8_bf16_typer),
+             _named("ldv8_bf16", bf16vectors.load_typer),
+             _named("stv8_bf16", bf16vectors.store_typer),
              _named("ldv2_c64", _ldv2_c64_typer), _named("stv2_c64", _stv2_c64_typer),
              _named("fa_philox", randombits.philox_typer), _named("fa_div", division.div_typer),
              _named("fa_divrcp_f32", division.divrcp_typer),
