@@ -24,6 +24,8 @@ SEED = 33
 
 @pytest.fixture(autouse=True)
 def two_host_devices():
+    # two host devices stand in for two GPUs (the default is one): every case here is about
+    # several devices; the default single device runs in every other test
     with config.override(CPU_DEVICES=2):
         yield
 
