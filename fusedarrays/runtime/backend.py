@@ -26,7 +26,7 @@ from .. import config
 from ..compiler import Blas
 from ..errors import DeviceMismatchError, DeviceUnavailableError, ForkedDeviceError
 from ..ir.graph import new_uid
-from .devices import Device
+from .devices import Device, scoped
 
 _MAX_ALIGN = 256
 
@@ -255,27 +255,14 @@ def _cuda_available() -> bool:
     return _probed[0]
 
 
-class _Scope(threading.local):
-    """Per thread: the backends of the device scopes entered (``with fa.Device(...)``),
-    innermost last."""
-
-    stack: list = []
-
-    def __init__(self):
-        self.stack = []
-
-
-_scope = _Scope()
-
-
 def get_backend(name: str | None = None) -> Backend:
     """The backend new arrays go to: the device of this thread's innermost device scope, else
     device 0 of the configured backend (``FUSEDARRAYS_BACKEND``); with ``name``, that kind's
     device 0."""
     if name is None:
-        stack = _scope.stack
-        if stack:
-            return stack[-1]
+        device = scoped()
+        if device is not None:
+            return backend_for(device)
         name = get_backend_name()
     elif name == "auto":
         name = get_backend_name()
@@ -338,19 +325,6 @@ def backend_for(device: Device) -> Backend:
             "through .get())." + (" FUSEDARRAYS_CPU_DEVICES=N makes N host devices."
                                   if kind == "cpu" else ""))
     return _start(kind, index)
-
-
-def enter_scope(device: Device) -> None:
-    """``with device:``: new arrays of this thread go to ``device`` until the block ends."""
-    _scope.stack.append(backend_for(device))
-
-
-def exit_scope(device: Device) -> None:
-    stack = _scope.stack
-    if not stack or stack[-1].device != device:
-        raise RuntimeError(f"the device scope of {device} ended out of order (device scopes "
-                           "nest: end the innermost first, in the thread that began it)")
-    stack.pop()
 
 
 def mixed_devices(what: str, first: Backend, second: Backend) -> DeviceMismatchError:

@@ -13,6 +13,8 @@ are, whatever the scope.
 
 from __future__ import annotations
 
+import threading
+
 HOST_KINDS = ("cpu", "sim")   # devices in host memory: the first is written without an ordinal
 KINDS = ("cuda", *HOST_KINDS)
 
@@ -73,15 +75,35 @@ class Device:
         return self.kind if self.index is None else f"{self.kind}:{self.index}"
 
     def __enter__(self) -> Device:
-        from .backend import enter_scope  # the registry sits above this module
-
-        enter_scope(self)
+        # only the device is kept: the registry (runtime/backend.py, above this module) turns the
+        # innermost one into its backend when new arrays are made
+        _scope.stack.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        from .backend import exit_scope
+        stack = _scope.stack
+        if not stack or stack[-1] != self:
+            raise RuntimeError(f"the device scope of {self} ended out of order (device scopes "
+                               "nest: end the innermost first, in the thread that began it)")
+        stack.pop()
 
-        exit_scope(self)
+
+class _Scope(threading.local):
+    """Per thread: the device scopes entered (``with fa.Device(...)``), innermost last."""
+
+    stack: list = []
+
+    def __init__(self):
+        self.stack = []
+
+
+_scope = _Scope()
+
+
+def scoped() -> Device | None:
+    """This thread's innermost device scope, or None outside every scope."""
+    stack = _scope.stack
+    return stack[-1] if stack else None
 
 
 def as_device(value, default_kind: str) -> Device:
