@@ -1,21 +1,35 @@
-"""Float division on the device gives NumPy's IEEE quotient bit for bit: ``fa_div`` (div.rn) by
-per-element divisors, ``fa_divby`` from the reciprocal of a divisor computed outside the
-dividend's loop (a scalar, a 0-d array, a row's constant; zero dividends on its fast path), over
-every finite float16 pair and random float32 bit patterns of every exponent, through the rows
-and the flat walks."""
+"""Float division gives NumPy's IEEE quotient bit for bit, on every tier.
+
+- Every tier (``tests/divisioncases.py``): divisions by a divisor computed outside its dividend's
+  loop, the generated reciprocal and ``fa_divby`` lines in every walk.
+- cuda: ``fa_div`` (div.rn) by per-element divisors, ``fa_divby`` from the reciprocal of a
+  divisor computed outside the dividend's loop (a scalar, a 0-d array, a row's constant; zero
+  dividends on its fast path), over every finite float16 pair and random float32 bit patterns
+  of every exponent, through the rows and the flat walks.
+- ptx: one rule (``compiler/divisions.by_reciprocal``) in PTX for sm_90: a float32 division by a
+  divisor computed outside its dividend's loop takes the divisor's reciprocal once and a multiply
+  and two fmas an element, ``div.rn`` only on a side block for dividends outside the
+  reciprocal's span (zeros stay on the fast path); a division by per-element values is a plain
+  ``div.rn`` with no selects around it. The device's arithmetic of those lines is also checked on
+  numba's CPU target (``tests/ptx/test_intrinsic_values.py``).
+"""
+
+import re
 
 import numpy as np
 import pytest
 from divisioncases import DIVISORS, check_uniform_divisions
 
 import fusedarrays as fa
-from fusedarrays import config
+
+# (seed, size) of tests/divisioncases.py's walks on each tier: the simulator's kept small
+UNIFORM = {"cpu": (1631, 4099), "sim": (1632, 203), "cuda": (1644, 1 << 16)}
 
 
-@pytest.fixture(autouse=True)
-def cuda_backend():
-    with config.override(BACKEND="cuda"):
-        yield
+@pytest.mark.tiers("cpu", "sim", "cuda")
+def test_uniform_divisors_divide_as_numpy(tier):
+    seed, size = UNIFORM[tier]
+    check_uniform_divisions(seed, size=size)
 
 
 def _same(got, want) -> np.ndarray:
@@ -39,6 +53,7 @@ HALVES = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
 HALVES = HALVES[np.isfinite(HALVES)]       # zeros and subnormals included
 
 
+@pytest.mark.tiers("cuda")
 def test_every_float16_pair():
     """A (256, 63488) block of every finite half over a column of 256 divisors at a time."""
     a = np.broadcast_to(HALVES, (256, HALVES.size))
@@ -50,6 +65,7 @@ def test_every_float16_pair():
 
 
 @pytest.mark.parametrize("seed", [1601, 1602, 1603])
+@pytest.mark.tiers("cuda")
 def test_random_float32_patterns(seed):
     """Dividends and divisors of every exponent (uniform random bits, so subnormals, infinities
     and NaNs too), and near-1 magnitudes where data usually lies."""
@@ -71,6 +87,7 @@ def test_random_float32_patterns(seed):
         assert not message, message
 
 
+@pytest.mark.tiers("cuda")
 def test_float64_zero_dividends():
     rng = np.random.default_rng(1604)
     a = rng.standard_normal(1 << 20)
@@ -86,6 +103,7 @@ def test_float64_zero_dividends():
 
 
 @pytest.mark.parametrize("seed", [1605, 1606])
+@pytest.mark.tiers("cuda")
 def test_row_kernel_divides_by_its_row_constant_as_numpy(seed):
     """A row kernel's division by a value constant along the row goes through the row's
     reciprocal (fa_divrcp, fa_divby): random float32 bit patterns as dividends (zeros, signed,
@@ -111,6 +129,7 @@ def test_row_kernel_divides_by_its_row_constant_as_numpy(seed):
         assert not message, f"{near_one=}: {message}"
 
 
+@pytest.mark.tiers("cuda")
 def test_row_reciprocal_quotient_over_every_dividend_significand():
     """fa_divby(a, b, fa_divrcp(b)) against div.rn for every float32 a in [1, 2) over 4096
     divisors spread over [1, 2) and its ends (cuda/division.py: every one of the 2^23 divisors
@@ -144,6 +163,7 @@ def check(bad, divisors):
 
 
 @pytest.mark.parametrize("seed", [1641, 1642])
+@pytest.mark.tiers("cuda")
 def test_division_by_a_scalar_over_random_patterns(seed):
     """Random float32 bit patterns (every exponent; a fifth of them ±0) over Python floats,
     NumPy float32 scalars and 0-d arrays of every kind (random bit patterns and DIVISORS), each
@@ -164,9 +184,10 @@ def test_division_by_a_scalar_over_random_patterns(seed):
             assert not message, f"/ {type(divisor).__name__} {b!r}: {message}"
 
 
-def test_float16_dropout_and_every_uniform_case():
+@pytest.mark.tiers("cuda")
+def test_float16_dropout():
     """``x * mask / (1 - p)`` over float16 bit patterns (f32's reciprocal quotient rounded to
-    float16 is NumPy's float16 quotient), and tests/divisioncases.py's walks on the device."""
+    float16 is NumPy's float16 quotient)."""
     rng = np.random.default_rng(1643)
     h = rng.integers(0, 1 << 16, 1 << 22, dtype=np.uint64).astype(np.uint16).view(np.float16)
     mask = rng.random(h.shape) > 0.1
@@ -176,4 +197,94 @@ def test_float16_dropout_and_every_uniform_case():
             want = h * mask / np.float16(1 - p)
         got = (x * m / (1 - p)).get()
         assert _same(got, want).all(), f"{p=}: {int((~_same(got, want)).sum())} differ"
-    check_uniform_divisions(1644, size=1 << 16)
+
+
+# ptx: PTX for sm_90 from arrays on the cpu (no GPU needed)
+
+def _blocks(ptx: str) -> list[list[str]]:
+    """The kernel's basic blocks: its instructions between labels, comments dropped."""
+    blocks = [[]]
+    for line in ptx[ptx.index("{"):].splitlines():
+        line = line.split("//")[0].strip()
+        if re.match(r"^\$L\w+:$", line):
+            blocks.append([])
+        elif line and line not in "{}":
+            blocks[-1].append(line)
+    return blocks
+
+
+def _uniform_divisions(ptx: str, lanes: int, kind: str = "f32") -> None:
+    """One reciprocal; in the loop two fmas a lane and every div.rn in a block of its own (the
+    fallback for an out-of-span dividend: the division and the branch back). LLVM also
+    unswitches the loop on the divisor's being in span: that copy, for divisors such as 0 or
+    inf, divides every element and holds no fma."""
+    assert len(re.findall(rf"rcp\.rn\.{kind}", ptx)) == 1
+    assert len(re.findall(rf"fma\.rn\.{kind}", ptx)) >= 2 * lanes
+    fallbacks = 0
+    for block in _blocks(ptx):
+        if not any(f"div.rn.{kind}" in ins for ins in block):
+            continue
+        if len(block) == 2 and block[1].startswith("bra"):
+            fallbacks += 1
+        else:   # the loop for a divisor out of span
+            assert not any(f"fma.rn.{kind}" in ins for ins in block), block
+    assert fallbacks >= lanes
+
+
+@pytest.mark.parametrize("divisor", ["python float", "0-d array"])
+@pytest.mark.tiers("ptx")
+def test_division_by_a_scalar_takes_its_reciprocal_once(divisor):
+    x = fa.asarray(np.random.default_rng(1621).standard_normal(4096).astype(np.float32))
+    b = 1.7 if divisor == "python float" else fa.asarray(np.float32(1.7))
+    ex = fa.explain(x / b, arch="sm_90")
+    assert ex.vector_width == 4 and "fa_divby_f32" in ex.source
+    _uniform_divisions(ex.ptx, 4)
+
+
+@pytest.mark.tiers("ptx")
+def test_division_by_a_rows_constant_takes_its_reciprocal_once_a_row():
+    rng = np.random.default_rng(1622)
+    x = fa.asarray(rng.standard_normal((64, 256)).astype(np.float32))
+    s = fa.asarray(rng.standard_normal((64, 1)).astype(np.float32))
+    ex = fa.explain(x / s, arch="sm_90")
+    assert ex.plan.schedule == "rows" and "fa_divby_f32" in ex.source
+    _uniform_divisions(ex.ptx, 4)
+
+
+@pytest.mark.tiers("ptx")
+def test_dropout_divides_by_the_reciprocal_of_1_minus_p():
+    """``x * mask / (1 - p)`` in float16: every masked element is a zero dividend, which
+    div.rn.f32 would send to its slow-path subroutine. float16 operands all lie in the
+    reciprocal's span, so the division is ``fa_divbyh``: one reciprocal, a multiply and two fmas
+    a lane and a select, with no div.rn and no branch in the loop (cuda/division.py)."""
+    x = fa.asarray(np.random.default_rng(123).standard_normal(4096).astype(np.float16))
+    rng = fa.random.default_rng(4)
+    ex = fa.explain(x * (rng.random(x.shape, dtype=np.float32) > 0.1) / (1 - 0.1),
+                    arch="sm_90")
+    assert "fa_divbyh_f32" in ex.source and "fa_divrcph_f32" in ex.source
+    assert len(re.findall(r"rcp\.rn\.f32", ex.ptx)) == 1
+    assert "div.rn" not in ex.ptx
+    assert len(re.findall(r"fma\.rn\.f32", ex.ptx)) >= 2 * 8
+    assert len(re.findall(r"selp\.f32", ex.ptx)) >= 8
+
+
+@pytest.mark.parametrize("kind", ["f32", "f64"])
+@pytest.mark.tiers("ptx")
+def test_division_by_an_array_is_a_plain_div_rn(kind):
+    """Black-Scholes' divisions: no zero-dividend selects (they cost a compute-bound kernel
+    a tenth of its speed on the H100), no reciprocal, no float compares."""
+    rng = np.random.default_rng(1623)
+    dtype = np.float32 if kind == "f32" else np.float64
+    x, z = (fa.asarray(rng.standard_normal(4096).astype(dtype)) for _ in range(2))
+    for expr in (x / z, 1.0 / (1.0 + z)):
+        ptx = fa.explain(expr, arch="sm_90").ptx
+        assert len(re.findall(rf"div\.rn\.{kind}", ptx)) >= 1
+        assert not re.search(rf"selp\.{kind}|setp\.\w+\.{kind}|rcp\.|fma\.", ptx)
+
+
+@pytest.mark.tiers("ptx")
+def test_float64_division_by_a_scalar_is_a_plain_div_rn():
+    x = fa.asarray(np.random.default_rng(1624).standard_normal(4096))
+    ptx = fa.explain(x / 1.7, arch="sm_90").ptx
+    assert len(re.findall(r"div\.rn\.f64", ptx)) >= 2
+    assert not re.search(r"selp\.f64|setp\.\w+\.f64|rcp\.|fma\.", ptx)
