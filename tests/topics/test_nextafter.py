@@ -1,6 +1,11 @@
-"""``fa.nextafter`` (Array API 2024.12) and ``np.nextafter`` on fa arrays, on the cpu backend:
-NumPy's results bit for bit at every edge of float16, float32 and float64, through views,
-scalars, integer promotion, and fused with other ops in one kernel."""
+"""``fa.nextafter`` (Array API 2024.12) and ``np.nextafter`` on fa arrays: NumPy's results bit for
+bit at every edge of float16, float32 and float64 on every tier (on sim the CUDA kernel source:
+devicelib's bit steps over the simulator's bit views, one small kernel per width; on cuda
+libdevice's bit reinterpretations, no flush of subnormals); on cpu through views, scalars,
+integer promotion, and fused with other ops in one kernel; on cuda random views at a size that
+takes the vector walk; in PTX for sm_90 the float's bits reinterpreted in registers."""
+
+import re
 
 import nextafter_cases as cases
 import numpy as np
@@ -9,14 +14,19 @@ import pytest
 import fusedarrays as fa
 from fusedarrays import config
 
-pytestmark = pytest.mark.usefixtures("cpu_backend")
 
-
+@pytest.mark.tiers("cpu", "sim", "cuda")
 @pytest.mark.parametrize("dtype", cases.FLOATS, ids=lambda d: np.dtype(d).name)
-def test_every_edge_toward_every_direction(dtype):
+def test_every_edge_toward_every_direction(dtype, tier):
     x, y = cases.edges(dtype)[:, None], cases.directions(dtype)[None, :]   # broadcast both ways
-    got = fa.nextafter(fa.asarray(x), fa.asarray(y)).get()
+    if tier == "sim":   # one small kernel per width in the simulator: a reversed view, one way
+        with np.errstate(all="ignore"):
+            got = fa.nextafter(fa.asarray(x)[::-1], fa.asarray(y)).get()
+            assert fa.backend() == "sim"
+            cases.assert_same_bits(got, np.nextafter(x[::-1], y), f"nextafter({np.dtype(dtype)})")
+        return
     with np.errstate(all="ignore"):
+        got = fa.nextafter(fa.asarray(x), fa.asarray(y)).get()
         cases.assert_same_bits(got, np.nextafter(x, y), f"nextafter({np.dtype(dtype)})")
         back = fa.nextafter(fa.asarray(y.T), fa.asarray(x.T)).get()
         cases.assert_same_bits(back, np.nextafter(y.T, x.T), f"nextafter({np.dtype(dtype)}), "
@@ -82,3 +92,31 @@ def test_complex_operands_are_refused_as_numpy_refuses_them():
         fa.nextafter(z, z)
     with pytest.raises(TypeError):
         np.nextafter(np.array([1 + 1j]), np.array([1 + 1j]))
+
+
+@pytest.mark.tiers("cuda")
+@pytest.mark.parametrize("dtype", cases.FLOATS, ids=lambda d: np.dtype(d).name)
+def test_random_views(dtype):
+    seed = 3205
+    rng = np.random.default_rng(seed)
+    x, y = cases.random_pair(rng, dtype, (300, 1024))
+    fx, fy = fa.asarray(x), fa.asarray(y)
+    with np.errstate(all="ignore"):
+        for got, want in ((fa.nextafter(fx, fy), np.nextafter(x, y)),
+                          (fa.nextafter(fx.T, fy[::-1].T), np.nextafter(x.T, y[::-1].T))):
+            cases.assert_same_bits(got.get(), want, f"{np.dtype(dtype)} seed {seed}")
+
+
+@pytest.mark.tiers("ptx")
+@pytest.mark.parametrize("dtype, reg", [(np.float16, "b32"), (np.float32, "b32"),
+                                        (np.float64, "b64")], ids=["float16", "float32",
+                                                                   "float64"])
+def test_nextafter_reinterprets_bits_in_registers(dtype, reg):
+    """libdevice's ``float_as_int`` family: ``mov.b32``/``mov.b64``, no memory round trip and
+    no call, fused with the ops around it."""
+    rng = np.random.default_rng(3204)
+    x = fa.asarray(rng.standard_normal(4096).astype(dtype))
+    ptx = fa.explain(fa.nextafter(x * 2, x) + 1, arch="sm_90").ptx
+    assert ".entry" in ptx and "call" not in ptx.split(".entry", 1)[1]
+    assert re.search(rf"mov\.{reg}\s+%f[d]?\d+, %r[d]?\d+", ptx), "bits back to a float"
+    assert re.search(rf"mov\.{reg}\s+%r[d]?\d+, %f[d]?\d+", ptx), "a float's bits"
