@@ -12,15 +12,11 @@ import sys as _sys
 
 from .api import elementwise as _elementwise
 from .api import interop as _interop  # noqa: F401 - __dlpack__, __cuda_array_interface__
-from .api import linalg, random, special
-from .api import npfunctions as _npfunctions  # noqa: F401 - np.<function>(x) dispatches here
+from .api import ondemand as _ondemand  # noqa: F401 - members loaded on first use
 from .api import protocols as _protocols
-from .api import scatter as _scatter  # noqa: F401 - x[idx] = v, fa.add.at
+from .api import special
 from .api import standard as _standard
-from .api import ufuncs as _ufuncs  # noqa: F401 - np.<ufunc>(x, ...) and its methods
 from .api.array import compute, ndarray
-from .api.comparisons import allclose, array_equal, array_equiv, isclose
-from .api.counting import bincount, histogram
 from .api.creation import (
     arange,
     array,
@@ -43,11 +39,6 @@ from .api.creation import (
 from .api.datatypes import DTYPES as _DTYPES
 from .api.datatypes import astype, can_cast, finfo, iinfo, isdtype, result_type
 from .api.devices import Device, default_device, devices
-from .api.differences import diff, ediff1d
-from .api.display import explain
-from .api.einsum import einsum, einsum_path
-from .api.indexing import take, take_along_axis
-from .api.indexmath import ravel_multi_index, unravel_index
 from .api.info import __array_namespace_info__
 from .api.manipulation import (
     broadcast_arrays,
@@ -67,23 +58,9 @@ from .api.manipulation import (
     transpose,
     unstack,
 )
-from .api.masks import argwhere, count_nonzero, flatnonzero, nonzero
-from .api.nanfunctions import FUNCTIONS_NAN as _NAN
 from .api.products import matmul, tensordot, vecdot
-from .api.profile import Profile, profile
-from .api.quantiles import FUNCTIONS_QUANTILE as _QUANTILE
 from .api.reductions import FUNCTIONS_REDUCING as _REDUCING
 from .api.scans import FUNCTIONS_SCANNING as _SCANNING
-from .api.sorting import (
-    argsort,
-    searchsorted,
-    sort,
-    unique,
-    unique_all,
-    unique_counts,
-    unique_inverse,
-    unique_values,
-)
 from .api.standard import angle, imag, real
 from .errors import (
     AmbiguousTruthValueError,
@@ -99,21 +76,67 @@ from .errors import (
     TracerConversionError,
     UnsupportedOperationError,
 )
-from .fuse.across import global_norm
-from .fuse.function import fuse
 from .runtime.backend import free_cached_memory, memory_info
 from .runtime.backend import get_backend as _get_backend
-from .runtime.precompile import precompile
 from .runtime.realize import cache_info, clear_cache
 from .runtime.records import reset_stats, stats, timings
 from .version import __version__  # noqa: F401
 
+# Loaded on first use (module __getattr__ below): each costs import time that a program computing
+# `a * b + c` never needs. name -> (module under fusedarrays, attribute or None for the module).
+_LAZY = {
+    "linalg": (".api.linalg", None),
+    "random": (".api.random", None),
+    "fuse": (".fuse.function", "fuse"),
+    "global_norm": (".fuse.across", "global_norm"),
+    "precompile": (".runtime.precompile", "precompile"),
+    "explain": (".api.display", "explain"),
+    "Profile": (".api.profile", "Profile"),
+    "profile": (".api.profile", "profile"),
+    "einsum": (".api.einsum", "einsum"),
+    "einsum_path": (".api.einsum", "einsum_path"),
+    **{n: (".api.comparisons", n) for n in ("allclose", "array_equal", "array_equiv", "isclose")},
+    **{n: (".api.counting", n) for n in ("bincount", "histogram")},
+    **{n: (".api.differences", n) for n in ("diff", "ediff1d")},
+    **{n: (".api.indexing", n) for n in ("take", "take_along_axis")},
+    **{n: (".api.indexmath", n) for n in ("ravel_multi_index", "unravel_index")},
+    **{n: (".api.masks", n) for n in ("argwhere", "count_nonzero", "flatnonzero", "nonzero")},
+    **{n: (".api.sorting", n) for n in (
+        "argsort", "searchsorted", "sort", "unique", "unique_all", "unique_counts",
+        "unique_inverse", "unique_values")},
+    # api/nanfunctions.py's FUNCTIONS_NAN and api/quantiles.py's FUNCTIONS_QUANTILE
+    # (tests/pure/test_import_cost.py checks these names against the tables)
+    **{n: (".api.nanfunctions", n) for n in (
+        "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmin",
+        "nanprod", "nanstd", "nansum", "nanvar")},
+    **{n: (".api.quantiles", n) for n in (
+        "median", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile")},
+}
+
+
+def __getattr__(name: str):
+    entry = _LAZY.get(name)
+    if entry is None:
+        raise AttributeError(f"module 'fusedarrays' has no attribute {name!r}")
+    import importlib
+
+    value = importlib.import_module(entry[0], __name__)
+    value = value if entry[1] is None else getattr(value, entry[1])
+    globals()[name] = value     # later look-ups find it without coming here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 globals().update(_elementwise.FUNCTIONS)
 globals().update(_REDUCING)
 globals().update(_SCANNING)        # cumulative_sum, cumulative_prod, cumsum, cumprod
-globals().update(_NAN)             # nansum … nancumprod (after _REDUCING: nanmax's full form)
-globals().update(_QUANTILE)        # median percentile quantile nanmedian nanpercentile …
 globals().update(_DTYPES)          # fa.float32 … fa.bool: NumPy's dtype objects
+for _name in _LAZY.keys() & globals().keys():
+    del globals()[_name]           # nanmax's full form is api/nanfunctions', not the reduction's
+del _name
 # the standard's clip (optional bounds), round and where over the op-table rows of those names
 clip, round, where = _standard.clip, _standard.round, _standard.where
 
@@ -140,8 +163,8 @@ __all__ = [
     "stats", "take", "take_along_axis", "argwhere", "count_nonzero", "flatnonzero", "nonzero",
     "timings", "transpose", "zeros", "zeros_like",
     "Profile", "profile",
-    *sorted(_elementwise.FUNCTIONS), *sorted(_REDUCING), *sorted(_SCANNING), *sorted(_NAN),
-    *sorted(_QUANTILE),
+    *sorted(_elementwise.FUNCTIONS), *sorted(_REDUCING), *sorted(_SCANNING),
+    *_LAZY,
     # the Array API namespace (api/creation.py, manipulation.py, datatypes.py, standard.py …)
     "Device", "__array_api_version__", "__array_namespace_info__", "matrix_transpose",
     "angle", "array", "astype", "broadcast_arrays", "can_cast", "concat",
