@@ -35,7 +35,7 @@ _LAZY = {
     "PRODUCT_THREADS": "product", "TILE_M": "product", "TILE_N": "product", "TILE_K": "product",
     "digest": "keys", "disk_parts": "keys", "explain_miss": "keys",
     "tensor_partials": "tensor_fold", "per_tensor_plan": "tensor_fold",
-    "plan_tensor_fold": "tensor_fold", "render_tensor_fold_kernel": "tensor_fold",
+    "plan_tensor_fold": "tensor_fold",
 }
 
 

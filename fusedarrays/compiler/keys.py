@@ -35,8 +35,13 @@ KERNEL_CODE = (
     "compiler/reduction.py",  # a reduction kernel's parameters, order and schedule
     "compiler/planner.py",    # which kernels a cut graph takes: splits, row programs, copies
     "compiler/protocol.py",   # the parameters every plan kind adds (counters, error word)
-    "compiler/targets/cuda.py",  # which renderer writes each plan kind's cuda source
-    "compiler/targets/cpu.py",   # which renderer writes each plan kind's cpu source
+    "compiler/targets/cuda/__init__.py",  # which renderer writes each plan kind's cuda source
+    "compiler/targets/cuda/compact.py",  # the cuda schedules of each plan kind
+    "compiler/targets/cuda/foreach.py",
+    "compiler/targets/cuda/product.py",
+    "compiler/targets/cuda/scan.py",
+    "compiler/targets/cpu.py",   # the cpu schedules of every plan kind
+    "compiler/tensor_fold.py",   # the per-tensor fold's parameters and lines
     "compiler/reduction_codegen.py",  # the reduction kernel's source text
     "compiler/rowfusion.py",  # the one-kernel row program's parameters and source text
     "compiler/scan.py",       # a scan kernel's parameters, order and schedule
@@ -53,8 +58,10 @@ KERNEL_CODE = (
     "compiler/complexlib.py",  # the complex helpers, part of devicelib's source
     "compiler/streams.py",    # fa.random draws in the kernel source
     "compiler/divisions.py",  # which divisions take their divisor's reciprocal
+    "compiler/minifloat.py",  # bfloat16 and float8 loads, stores and roundings on every target
     "cuda/intrinsics.py",     # loads, stores, casts and parameter types of the cuda target
     "cuda/division.py",       # the cuda target's float division
+    "cuda/bf16vectors.py",    # bfloat16's 16-byte vector accesses on the cuda target
     "cuda/randombits.py",     # fa.random's Philox rounds and floor(log2) on the cuda target
     "cuda/atomics.py",        # the split reductions' counter and the gathers' error word on cuda
     "cuda/irhelpers.py",      # element addresses the cuda intrinsics compute
@@ -62,7 +69,6 @@ KERNEL_CODE = (
     "cpu/backend.py",         # the cpu target's casts and math, operands, compile options
     "cpu/intrinsics.py",      # the cpu target's loads, stores and compare-and-swap
     "cpu/half.py",            # float16 emulated on the cpu target
-    "cpu/vecmath.py",         # the cpu target's vectorisable float32 exp, log, tanh
     "cpu/vecmath.py",         # the cpu target's vectorisable float32 exp, log, tanh
 )
 

@@ -72,7 +72,7 @@ class _ReduceRenderer:
     def __init__(self, plan: ReducePlan, target: str):
         self.plan = plan
         self.row = REDUCTIONS[plan.reduction]
-        self.acc = accumulator_code(plan.reduction, plan.value_code, target)
+        self.acc = accumulator_code(plan.reduction, plan.value_code, target == "cpu")
         self.element = _Renderer(plan)   # reads body, operands (U or S) and schedule only
         self.inputs = [k for k, o in enumerate(plan.operands) if not o.output]
         self.out = len(plan.operands) - 1
@@ -80,7 +80,7 @@ class _ReduceRenderer:
         if self.split:   # the partials (the output before the result) and their fold's types
             self.partials = self.out - 1
             self.pcode = plan.operands[self.partials].code
-            self.facc = accumulator_code(plan.reduction, self.pcode, target)
+            self.facc = accumulator_code(plan.reduction, self.pcode, target == "cpu")
 
     def part(self) -> list[str]:
         """Output ``o`` of the kernel's item ``op`` and, split, its part ``g``: elements ``lo``

@@ -436,7 +436,7 @@ def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int
     name, value, temp = section
     cuda = target == "cuda"
     element = cache.renderer(value) if cache else _renderer(plan, _needed(plan, value))
-    acc = accumulator_code(name, plan.body[value].code, target)
+    acc = accumulator_code(name, plan.body[value].code, target == "cpu")
     start = identity(name, BY_CODE[COMPUTE_CODE[plan.body[value].code]])
     text = ("(1e308 * 10.0)" if start > 0 else "-(1e308 * 10.0)") if isinstance(
         start, float) else str(int(start))

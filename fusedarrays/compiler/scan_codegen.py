@@ -1,54 +1,29 @@
-"""ScanPlan → Python source of the scan kernel: ``@cuda.jit`` (also run by the simulator) or the
-cpu variant.
+"""ScanPlan → the pieces of a scan kernel's source that every target's schedules share.
 
 Pure text, like :mod:`.codegen`, whose renderer writes the per-element expression (the scan's
 input, computed as it is read). The running value's type comes from
 :func:`~..ir.scans.accumulator_code` (float16 in float32), the combining expression from the
-scan's row. Schedules (``compiler/scan.py``):
-
-- cpu: ``<name>(k0, k1, ...)`` runs chunks ``k0`` to ``k1`` of the rows, each row's elements in
-  order (NumPy's loop); the cpu backend spreads the chunks over threads.
-- cuda ``cols``: a thread per row (grid-stride), the same loop.
-- cuda ``rows``: a block per row (grid-stride over rows), walking the row in tiles of
-  ``blockDim * SCAN_CHUNK`` elements: (1) the block reads the tile coalesced into shared memory
-  (``sv``, one padding slot per 32 so that a thread's chunk and its neighbours' fall in
-  different banks); (2) thread ``tx`` scans elements ``tx * SCAN_CHUNK`` … serially; (3) the
-  block scans the chunks' totals in ``st`` (Hillis-Steele: at step ``h`` each thread adds the
-  total ``h`` before its own, a barrier between reading and writing); (4) each element gets
-  ``carry + st[tx - 1]`` (the row's earlier tiles, then the earlier chunks of this tile) added;
-  (5) the block stores the tile coalesced, and the tile's last value is the next tile's carry.
-  Any ``blockDim`` up to ``BLOCK_THREADS`` works (the simulator uses a few threads).
+scan's row. :class:`ScanRenderer` gives a row's element, its store and one thread's serial walk
+along a row; the schedules (``compiler/scan.py``) that put them in loops are each target's
+(``targets/cpu.py``: chunks of rows, each row in order; ``targets/cuda/scan.py``: a thread or a
+block per row).
 """
 
 from __future__ import annotations
 
 from ..ir.dtypes import BY_CODE, COMPUTE_CODE
-from ..ir.reductions import BLOCK_THREADS
 from ..ir.scans import SCANS, accumulator_code, initial_value, start_value
-from .codegen import CPU_CHUNK, _function, _indent, _Renderer
-from .plan import kernel_param_names
-from .rowfusion import _row_bases
-from .scan import SCAN_CHUNK, ScanPlan
-
-# shared slots of a tile: its elements and one padding slot per 32 of them
-_TILE_SLOTS = BLOCK_THREADS * SCAN_CHUNK + (BLOCK_THREADS * SCAN_CHUNK >> 5)
+from .codegen import _indent, _Renderer
+from .scan import ScanPlan
 
 
-def render_scan_kernel(plan: ScanPlan, target: str) -> str:
-    """The kernel's source for ``target`` ``"cuda"`` or ``"cpu"``."""
-    if target not in ("cuda", "cpu"):
-        raise ValueError(f"unknown target {target!r}")
-    params = kernel_param_names(plan)
-    r = _ScanRenderer(plan, target)
-    if target == "cpu":
-        return _function(plan.name, ["k0", "k1"] + params, r.cpu())
-    return _function(plan.name, params, r.block_per_row() if plan.schedule == "rows"
-                     else r.thread_per_row())
+class ScanRenderer:
+    """A scan plan's running value ``acc`` of code :attr:`acc`, its element ``v`` of row
+    element ``j``, its stores, and one thread's serial walk (rows' bases ``o<k>``, length
+    ``e0``)."""
 
-
-class _ScanRenderer:
-    def __init__(self, plan: ScanPlan, target: str):
-        self.plan, self.target = plan, target
+    def __init__(self, plan: ScanPlan):
+        self.plan = plan
         self.acc = accumulator_code(plan.value_code)
         self.element = _Renderer(plan)   # reads body, operands (U or S) and schedule only
         self.inputs = [k for k, o in enumerate(plan.operands) if not o.output]
@@ -102,50 +77,3 @@ class _ScanRenderer:
 
     def hoisted(self) -> list[str]:
         return self.element._constant_loads(0, lambda k: f"b{k}")
-
-    # -- schedules -----------------------------------------------------------------------------
-    def cpu(self) -> list[str]:
-        return (["total = n", f"grain = max(1, {CPU_CHUNK} // max(e0, 1))",
-                 "chunks = (total + grain - 1) // grain", "if k0 >= k1:", "    return chunks"]
-                + self.hoisted()
-                + ["for k in range(k0, min(k1, chunks)):",
-                   "    top = min(k * grain + grain, total)",
-                   "    for op in range(k * grain, top):"]
-                + _indent(_row_bases(self.plan) + self.serial(), 2) + ["return chunks"])
-
-    def thread_per_row(self) -> list[str]:
-        return (["op = cv_i64(cuda.grid(1))", "ostep = cv_i64(cuda.gridsize(1))"]
-                + self.hoisted() + ["while op < n:"]
-                + _indent(_row_bases(self.plan) + self.serial() + ["op += ostep"]))
-
-    def block_per_row(self) -> list[str]:
-        chunk = SCAN_CHUNK
-        load = ["m = tx", "while m < tile:"] + _indent(
-            ["j = j0 + m", f"v = {self.start}", "if j < e0:"] + _indent(self.value("j"))
-            + ["sv[m + (m >> 5)] = v", "m += bdim"])
-        # a chunk's slots are consecutive: its 8 elements sit within one run of 32
-        own = ["acc = sv[mine]", f"for c in range(1, {chunk}):"] + _indent(
-            [f"acc = {self.combine('acc', 'sv[mine + c]')}", "sv[mine + c] = acc"])
-        own += ["st[tx] = acc", "cuda.syncthreads()"]
-        totals = ["h = cv_i64(1)", "while h < bdim:"] + _indent(
-            ["w = acc", "if tx >= h:", "    w = st[tx - h]", "cuda.syncthreads()",
-             "if tx >= h:", f"    acc = {self.combine('w', 'acc')}", "    st[tx] = acc",
-             "cuda.syncthreads()", "h = h * 2"])
-        fix = ["prev = carry", "if tx > 0:", f"    prev = {self.combine('carry', 'st[tx - 1]')}",
-               f"for c in range({chunk}):"] + _indent(
-            [f"sv[mine + c] = {self.combine('prev', 'sv[mine + c]')}"]) + ["cuda.syncthreads()"]
-        out = ["r = tx", "while r < tile and j0 + r < e0:"] + _indent(
-            [self.store("(j0 + r)", "sv[r + (r >> 5)]"), "r += bdim"])
-        out += ["r = tile - 1", "carry = sv[r + (r >> 5)]", "cuda.syncthreads()",
-                "j0 += tile"]
-        tiles = ["cuda.syncthreads()"] + own + totals + fix + out
-        row = (_row_bases(self.plan) + (["if tx == 0:"] + _indent(self.initial())
-                                        if self.plan.initial else [])
-               + [f"carry = {self.start}", "j0 = cv_i64(0)", "while j0 < e0:"]
-               + _indent(load + tiles) + ["op += ostep"])
-        head = [f"sv = cuda.shared.array({_TILE_SLOTS}, sh_{self.acc})",
-                f"st = cuda.shared.array({BLOCK_THREADS}, sh_{self.acc})",
-                "tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
-                "op = cv_i64(cuda.blockIdx.x)", "ostep = cv_i64(cuda.gridDim.x)",
-                f"tile = bdim * {chunk}", f"mine = tx * {chunk}", "mine = mine + (mine >> 5)"]
-        return head + self.hoisted() + ["while op < n:"] + _indent(row)

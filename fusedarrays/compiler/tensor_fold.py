@@ -1,6 +1,6 @@
-"""Reductions per tensor inside ``foreach`` (``fa.tensor_norm``, LAMB's trust ratio): the plan and
-source of the launch that folds each tensor's partial results, and the mark on the foreach plan
-that then reads one value per tensor.
+"""Reductions per tensor inside ``foreach`` (``fa.tensor_norm``, LAMB's trust ratio): the plan of
+the launch that folds each tensor's partial results and its fold's lines (the loop around them
+is each target's), and the mark on the foreach plan that then reads one value per tensor.
 
 Pure, beside :mod:`.foreach_plan`. A foreach whose function reduces each tensor separately takes
 three launches for any number of tensors: the :class:`~.foreach_plan.AcrossPlan` kernel, run
@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from ..ir.dtypes import BY_CODE
 from ..ir.reductions import REDUCTIONS, identity
 from . import keys
-from .codegen import _function, _indent
+from .codegen import _indent
 from .foreach_plan import ACROSS_GRAIN, ACROSS_PARTIALS, FOREACH_CHUNK_SHIFT, ForeachPlan
+from .protocol import Plan
 
 _INF = "(1e308 * 10.0)"
 
@@ -35,7 +36,7 @@ def tensor_partials(total: int) -> int:
 
 
 @dataclass(frozen=True)
-class TensorFoldPlan:
+class TensorFoldPlan(Plan):
     """A thread per tensor folds its partials: tensor ``t``'s are ``meta[t] // gc`` to
     ``meta[t + 1] // gc`` (``meta``: the across launch's, whose starts are multiples of
     ``gc``). Parameters: ``n`` (the tensors), ``meta``, ``gc``, per reduction ``j`` the
@@ -52,7 +53,7 @@ class TensorFoldPlan:
     body = ()
 
     def traffic(self) -> tuple[int, int]:
-        return 0, 0
+        return 0, 0   # not counted (a few partials per tensor)
 
     def param_types(self) -> tuple[str, ...]:
         return ("i64", "ptr", "i64") + ("ptr", "ptr") * len(self.reductions)
@@ -64,9 +65,9 @@ def plan_tensor_fold(reductions: tuple[tuple[str, str], ...]) -> TensorFoldPlan:
     return TensorFoldPlan(tuple(reductions), parts, keys.digest(parts))
 
 
-def render_tensor_fold_kernel(plan: TensorFoldPlan, target: str) -> str:
-    """The fold's source: cuda a grid-stride loop of threads over the tensors; cpu the
-    tensors ``k0`` to ``k1`` (the backend's chunks)."""
+def fold_lines(plan: TensorFoldPlan) -> list[str]:
+    """Tensor ``t``'s partials folded in order and its results stored (every target's: the
+    targets put a loop over the tensors around them)."""
     per = ["lo = ld_i64(meta, t) // gc", "hi = ld_i64(meta, t + 1) // gc"]
     for j, (name, code) in enumerate(plan.reductions):
         value = identity(name, BY_CODE[code])
@@ -77,19 +78,12 @@ def render_tensor_fold_kernel(plan: TensorFoldPlan, target: str) -> str:
         per += [f"acc{j} = cv_{code}({start})", "for o in range(lo, hi):"]
         per += _indent([f"w{j} = ld_{code}(qi{j}, o)"] + merge)
         per.append(f"st_{code}(qo{j}, t, acc{j})")
-    params = ["n", "meta", "gc"] + [f"q{io}{j}" for j in range(len(plan.reductions))
-                                     for io in ("i", "o")]
-    if target == "cpu":
-        return _function(plan.name, ["k0", "k1"] + params,
-                         ["if k0 >= k1:", "    return n", "for t in range(k0, min(k1, n)):"]
-                         + _indent(per) + ["return n"])
-    if target != "cuda":
-        raise ValueError(f"unknown target {target!r}")
-    return _function(plan.name, params,
-                     ["t = cv_i64(cuda.blockIdx.x) * cv_i64(cuda.blockDim.x) "
-                      "+ cv_i64(cuda.threadIdx.x)",
-                      "step = cv_i64(cuda.gridDim.x) * cv_i64(cuda.blockDim.x)",
-                      "while t < n:"] + _indent(per + ["t += step"]))
+    return per
+
+
+def fold_params(plan: TensorFoldPlan) -> list[str]:
+    return ["n", "meta", "gc"] + [f"q{io}{j}" for j in range(len(plan.reductions))
+                                  for io in ("i", "o")]
 
 
 @dataclass(frozen=True)
@@ -109,5 +103,5 @@ def per_tensor_plan(plan: ForeachPlan) -> TensorForeachPlan:
     return TensorForeachPlan(**fields)
 
 
-__all__ = ["TensorFoldPlan", "TensorForeachPlan", "per_tensor_plan", "plan_tensor_fold",
-           "render_tensor_fold_kernel", "tensor_partials"]
+__all__ = ["TensorFoldPlan", "TensorForeachPlan", "fold_lines", "fold_params", "per_tensor_plan",
+           "plan_tensor_fold", "tensor_partials"]

@@ -122,7 +122,7 @@ class Entry:
     def plans(self) -> list:
         """``(plan, render)`` of each launch of a call, in order (``f.explain()``)."""
         first = [(self.across.plan, render)] if self.across else []
-        first += [(self.fold[0], compiler.render_tensor_fold_kernel)] if self.fold else []
+        first += [(self.fold[0], render)] if self.fold else []
         return first + [(self.plan, render)]
 
 

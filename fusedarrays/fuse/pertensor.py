@@ -83,9 +83,8 @@ def split(fused, found: list, globals_: tuple, tensors: tuple) -> list:
 def per_tensor(plan, across, backend) -> tuple:
     """The entry's foreach plan marked per tensor, and its fold: ``(plan, record)``."""
     fold = compiler.plan_tensor_fold(tuple(across.kinds[i] for i in across.used))
-    record = LaunchRecord(backend, realize.kernel_for(fold, backend,
-                                                      compiler.render_tensor_fold_kernel),
-                          lambda values: [], name=fold.name)
+    record = LaunchRecord(backend, realize.kernel_for(fold, backend), lambda values: [],
+                          name=fold.name)
     return compiler.per_tensor_plan(plan), (fold, record)
 
 

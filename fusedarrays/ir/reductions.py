@@ -128,15 +128,16 @@ def identity(name: str, dtype: np.dtype):
     return int(info.min) if low else int(info.max)
 
 
-def accumulator_code(name: str, value_code: str, target: str) -> str:
+def accumulator_code(name: str, value_code: str, wide_sums: bool = False) -> str:
     """The accumulator's type code: float16 accumulates in float32 (as NumPy's pairwise sum
-    does); on the cpu target float32 (complex64) sums accumulate in float64 (complex128), as
-    accurate as NumPy's pairwise sum without its blocking (the result is rounded once)."""
+    does); with ``wide_sums`` (a target that sums in order, one thread an output: the cpu's)
+    float32 (complex64) sums accumulate in float64 (complex128), as accurate as NumPy's
+    pairwise sum without its blocking (the result is rounded once)."""
     if name in ("any", "all"):     # 0 or 1 in a byte: a shared-memory slot holds it as is
         return "u8"
     if value_code in ROUNDED:     # float16 and the training formats (ir/dtypes.py)
         value_code = "f32"
-    if target == "cpu" and name == "sum" and value_code in ("f32", "c64"):
+    if wide_sums and name == "sum" and value_code in ("f32", "c64"):
         return {"f32": "f64", "c64": "c128"}[value_code]
     return value_code
 

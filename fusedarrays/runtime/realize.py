@@ -151,10 +151,10 @@ def target_of(backend: Backend) -> str:
     return "cpu" if backend.name == "cpu" else "cuda"
 
 
-def kernel_for(plan: Plan, backend: Backend, render=None):
+def kernel_for(plan: Plan, backend: Backend):
     """The loaded kernel for ``plan`` (any kind) on ``backend``, compiling it only on a miss of
-    both levels. ``render(plan, target)`` gives the source (default the compiler's
-    :func:`~..compiler.render`, which takes it from the target's table by the plan's kind)."""
+    both levels; its source from the compiler's :func:`~..compiler.render` (the backend's
+    target's table, by the plan's kind)."""
     mkey = (backend.device_key, plan.key)
     kernel = _memory.get(mkey)
     if kernel is not None:
@@ -178,17 +178,17 @@ def kernel_for(plan: Plan, backend: Backend, render=None):
             with _timed("load"):
                 kernel = _memory[mkey] = backend.load(_with_folder(artifact, backend), ptypes)
             return kernel
-    kernel = _compile_and_load(plan, backend, ptypes, dkey, render or compiler.render)
+    kernel = _compile_and_load(plan, backend, ptypes, dkey)
     _memory[mkey] = kernel
     return kernel
 
 
-def _compile_and_load(plan, backend, ptypes, dkey, render):
+def _compile_and_load(plan, backend, ptypes, dkey):
     why = why_compile(plan)
     if config.get("LOG_COMPILES"):
         log.warning("fusedarrays: compiling %s on %s: %s", plan.name, backend.device_key, why)
     with _timed("codegen"):
-        source = render(plan, target_of(backend))
+        source = compiler.render(plan, target_of(backend))
     start = _perf()
     artifact = backend.compile(source, plan.name, ptypes, compiler.helpers())
     times = artifact.get("times") if isinstance(artifact, dict) else None

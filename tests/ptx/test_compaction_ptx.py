@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from fusedarrays.compiler import devicelib  # noqa: E402
-from fusedarrays.compiler.compact import UNROLL, CompactPlan, render_compact  # noqa: E402
+from fusedarrays.compiler import CompactPlan, devicelib, render  # noqa: E402
+from fusedarrays.compiler.targets.cuda.compact import UNROLL  # noqa: E402
 from fusedarrays.runtime.backend import arch_compiler  # noqa: E402
 
 _ATOMIC = re.compile(r"^\s*(@%p\d+\s+)?(atom|red)\.(\w+)", re.M)
@@ -21,7 +21,7 @@ _ATOMIC = re.compile(r"^\s*(@%p\d+\s+)?(atom|red)\.(\w+)", re.M)
                                        ("scatter", "f64"), ("scatter", "b1")])
 def test_compaction_kernels_compile(mode, code):
     plan = CompactPlan(mode, code)
-    ptx, entry = arch_compiler().ptx(render_compact(plan, "cuda"), plan.name,
+    ptx, entry = arch_compiler().ptx(render(plan, "cuda"), plan.name,
                                      plan.param_types(), "sm_90", devicelib.helpers())
     assert plan.name in entry
     assert "bar.sync" in ptx and ".shared" in ptx

@@ -164,6 +164,7 @@ NOT_KERNEL_CODE = {
                              "table (hashed), writes no code itself"),
     "version.py": "the package version is a key part by value",
     "cuda/toolchain.py": "the versions it reads are key parts",
+    "runtime/devices.py": "device values (which backend object); no kernel code",
     "runtime/backend.py": ("buffers and the seam; the cpu backend takes HostMemory from it, "
                            "no kernel code"),
 }

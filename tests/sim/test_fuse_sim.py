@@ -85,13 +85,13 @@ def test_aliasing_and_two_outputs():
 def test_foreach_kernel_compiles_to_ptx_for_sm_90():
     """The multi-tensor kernel the sim just ran, as the cuda backend compiles it (no GPU)."""
     pytest.importorskip("numba.cuda")
-    from fusedarrays.compiler import devicelib, foreach_codegen
+    from fusedarrays.compiler import devicelib, render
     from fusedarrays.cuda.compile import compile_ptx
 
     lists = [[fa.asarray(a)] for a in ex.state(8, 2)]
     ADAM.foreach(*lists, **ex.ADAM_STEPS[0])
     plans = [entry.plan for _, entry in ADAM._foreach.entries()]
-    source = foreach_codegen.render_foreach_kernel(plans[0], "cuda")
+    source = render(plans[0], "cuda")
     ptx, _ = compile_ptx(source, plans[0].name, plans[0].param_types(), "sm_90",
                          devicelib.helpers())
     body = ptx[ptx.index(".entry"):]

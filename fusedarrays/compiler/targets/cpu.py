@@ -1,28 +1,165 @@
-"""The cpu target: serial numba functions over chunks of each plan's walk, which the cpu
-backend runs on threads.
+"""The cpu target: serial numba functions over chunks of each plan's walk, which the cpu backend
+runs on threads.
 
-Pure text, no numba. ``RENDERERS``: plan kind → the source of that plan's kernel.
+Pure text, no numba. Every kernel is ``<name>(k0, k1, ...)``: it runs chunks ``k0`` to ``k1`` of
+its walk and returns the number of chunks, so ``k0 == k1`` asks for the count alone; the cpu
+backend (``cpu/backend.py``) spreads the chunks over threads, and numba compiles each function
+without the GIL and without parfors. There are no vectors, no shared memory and no block-wide
+trees: a reduction's or a scan's elements are folded in order by one thread, and a split
+reduction's partials by a pass of the same function once every chunk is done (``k0 < 0``).
+``RENDERERS``: plan kind → the source of that plan's kernel; :func:`walk_text`: the walk in
+words (``fa.explain``).
 """
 
 from __future__ import annotations
 
-from ..codegen import render_kernel
-from ..compact import render_compact
-from ..foreach_codegen import render_across_kernel, render_foreach_kernel
-from ..product_codegen import render_product_kernel
+from ..codegen import _function, _indent, render_kernel
+from ..compact import ROW, CompactPlan
+from ..foreach_codegen import AcrossRenderer, ForeachRenderer, merge, start
+from ..foreach_plan import AcrossPlan, ForeachPlan
+from ..plan import kernel_param_names
+from ..product_codegen import ProductRenderer
 from ..reduction_codegen import render_reduce_kernel
-from ..rowfusion import render_rows_kernel
-from ..scan_codegen import render_scan_kernel
+from ..rowfusion import _row_bases, render_rows_kernel
+from ..scan_codegen import ScanRenderer
+from ..tensor_fold import TensorFoldPlan, fold_lines, fold_params
 
 TARGET = "cpu"
+# float32 (complex64) sums accumulate in float64 (complex128): one thread folds an output's
+# elements in order, where a GPU's tree is pairwise (ir/reductions.accumulator_code)
+WIDE_SUMS = True
+
+# A walk is cut into chunks of this many elements (whole rows in 2-D walks): large enough that
+# a thread's hand-off costs nothing next to a chunk, small enough to balance threads.
+CPU_CHUNK = 1 << 14
+
+
+def _chunked(total: str, grain: str, hoisted: list[str], item: str, per_item: list[str]):
+    """Items ``0 … total - 1`` in chunks of ``grain``: chunks ``k0`` to ``k1`` of them, each
+    item ``item`` by ``per_item``, after the ``hoisted`` lines."""
+    return ([f"total = {total}", f"grain = {grain}", "chunks = (total + grain - 1) // grain",
+             "if k0 >= k1:", "    return chunks"] + hoisted
+            + ["for k in range(k0, min(k1, chunks)):", "    top = min(k * grain + grain, total)",
+               f"    for {item} in range(k * grain, top):"]
+            + _indent(per_item, 2) + ["return chunks"])
+
+
+def render_scan(plan) -> str:
+    r = ScanRenderer(plan)
+    lines = _chunked("n", f"max(1, {CPU_CHUNK} // max(e0, 1))", r.hoisted(), "op",
+                     _row_bases(plan) + r.serial())
+    return _function(plan.name, ["k0", "k1"] + kernel_param_names(plan), lines)
+
+
+_NUMPY = {"f32": "np.float32", "f64": "np.float64", "i64": "np.int64", "u64": "np.uint64",
+          "c64": "np.complex64", "c128": "np.complex128"}
+
+
+def render_product(plan) -> str:
+    """Chunks of the output rows (over the whole batch); a row's outputs are summed over ``k``
+    in order in a row of accumulators, so the inner loop walks a row of ``b`` and of the
+    accumulators."""
+    r = ProductRenderer(plan)
+    row = (["item = r // dm", "i = r - item * dm"] + r.bases("item")
+           + ["for j in range(dn):", f"    acc[j] = {r.zero}",
+              "for h in range(dk):", f"    x = {r.load(0, 'o0 + i * u0 + h * v0')}",
+              "    for j in range(dn):",
+              f"        acc[j] += x * {r.load(1, 'o1 + h * u1 + j * v1')}",
+              "for j in range(dn):", "    " + r.store("o2 + i * u2 + j * v2", "acc[j]")])
+    lines = ([f"rows = {r.batch_size()} * dm",
+              f"grain = max(1, {CPU_CHUNK} // max(dn * dk, 1))",
+              "chunks = (rows + grain - 1) // grain", "if k0 >= k1:", "    return chunks",
+              f"acc = np.zeros(dn, {_NUMPY[r.acc]})",
+              "for k in range(k0, min(k1, chunks)):",
+              "    for r in range(k * grain, min(k * grain + grain, rows)):"]
+             + _indent(row, 2) + ["return chunks"])
+    return _function(plan.name, ["k0", "k1"] + kernel_param_names(plan), lines)
+
+
+def _row_pass(plan: CompactPlan, lo: str, hi: str) -> list[str]:
+    """Elements ``lo`` to ``hi`` of row ``row`` in order (the cpu target's walk): counted into
+    ``acc`` (``count``), each true one's index stored from ``pos`` on (``index``), each one's
+    rank (``rank``), or each true one written from the value at its rank (``scatter``)."""
+    if plan.mode == "count":
+        return ["acc = cv_i64(0)", f"for j in range({lo}, {hi}):",
+                "    if ld_b1(p0, j):", "        acc += 1"]
+    if plan.mode == "scatter":
+        return [f"for j in range({lo}, {hi}):", "    if ld_b1(p0, j):",
+                f"        st_{plan.code}(p3, xo + j * xs, ld_{plan.code}(p2, pos))",
+                "        pos += 1"]
+    if plan.mode == "rank":
+        return [f"for j in range({lo}, {hi}):", "    if ld_b1(p0, j):",
+                f"        st_{plan.code}(p2, j, cv_{plan.code}(pos))", "        pos += 1",
+                "    else:", f"        st_{plan.code}(p2, j, cv_{plan.code}(0))"]
+    return [f"for j in range({lo}, {hi}):", "    if ld_b1(p0, j):",
+            f"        st_{plan.code}(p2, pos, cv_{plan.code}(j))", "        pos += 1"]
+
+
+def render_compact(plan: CompactPlan) -> str:
+    row = [f"lo = row * {ROW}", f"hi = min(lo + {ROW}, total)"]
+    if plan.mode == "count":
+        row += _row_pass(plan, "lo", "hi") + ["st_i64(p1, row, acc)"]
+    else:
+        row += ["pos = cv_i64(0)", "if row > 0:", "    pos = ld_i64(p1, row - 1)"]
+        row += _row_pass(plan, "lo", "hi")
+    lines = ([f"grain = {max(1, CPU_CHUNK // ROW)}", "chunks = (n + grain - 1) // grain",
+              "if k0 >= k1:", "    return chunks",
+              "for k in range(k0, min(k1, chunks)):",
+              "    for row in range(k * grain, min(k * grain + grain, n)):"]
+             + _indent(row, 2) + ["return chunks"])
+    return _function(plan.name, ["k0", "k1"] + plan.param_names(), lines)
+
+
+def render_foreach(plan: ForeachPlan) -> str:
+    """Tensors ``k0`` to ``k1`` (the tensors are the chunks: ``k0 == k1`` asks for ``nt``) one
+    after another, tensor ``t``'s ``m`` elements in order, its operand addresses from
+    ``ptrs``; the partials of a reduction across the list folded in order first."""
+    f = ForeachRenderer(plan)
+    params = ["k0", "k1", "n", "meta", "ptrs", "nt"] + f.tail
+    per_tensor = f.loads() + ["for i in range(m):"] + _indent(f.element)
+    fold = []
+    for j, k, name, code in f.folds():
+        acc, want = f"fold{j}", plan.tensor.operands[k].code
+        fold += [start(name, code, acc), "for kq in range(np_):"]
+        fold += _indent([f"fw{j} = ld_{code}(q{j}, kq)"] + merge(name, acc, f"fw{j}"))
+        fold.append(f"gv{k} = cv_{want}({acc})")
+    # the real sizes follow the starts and the chunk table in meta (see foreach_plan.foreach_meta)
+    sizes = f"nt + 1 + ((n + {(1 << plan.chunk_shift) - 1}) >> {plan.chunk_shift})"
+    return _function(plan.name, params, ["if k0 >= k1:", "    return nt"] + fold + f.hoisted
+                     + [f"sz0 = {sizes}", "for t in range(k0, min(k1, nt)):"]
+                     + _indent(["m = ld_i64(meta, sz0 + t)"] + per_tensor) + ["return nt"])
+
+
+def render_across(plan: AcrossPlan) -> str:
+    """A partial per chunk, its range walked tensor by tensor."""
+    a = AcrossRenderer(plan, wide_sums=WIDE_SUMS)
+    per = ["lo = op * gc", "hi = min(lo + gc, n)"] + a.starts
+    tensor = ["start = ld_i64(meta, t)", "end = start + ld_i64(meta, sz0 + t)"] + a.loads()
+    walk = a.find + ["while g < hi:"] + _indent(
+        tensor + ["for i in range(g - start, min(end, hi) - start):"]
+        + _indent(a.element) + ["g = ld_i64(meta, t + 1)", "t += 1"])
+    per += ["g = lo", "if g < hi:"] + _indent(walk) + a.stores
+    params = ["k0", "k1", "n", "meta", "ptrs", "nt"]
+    return _function(plan.name, params + a.tail,
+                     ["if k0 >= k1:", "    return np_"] + a.head + a.hoisted
+                     + ["for op in range(k0, min(k1, np_)):"] + _indent(per) + ["return np_"])
+
+
+def render_tensor_fold(plan: TensorFoldPlan) -> str:
+    """Tensors ``k0`` to ``k1`` (the backend's chunks)."""
+    return _function(plan.name, ["k0", "k1"] + fold_params(plan),
+                     ["if k0 >= k1:", "    return n", "for t in range(k0, min(k1, n)):"]
+                     + _indent(fold_lines(plan)) + ["return n"])
+
 
 RENDERERS = {
     "kernel": lambda plan: render_kernel(plan, TARGET),
     "reduce": lambda plan: render_reduce_kernel(plan, TARGET),
     "rows": lambda plan: render_rows_kernel(plan, TARGET),
-    "scan": lambda plan: render_scan_kernel(plan, TARGET),
-    "product": lambda plan: render_product_kernel(plan, TARGET),
-    "compact": lambda plan: render_compact(plan, TARGET),
-    "foreach": lambda plan: render_foreach_kernel(plan, TARGET),
-    "across": lambda plan: render_across_kernel(plan, TARGET),
+    "scan": render_scan,
+    "product": render_product,
+    "compact": render_compact,
+    "foreach": render_foreach,
+    "across": render_across,
+    "tensor_fold": render_tensor_fold,
 }
