@@ -64,6 +64,7 @@ from .api.scans import FUNCTIONS_SCANNING as _SCANNING
 from .api.standard import angle, imag, real
 from .errors import (
     AmbiguousTruthValueError,
+    CaptureError,
     CompileError,
     DeviceMismatchError,
     DeviceUnavailableError,
@@ -90,6 +91,7 @@ _LAZY = {
     "fuse": (".fuse.function", "fuse"),
     "global_norm": (".fuse.across", "global_norm"),
     "precompile": (".runtime.precompile", "precompile"),
+    **{n: (".runtime.capture", n) for n in ("capture", "graph", "on_stream")},
     "explain": (".api.display", "explain"),
     "Profile": (".api.profile", "Profile"),
     "profile": (".api.profile", "profile"),
@@ -151,7 +153,8 @@ def backend() -> str:
 
 
 __all__ = [
-    "AmbiguousTruthValueError", "CompileError", "DTypeError", "Device", "DeviceMismatchError",
+    "AmbiguousTruthValueError", "CaptureError", "CompileError", "DTypeError", "Device",
+    "DeviceMismatchError",
     "DeviceUnavailableError", "default_device", "devices",
     "ForkedDeviceError", "FusedArraysError", "OutOfMemoryError", "ReadOnlyArgumentError",
     "ShapeError", "TracerConversionError", "UnsupportedOperationError", "arange", "asarray",

@@ -87,6 +87,11 @@ class ForkedDeviceError(DeviceUnavailableError):
     """The GPU was used in a process forked after its parent had used it (CUDA can't be)."""
 
 
+class CaptureError(FusedArraysError, RuntimeError):
+    """Inside ``fa.capture()`` / ``fa.on_stream()``, something that a captured step can't hold:
+    a host read of device memory, an allocation on another stream, a nested capture."""
+
+
 class CompileError(FusedArraysError, RuntimeError):
     """Compiling a generated kernel failed. ``.source`` holds the generated source."""
 

@@ -28,6 +28,7 @@ from ..runtime.backend import (
     buffer_from_host,
     get_backend,
 )
+from ..runtime.capture import capturing, refuse_host_read
 from ..runtime.records import profiling
 from . import pending
 
@@ -137,6 +138,8 @@ class ndarray(ArrayBase):
         """The values on the host, evaluated first (``fa.profile()`` times the evaluation, a
         strided view's copy kernel included, as ``entry``; the copy to the host is no part of
         it)."""
+        if capturing[0] is not None:   # inside fa.capture(): the recorded work has not run
+            refuse_host_read(entry)
         if profiling[0] is not None and profiling[0].outside():
             view = profiling[0].evaluate(entry, self._contiguous_view)
         else:

@@ -282,6 +282,16 @@ class CudaBackend(Backend):
         else:
             events.wait_for_stream(stream)
 
+    def graphs(self):
+        """This device's CUDA-graph tools (:class:`.graphs.GraphTools`): ``fa.capture`` builds
+        a graph of its recorded launches, ``fa.on_stream`` launches on a foreign stream."""
+        tools = self.__dict__.get("_graph_tools")
+        if tools is None:
+            from .graphs import GraphTools
+
+            tools = self._graph_tools = GraphTools(self._device, self._context)
+        return tools
+
     def array_library(self):
         """CuPy, whose kernels (cuSOLVER, cuBLAS, CUB's sorts) run on this device's memory
         without a copy (``api/libraries.py``); imported by the first call that needs it."""

@@ -198,6 +198,16 @@ class Launcher:
             entry = self._config(n, geometry)
         if self._fast is not None and self._fast(entry, n, args) is None:
             return      # queued; a refused launch goes again below, to raise cuda.core's error
+        self._queue(self._stream, entry, n, args)
+
+    def launch_on(self, stream, n: int, args, geometry: tuple = ()) -> None:
+        """Queue on ``stream`` (a ``cuda.core`` Stream or GraphBuilder) instead of the legacy
+        stream: ``fa.capture``'s CUDA graph and ``fa.on_stream`` (``cuda/graphs.py``)."""
+        if n > 0:
+            entry = self._configs.get((n, geometry)) or self._config(n, geometry)
+            self._queue(stream, entry, n, args)
+
+    def _queue(self, stream, entry: tuple, n: int, args) -> None:
         if len(args) != self._nargs:  # a short list would launch a kernel reading garbage
             raise ValueError(f"{self!r} takes {self._nargs} arguments after n, got {len(args)}")
         if tuple(map(type, args)) != self._types:
@@ -207,7 +217,7 @@ class Launcher:
                     break
             if self._parts:
                 args = self._split(args)
-        launch(self._stream, entry[6], self.kernel, n if self._n_type is None else self._n_type(n),
+        launch(stream, entry[6], self.kernel, n if self._n_type is None else self._n_type(n),
                *args)
 
     def __repr__(self) -> str:

@@ -26,6 +26,7 @@ from .. import config
 from ..compiler import Blas
 from ..errors import DeviceMismatchError, DeviceUnavailableError, ForkedDeviceError
 from ..ir.graph import new_uid
+from .capture import capturing
 from .devices import Device, scoped
 
 _MAX_ALIGN = 256
@@ -159,6 +160,10 @@ class Backend(Protocol):
     # release_after(stream): later work waits for the consumer's stream
     order_stream: Callable[[int], None] | None = None
     release_after: Callable[[int], None] | None = None
+    # graphs() -> the device's graph tools (cuda/graphs.py): build(launches) a CUDA graph of
+    # recorded launches, as_stream(obj) and launch_on(stream, kernel, n, args, geometry) for
+    # fa.capture / fa.on_stream (runtime/capture.py); None: a capture replays the launches
+    graphs: Callable[[], Any] | None = None
 
 
 def protocol_members() -> dict[str, bool]:
@@ -372,11 +377,19 @@ def product_blas(backend: Backend | None) -> Blas:
 
 
 def new_buffer(backend: Backend, nbytes: int) -> Buffer:
+    if capturing[0] is not None:
+        capturing[0].allocating("a new array")
+        return capturing[0].kept_buffer(Buffer(backend.alloc(nbytes), nbytes, backend,
+                                               backend.alloc_align))
     return Buffer(backend.alloc(nbytes), nbytes, backend, backend.alloc_align)
 
 
 def buffer_from_host(backend: Backend, array: np.ndarray) -> Buffer:
     array = np.ascontiguousarray(array)
+    if capturing[0] is not None:   # fa.on_stream refuses it; fa.capture's graph keeps it
+        capturing[0].allocating("a copy of host data")
+        return capturing[0].kept_buffer(Buffer(backend.from_host(array), array.nbytes,
+                                               backend))
     return Buffer(backend.from_host(array), array.nbytes, backend)
 
 

@@ -23,6 +23,7 @@ from ..compiler import Plan
 from ..ir.dtypes import CODES, ROUNDED
 from ..ir.native import fastgraph
 from . import indexflags
+from .capture import capturing
 from .records import _add_time, _perf, _stats, profiling
 
 
@@ -103,7 +104,7 @@ class LaunchRecord:
         call may be made there); a launch it refuses (a thread whose device is not bound yet,
         an error) goes the whole way, which binds or raises the backend's error."""
         direct = self.direct
-        if direct and profiling[0] is None and _prepared_ok[0]:
+        if direct and profiling[0] is None and _prepared_ok[0] and capturing[0] is None:
             start = _perf()
             if direct[0](direct[1], self.size, self.pack(*inputs)) is None:
                 _add_time("launch", _perf() - start)
@@ -124,6 +125,9 @@ class LaunchRecord:
         is active (one look at a flag otherwise) the launch is also timed on the device."""
         if not self.launched:
             self._first_call(args, size)
+        capture = capturing[0]   # fa.capture() records it, fa.on_stream() queues it there
+        if capture is not None and capture.take(self, args, size, geometry):
+            return
         profiler = profiling[0]
         if profiler is not None:
             timer = profiler.start(self.backend)
