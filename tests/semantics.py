@@ -14,10 +14,8 @@ import warnings
 import zlib
 
 import numpy as np
-import pytest
 
 import fusedarrays as fa
-from fusedarrays import config
 from fusedarrays.ir import ops
 
 DTYPES = [np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
@@ -163,17 +161,11 @@ def check_all_ops(dtype: np.dtype, layout: str, seed: int, to_device=fa.asarray)
     return len(expected)
 
 
-def every_op_test(backend: str):
-    """The tier test: every op × dtype × layout on ``backend``, one parametrised test function
-    (assign it to a ``test_`` name in the tier's module)."""
-    @pytest.mark.parametrize("layout", list(LAYOUTS))
-    @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-    def test_every_op_matches_numpy(dtype, layout):
-        with config.override(BACKEND=backend):
-            checked = check_all_ops(dtype, layout, seed=zlib.crc32(f"{dtype} {layout}".encode()))
-            assert fa.backend() == backend
-        assert checked >= 20 or dtype == np.bool_
-    return test_every_op_matches_numpy
+def check_every_op(dtype, layout: str) -> None:
+    """The tier case: every op of the table on ``dtype`` in ``layout`` against NumPy on the
+    current backend, seeded by the pair (``tests/topics/test_ops.py`` runs it on every tier)."""
+    checked = check_all_ops(dtype, layout, seed=zlib.crc32(f"{dtype} {layout}".encode()))
+    assert checked >= 20 or dtype == np.bool_
 
 
 FLOATS = [np.dtype(t) for t in ("float16", "float32", "float64")]

@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+import fusedarrays as fa
 from fusedarrays import config
 from fusedarrays.cuda.backend import CudaBackend
 
@@ -56,6 +57,7 @@ def tier(request):
         sys.setswitchinterval(min(before, SWITCH_INTERVAL))
     try:
         with config.override(BACKEND=BACKEND[name]):
+            assert fa.backend() == BACKEND[name], f"tier {name} runs on {fa.backend()}"
             yield name
     finally:
         sys.setswitchinterval(before)
