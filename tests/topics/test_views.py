@@ -1,5 +1,7 @@
-"""Views read and written on the cpu backend at its default settings, against NumPy, at sizes that
-reach every schedule (see tests/viewcases.py)."""
+"""Views read and written against NumPy at sizes that reach every schedule (see
+tests/viewcases.py) on every tier: on cpu at its default settings and with serial loops, on sim
+through the generated CUDA source in numba's simulator at the smallest sizes that reach every
+schedule (the simulator runs each thread in Python), on cuda up to every vector path."""
 
 import numpy as np
 import pytest
@@ -14,15 +16,33 @@ SIZES = [(3, 3), (100, 100), (300, 400)]
 SCHEDULES = {"flat", "rows", "tiled", "nd"}
 WIDTHS = {np.dtype("float32"): {1, 4}, np.dtype("int32"): {1, 4}, np.dtype("float16"): {1, 8},
           np.dtype("float64"): {1}}
+# sim: 6×5 walks coordinates (nd), 128×136 rows, and tiles where an operand is transposed (136
+# rows of 128); every case also takes 1-D flat walks.
+SIM_SIZES = [(6, 5), (128, 136)]
 
 
+@pytest.mark.tiers("cpu", "cuda")
 @pytest.mark.parametrize("dtype", viewcases.DTYPES, ids=str)
-def test_views_match_numpy_at_every_schedule(dtype):
+def test_views_match_numpy_at_every_schedule(dtype, tier):
     reached = set()
-    for shape in SIZES:
+    for shape in SIZES + [(1000, 1000)] * (tier == "cuda"):
         reached |= viewcases.check_views(shape, dtype)
     assert {s for s, _ in reached} == SCHEDULES, f"schedules reached: {sorted(reached)}"
-    assert {w for _, w in reached} == WIDTHS[dtype], f"vector widths reached: {sorted(reached)}"
+    if tier == "cpu":
+        assert {w for _, w in reached} == WIDTHS[dtype], f"vector widths reached: {sorted(reached)}"
+    else:
+        assert max(w for _, w in reached) == 16 // np.dtype(dtype).itemsize or \
+            np.dtype(dtype) == np.float64, sorted(reached)
+
+
+@pytest.mark.tiers("sim")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=str)
+def test_views_match_numpy_at_the_smallest_sizes_of_every_schedule(dtype):
+    reached = set()
+    for shape in SIM_SIZES:
+        reached |= viewcases.check_views(shape, dtype)
+    assert {s for s, _ in reached} == SCHEDULES, sorted(reached)
+    assert max(w for _, w in reached) == 16 // np.dtype(dtype).itemsize, sorted(reached)
 
 
 def test_views_of_a_million_elements():
