@@ -47,9 +47,11 @@ class ForeachRenderer:
         self.pointers = [f"p{k} = p{self.first[c]}" for k, c in enumerate(plan.columns)
                          if c >= 0 and self.first[c] != k]
         folded = {k for k, _, _ in plan.globals}
-        # scalar-only instructions, and the reductions across the list (their folded values)
+        # scalar-only instructions, and the reductions across the list (their folded values);
+        # a 0-d array shared by every tensor (a device step count) is read through row 0 of
+        # the table, which every row repeats, wherever the lines stand
         self.hoisted = r.lines_at(0, "", lambda ins, ln: f"gv{ins.arg}" if ins.arg in folded
-                                  else f"ld_{r.access(ins.arg)}(p{ins.arg}, 0)")
+                                  else shared_load(r, ins.arg, plan.columns[ins.arg]))
         if getattr(plan, "per_tensor", False):   # a value per tensor (compiler/tensor_fold.py):
             # loaded, with what it feeds, wherever the walk enters a tensor
             self.pointers += [f"gv{k} = cv_{plan.tensor.operands[k].code}(ld_{code}(q{j}, t))"
@@ -72,6 +74,12 @@ class ForeachRenderer:
         if getattr(self.plan, "per_tensor", False):
             return []
         return [(j, k, name, code) for j, (k, name, code) in enumerate(self.plan.globals)]
+
+
+def shared_load(r: _Renderer, k: int, column: int) -> str:
+    """Operand ``k``'s one element, a 0-d array every tensor shares (class B), read through
+    the address in row 0, column ``column`` of the pointer table ``ptrs``."""
+    return f"ld_{r.access(k)}(ld_u64(ptrs, {column}), 0)"
 
 
 def start(name: str, code: str, acc: str) -> str:
@@ -121,7 +129,8 @@ class AcrossRenderer:
         # after the partials' count, range and pointers
         self.tail = ["np_", "gc"] + [f"q{j}" for j in range(len(plan.reductions))] + [
             f"a{m}" for m in range(len(plan.tensor.scalars))]
-        self.hoisted = r._constant_loads(0, lambda k: "0")
+        self.hoisted = r.lines_at(0, "", lambda ins, ln: shared_load(r, ins.arg,
+                                                                     plan.columns[ins.arg]))
 
     def loads(self) -> list[str]:
         """Tensor ``t``'s operand pointers."""

@@ -80,7 +80,10 @@ def plan_foreach(tensor: KernelPlan, columns: tuple[int, ...], globals: tuple = 
     """The multi-tensor plan of a per-tensor plan whose operands are all contiguous (but the
     0-d ``globals``, see :class:`ForeachPlan`); operand k is table column ``columns[k]``."""
     across = {k for k, _, _ in globals}
-    bad = [k for k, o in enumerate(tensor.operands) if o.layout != "C" and k not in across]
+    # B: a 0-d array shared by every tensor (read once: foreach_codegen.shared_load)
+    shared = {k for k, o in enumerate(tensor.operands) if o.layout == "B" and not o.output}
+    bad = [k for k, o in enumerate(tensor.operands)
+           if o.layout != "C" and k not in across and k not in shared]
     if bad or len(tensor.dims) != 1:
         raise ShapeError(f"a foreach kernel reads and writes every operand contiguously; "
                          f"operands {bad} of {tensor.name} are "
@@ -90,7 +93,7 @@ def plan_foreach(tensor: KernelPlan, columns: tuple[int, ...], globals: tuple = 
     # start padded to a whole vector and a per-tensor flag in `meta` saying whether all its
     # operands are 16-byte aligned (else that tensor goes element by element).
     width = 4 if all(o.code in ("f32", "i32", "u32") for k, o in enumerate(tensor.operands)
-                     if k not in across) else 1
+                     if k not in across and k not in shared) else 1
     # complex by parts: a tensor's address may be only its parts' alignment
     tensor = dataclasses.replace(tensor, vector_width=1, operands=tuple(
         dataclasses.replace(o, by_parts=True) for o in tensor.operands))
@@ -153,7 +156,7 @@ def plan_across(tensor: KernelPlan, columns: tuple[int, ...], table: int,
     """The first launch of a foreach reducing across its list: ``tensor`` computes reduction
     ``names[j]``'s input into its ``j``-th output (operands contiguous and 1-D)."""
     inputs = [o for o in tensor.operands if not o.output]
-    bad = [k for k, o in enumerate(inputs) if o.layout != "C"]
+    bad = [k for k, o in enumerate(inputs) if o.layout not in ("C", "B")]   # B: shared 0-d
     if bad or len(tensor.dims) != 1:
         raise ShapeError(f"a reduction across a foreach list reads every operand whole; "
                          f"operands {bad} of {tensor.name} are not")

@@ -17,14 +17,21 @@ reductions' partial results (:mod:`across`).
 A group's signature is :data:`signature.SIGNATURE_PARTS` of the shared (non-list) arguments and, per
 list, its dtype and which lists share a buffer within a tuple; shapes and sizes are not in it
 (they are table data). The arrays of a tuple must share its shape and be contiguous; tensors of
-different tuples must not overlap where one of them is written. Arrays must be lists: a shared
-array is refused (repeat it in a list). The cpu backend runs the tensors one after another inside
-its one kernel call (its pointer table in host memory).
+different tuples must not overlap where one of them is written. Arrays must be lists, except a
+0-d array, which every tensor shares (read once: a step count or a learning rate kept on the
+device, so that a captured step reads its new value, ``runtime/capture.py``); it is a table column
+whose every row holds its address, and may not be written. The cpu backend runs the tensors one
+after another inside its one kernel call (its pointer table in host memory).
+
+The last call's groups are kept for the next call with the same arrays, but not the arrays: where
+the caller drops an array of the last call (a gradient of the last step), the kept groups go
+(:meth:`ForeachState._watch`), so they never hold a set of old arrays alive between calls.
 """
 
 from __future__ import annotations
 
 import operator
+import weakref
 
 from .. import compiler
 from ..api import pending
@@ -34,6 +41,7 @@ from ..errors import ShapeError, UnsupportedOperationError
 from ..ir import graph, layout
 from ..runtime import realize
 from ..runtime.backend import mixed_devices, new_buffer
+from ..runtime.capture import capturing
 from ..runtime.launch import LaunchRecord
 from . import across, pertensor
 from .arguments import Imports, classify, hashable
@@ -54,7 +62,7 @@ class Entry:
     the launch before it (``across``, :mod:`across`)."""
 
     def __init__(self, fused, program, tracer, backend, why: str, key, lists: list,
-                 found: list = ()):
+                 found: list = (), shared: tuple = ()):
         self.program, self.backend, self.why, self.key = program, backend, why, key
         message = _ELEMENTWISE.format(name=fused.__qualname__)
         if any(i.kind == "gather" for plan, _ in program.launches
@@ -68,8 +76,11 @@ class Entry:
             raise UnsupportedOperationError(message)
         plan, sources = program.launches[0]
         self._offsets = {tracer.root_of(p): graph.leaf_view(tracer.placeholders[p]._node)[3]
-                         for p in lists}
-        column_of = {tracer.root_of(p): c for c, p in reversed(list(enumerate(lists)))}
+                         for p in (*lists, *shared)}
+        # the shared 0-d arrays' columns follow the lists' (every row: the same address)
+        column_of = {tracer.root_of(p): c
+                     for c, p in reversed(list(enumerate((*lists, *shared))))}
+        self._shared_roots = {tracer.root_of(p) for p in shared}
         self._check(plan, sources, message, ("arg", "out") + _FOLDED)
         # one table column per distinct array: a list column, or an output
         sources = [(kind, column_of[k] if kind == "arg" else k) for kind, k in sources]
@@ -103,6 +114,11 @@ class Entry:
                                    make_scalar_packer(plan, backend), name=self.plan.name,
                                    traffic=self.plan.traffic())
         self.written_columns = sorted({column_of[r] for r in program.written})
+        if any(column_of[r] >= len(lists) for r in program.written):
+            raise UnsupportedOperationError(
+                f"foreach: {fused.__qualname__} writes a 0-d array that every tensor shares; "
+                "one launch over many tensors would race on it (write it in a call of its own, "
+                "e.g. a fused step += 1 before the foreach)")
         # per written buffer, every list column viewing it
         self.writes_through = tuple(tuple(c for c, p in enumerate(lists)
                                           if tracer.root_of(p) == r) for r in program.written)
@@ -114,6 +130,9 @@ class Entry:
         for o, (kind, k) in zip(plan.operands, sources):
             if kind in _FOLDED and kind in kinds:
                 continue
+            if kind == "arg" and k in self._shared_roots and o.layout == "B" \
+                    and not o.output and o.offset == self._offsets[k]:
+                continue       # a shared 0-d array: read through its table column
             if kind not in kinds or o.layout != "C" or not (
                     (kind == "out" and o.offset == 0)
                     or (kind == "arg" and o.offset == self._offsets[k])):
@@ -127,10 +146,12 @@ class Entry:
 
 
 class _Group:
-    """The tuples of one signature in a call: their entry, sizes, and the last call's tables."""
+    """The tuples of one signature in a call: their entry, sizes, and the last call's tables.
+    Its arrays are the call's (:meth:`bind`), dropped after it (:meth:`release`)."""
 
     def __init__(self, entry: Entry, members: list[int], rows: list):
         self.entry, self.members, self.rows = entry, members, rows
+        self._columns: tuple | None = None
         self.shapes = [row[0].shape for row in rows]
         sizes = [layout.size_of(s) for s in self.shapes]
         self.live = [k for k, n in enumerate(sizes) if n]
@@ -139,9 +160,22 @@ class _Group:
         self.total = sum(sizes)
         # the kernel walks the concatenation with each tensor padded to whole vectors
         self.padded = int(self.meta[len(self.live)]) if self.live else 0
-        self.written = [row[c].attrs[0] for row in rows for c in entry.written_columns]
         self.tables = None      # (args, keep-alive), kept while the function returns nothing
 
+    def bind(self, columns: list, shared: tuple) -> None:
+        """This call's arrays: ``columns`` of leaf nodes per list, ``shared`` 0-d nodes."""
+        self._columns, self.rows = (columns, shared), None
+
+    def release(self) -> None:
+        self._columns = self.rows = None
+
+    def call_rows(self) -> list:
+        """Per member tuple its leaf nodes: the lists', then the shared 0-d arrays'."""
+        if self.rows is None:
+            columns, shared = self._columns
+            self.rows = [[column[t] for column in columns] + list(shared)
+                         for t in self.members]
+        return self.rows
     def run(self, values) -> list[list[ndarray]]:
         """Launch over every tensor; return per output a list of new arrays (one per tuple)."""
         outs, tables = self.start(values)
@@ -152,8 +186,9 @@ class _Group:
         outputs allocated, the tables made (or the last call's)."""
         entry = self.entry
         if pending.any_registered():
-            for buffer in self.written:
-                prepare_write(buffer)
+            for row in self.call_rows():
+                for c in entry.written_columns:
+                    prepare_write(row[c].attrs[0])
         backend = entry.backend
         outs = [[new_buffer(backend, layout.size_of(shape) * dt.itemsize)
                  for shape in self.shapes] for dt in entry.output_dtypes]
@@ -161,12 +196,17 @@ class _Group:
         if self.live:
             tables = self.tables
             if tables is None:
+                capture = capturing[0]
+                if capture is not None:   # fa.on_stream refuses it; fa.capture keeps them
+                    capture.allocating("the tables of a foreach call over new arrays")
                 rows = [[self._operand(k, kind, c, outs) for kind, c in entry.sources]
                         for k in self.live]
                 self._flag_aligned(rows, backend)
                 tables = backend.foreach_args(self.meta, rows)
                 if not outs:
                     self.tables = tables
+                elif capture is not None:
+                    capture.keep(tables)
         return outs, tables
 
     def finish(self, values, outs, tables, across_args: list) -> list[list[ndarray]]:
@@ -195,7 +235,7 @@ class _Group:
         """(storage, dtype, element offset) of operand source ``(kind, c)`` in tuple ``k``."""
         if kind == "out":
             return outs[c][k].storage, self.entry.output_dtypes[c], 0
-        node = self.rows[k][c]
+        node = self.call_rows()[k][c]
         buffer, view = node.attrs
         return buffer.storage, node.dtype, view[2]
 
@@ -208,6 +248,8 @@ class ForeachState:
         self._entries: dict[tuple, Entry] = {}
         self._last: tuple | None = None     # (columns of leaf nodes, shared part, groups)
         self._last_key = None
+        self._token = None                  # which _last the weak references watch
+        self._watching: list = []
 
     def entries(self) -> list:
         return list(self._entries.items())
@@ -223,13 +265,14 @@ class ForeachState:
         if any(len(items[p]) != count for p in lists):
             raise ValueError(f"foreach: the list arguments have lengths "
                              f"{[len(items[p]) for p in lists]}; they must be equal")
-        tokens, values = self._shared(items, lists, len(args), kwnames, static)
+        tokens, values, arrays = self._shared(items, lists, len(args), kwnames, static)
         try:   # map in C: this runs over every tensor of every call
             columns = [list(map(_NODE, items[p])) for p in lists]
         except AttributeError:
             columns = None                  # not all fa arrays: the slow path converts them
         last = self._last
-        shared = (tokens, codegen_settings())
+        shared_nodes = tuple(values[p] for p in arrays)
+        shared = (tokens, codegen_settings(), shared_nodes)
         if last is None or last[1] != shared or last[0] != columns:
             imports = Imports()
             columns = [[_leaf(a, fused.name_of(p, len(args), kwnames), p, t, imports)
@@ -239,23 +282,52 @@ class ForeachState:
                     "foreach: NumPy arrays in the lists would be device copies on the cuda "
                     "backend (writes lost); pass fa.asarray(...) arrays or CuPy/PyTorch arrays")
             imports.check_disjoint(list({n.attrs[0]: None for c in columns for n in c}))
-            groups = self._group(columns, lists, tokens, values, len(args), kwnames)
+            groups = self._group(columns, lists, tokens, values, len(args), kwnames, arrays)
             if imports.readonly:
                 for g in groups:
                     imports.check_writes(tuple(tuple((lists[c], t) for c in through)
                                                for through in g.entry.writes_through
                                                for t in g.members), fused.__qualname__)
             last = self._last = (columns, shared, groups)
+            self._watch([a for p in lists for a in items[p]] + [items[p] for p in arrays])
         groups = last[2]
-        if any(g.entry.per_tensor for g in groups):
-            return _assemble(pertensor.run(groups, values), items, count)
-        if any(g.entry.across is not None for g in groups):
-            return _assemble(across.run(groups, values), items, count)
-        return _assemble([(g, g.run(values)) for g in groups], items, count)
+        for g in groups:
+            g.bind(last[0], shared_nodes)
+        try:
+            if any(g.entry.per_tensor for g in groups):
+                return _assemble(pertensor.run(groups, values), items, count)
+            if any(g.entry.across is not None for g in groups):
+                return _assemble(across.run(groups, values), items, count)
+            return _assemble([(g, g.run(values)) for g in groups], items, count)
+        finally:
+            for g in groups:
+                g.release()
+
+    def _watch(self, objects: list) -> None:
+        """Keep the last call's groups (and through them its arrays' nodes) only while the
+        caller keeps every array of that call: a weak reference to each calls this off when
+        one goes (a new gradient replaced the last), so nothing here holds old arrays alive.
+        An object that can't be weakly referenced is not watched (kept until another call)."""
+        token = self._token = object()
+        this = weakref.ref(self)
+
+        def forget(_, token=token):
+            state = this()
+            if state is not None and state._token is token:
+                state._last = None
+
+        refs = []
+        for obj in {id(o): o for o in objects}.values():
+            try:
+                refs.append(weakref.ref(obj, forget))
+            except TypeError:
+                pass
+        self._watching = refs
 
     def _shared(self, items, lists, nargs, kwnames, static):
-        """Tokens and values of the non-list arguments (list positions: None)."""
-        tokens, values = [], []
+        """Tokens and values of the non-list arguments (list positions: None), and the
+        positions of the 0-d arrays every tensor shares (their values: leaf nodes)."""
+        tokens, values, arrays = [], [], []
         for position, a in enumerate(items):
             if position in lists:
                 token, value = None, None
@@ -266,16 +338,23 @@ class ForeachState:
                 token, value = ("static", hashable(a, who)), a
             else:
                 who = self.fused.name_of(position, nargs, kwnames)
-                found = classify(a, who, Imports(), position)
-                if type(found) is not tuple:
-                    raise TypeError(f"foreach: {who} is an array; pass arrays as lists (repeat "
-                                    "a shared one)")
-                token, value = found
+                found = a if type(a) is ndarray else classify(a, who, Imports(), position)
+                if type(found) is tuple:
+                    token, value = found
+                elif found.ndim:
+                    raise TypeError(f"foreach: {who} is an array of shape {found.shape}; pass "
+                                    "arrays as lists (repeat a shared one); only a 0-d array "
+                                    "may be shared by every tensor")
+                else:
+                    value = _leaf(found, who, position, 0, Imports())
+                    token = ("shared", value.dtype)
+                    arrays.append(position)
             tokens.append(token)
             values.append(value)
-        return tuple(tokens), values
+        return tuple(tokens), values, arrays
 
-    def _group(self, columns, lists, tokens, values, nargs, kwnames) -> list[_Group]:
+    def _group(self, columns, lists, tokens, values, nargs, kwnames,
+                arrays=()) -> list[_Group]:
         by_key: dict[tuple, list[int]] = {}
         backend = None
         for t in range(len(columns[0])):
@@ -296,21 +375,28 @@ class ForeachState:
             buffers = [node.attrs[0] for node in row]
             alias = tuple(next(k for k, b in enumerate(buffers) if b is buf) for buf in buffers)
             by_key.setdefault((tuple(node.dtype for node in row), alias), []).append(t)
+        shared = [values[p] for p in arrays]
+        for p, node in zip(arrays, shared):
+            other = node.attrs[0].backend
+            if backend is not None and other is not backend:
+                raise mixed_devices(f"foreach: {self.fused.name_of(p, nargs, kwnames)}",
+                                    backend, other)
         groups = []
         for (dts, alias), members in by_key.items():
             full = list(tokens)
             for p, dt in zip(lists, dts):
                 full[p] = ("list", dt)
             key = (backend.device_key, codegen_settings(), nargs, kwnames, tuple(full), alias)
-            rows = [[column[t] for column in columns] for t in members]
-            entry = self._entries.get(key) or self._trace(key, rows, lists, values, backend)
+            rows = [[column[t] for column in columns] + shared for t in members]
+            entry = self._entries.get(key) or self._trace(key, rows, lists, values, backend,
+                                                          tuple(arrays))
             groups.append(_Group(entry, members, rows))
         _check_overlaps(groups)
         return groups
 
-    def _trace(self, key, rows, lists, values, backend) -> Entry:
+    def _trace(self, key, rows, lists, values, backend, arrays=()) -> Entry:
         row = max(rows, key=lambda r: layout.size_of(r[0].shape))  # not a degenerate 1-element
-        leaves = {}
+        leaves = {p: values[p] for p in arrays}    # the shared 0-d arrays, as they are
         for p, node in zip(lists, row):
             buffer, shape, _, offset = graph.leaf_view(node)
             leaves[p] = graph.leaf(buffer, node.dtype, (layout.size_of(shape),), (1,), offset)
@@ -321,7 +407,7 @@ class ForeachState:
         found = [(index, red.attrs[0], tracer.resolve(red.inputs[0], memo), red.dtype)
                  for index, red in tracer.across]
         entry = Entry(self.fused, tracer.program(result), tracer, backend, why, key, lists,
-                      found)
+                      found, arrays)
         self._entries[key] = entry
         self._last_key = key
         return entry

@@ -86,6 +86,8 @@ def describe(fused, key) -> dict[tuple[str, str], str]:
         elif token[0] == "list":
             out[("kind", who)], out[("dtype", who)] = "list of arrays", str(token[1])
             arrays.append(who)
+        elif token[0] == "shared":    # foreach: a 0-d array every tensor reads
+            out[("kind", who)], out[("dtype", who)] = "0-d array (shared)", str(token[1])
         else:
             dtype, (shape, strides, offset), aligned, _ = token
             out[("kind", who)], out[("dtype", who)] = "array", str(dtype)
