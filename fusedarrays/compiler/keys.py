@@ -39,6 +39,8 @@ KERNEL_CODE = (
     "compiler/targets/cuda/compact.py",  # the cuda schedules of each plan kind
     "compiler/targets/cuda/foreach.py",
     "compiler/targets/cuda/product.py",
+    "compiler/targets/cuda/reduce.py",
+    "compiler/targets/cuda/rows.py",
     "compiler/targets/cuda/scan.py",
     "compiler/targets/cpu.py",   # the cpu schedules of every plan kind
     "compiler/tensor_fold.py",   # the per-tensor fold's parameters and lines

@@ -1,44 +1,20 @@
-"""ReducePlan → Python source of the reduction kernel: ``@cuda.jit`` (also run by the
-simulator) or the cpu variant.
+"""ReducePlan → the pieces of a reduction kernel's source every target's schedules share.
 
 Pure text, like :mod:`.codegen`, whose renderer writes the per-element expression (the
 reduction's input, computed as it is read). The accumulator's type comes from
-:func:`~..ir.reductions.accumulator_code` (float16 in float32; on cpu float32 sums in float64),
-its folding statements from the reduction's row. Schedules (``compiler/reduction.py``):
-
-- cpu: ``<name>(k0, k1, ...)`` runs chunks ``k0`` to ``k1`` of the outputs, each output's
-  elements in C order (nested loops over the collapsed reduced axes, no division per element);
-  the cpu backend spreads the chunks over threads as it does elementwise kernels.
-- cuda ``cols``: a thread per output (grid-stride), its elements in the same nested loops.
-- cuda ``rows``: a block per output (grid-stride over outputs); thread ``tx`` folds elements
-  ``tx, tx + blockDim, …`` in order, then the block's accumulators are combined by a tree in
-  shared memory (pairs ``tx`` and ``tx + h`` for halving ``h``: a fixed order, no atomics), and
-  thread 0 stores. ``blockDim.x`` must be a power of two up to ``BLOCK_THREADS``.
+:func:`~..ir.reductions.accumulator_code` (float16 in float32; float32 sums in float64 where
+the target asks, ``wide_sums``), its folding statements from the reduction's row.
+:class:`ReduceRenderer` gives an output's (or a part's) elements folded in order, its store,
+and the serial fold of a split output's partials; the schedules (``compiler/reduction.py``) are
+each target's (``targets/cuda/reduce.py``: a thread or a block per output, the partials folded
+in the same launch; ``targets/cpu.py``: chunks of outputs, then a fold pass).
 
 Split (``plan.split > 1``, ``reduction.choose_split``: few outputs of many elements), each item
-is a part ``g`` of output ``o``: its elements ``lo`` to ``hi`` are folded as above into a partial
+is a part ``g`` of output ``o``: its elements ``lo`` to ``hi`` are folded into a partial
 result, stored in the partials operand (the one before the result), and the partials are folded
-into the result in the same launch by whoever stores an output's last partial (CUDA's
-threadFenceReduction pattern): it stores its partial, ``cuda.threadfence()``, and adds one to the
-output's counter with an integer atomic (``fa_count_i32``); the one that sees ``split - 1`` knows
-every other part's partial is visible, fences again, folds the output's partials and sets the
-counter back to 0. The atomics decide only *who* folds, never the order: it is the order of the
-separate fold kernel of earlier versions (so the bits are a function of shape and schedule only,
-and unchanged): ``fold_serial`` (parts in order, one thread), or, for 128 parts and more lying side
-by side, ``fold_block`` (thread ``tx`` folds parts ``tx, tx + blockDim, …``, then the block's
-tree). That kernel had ``BLOCK_THREADS`` threads a block on cuda and the sim backend's power of two
-on sim; the block that folds here has the same on both schedules (``cuda/launch.py``,
-``cuda/sim.py``). Who counts: on ``rows`` a block per part; on ``cols`` a thread per part, except
-for a single output, where each block counts once after its walk and the grid's last block folds
-with all its threads.
-
-The counters are the backend's (``counters(slots)``: one zeroed int32 buffer per device, grown as
-needed). Every launch leaves its slots zero, and kernels on one device run one after another
-(fusedarrays launches on the legacy default stream only, from whatever thread), so every launch
-uses slots ``0 … outputs - 1``; two reductions of one program are two launches and take them in
-turn. The cpu backend runs the same plan: the parts in its chunks, then, once every chunk is done,
-the fold pass of the same function (``k0 < 0``: ``cpu/backend.py``), the parts in order, with no
-counters.
+into the result in a fixed order: ``fold_serial`` (parts in order, one thread), or on cuda, for
+128 parts and more lying side by side, by a block (``targets/cuda/reduce.py``), so the bits are
+a function of shape and schedule only.
 """
 
 from __future__ import annotations
@@ -46,33 +22,23 @@ from __future__ import annotations
 import re
 
 from ..ir.dtypes import BY_CODE, COMPUTE_CODE, ROUNDED
-from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
-from .codegen import CPU_CHUNK, _function, _indent, _Renderer, cast
-from .plan import kernel_param_names
-from .reduction import ROWS_MIN_ELEMENTS, ReducePlan
-from .rowfusion import block_tree, step
+from ..ir.reductions import REDUCTIONS, accumulator_code, identity
+from .codegen import _indent, _Renderer, cast
+from .reduction import ReducePlan
+from .rowfusion import step
 
 _INF = "(1e308 * 10.0)"   # a float infinity every target folds (the simulator has no math.inf)
 _ACC = re.compile(r"\bacc\b")   # a fold statement's accumulator, renamed for the partials' fold
 
 
-def render_reduce_kernel(plan: ReducePlan, target: str) -> str:
-    """The kernel's source for ``target`` ``"cuda"`` or ``"cpu"``."""
-    if target not in ("cuda", "cpu"):
-        raise ValueError(f"unknown target {target!r}")
-    params = kernel_param_names(plan)
-    r = _ReduceRenderer(plan, target)
-    if target == "cpu":
-        return _function(plan.name, ["k0", "k1"] + params, r.cpu())
-    lines = r.block_per_output() if plan.schedule == "rows" else r.thread_per_output()
-    return _function(plan.name, params, lines)
+class ReduceRenderer:
+    """A reduction plan's accumulator ``acc`` (code :attr:`acc`), the folding of its elements
+    (and, split, of its partials: :attr:`facc`), its kept coordinates and its stores."""
 
-
-class _ReduceRenderer:
-    def __init__(self, plan: ReducePlan, target: str):
+    def __init__(self, plan: ReducePlan, wide_sums: bool):
         self.plan = plan
         self.row = REDUCTIONS[plan.reduction]
-        self.acc = accumulator_code(plan.reduction, plan.value_code, target == "cpu")
+        self.acc = accumulator_code(plan.reduction, plan.value_code, wide_sums)
         self.element = _Renderer(plan)   # reads body, operands (U or S) and schedule only
         self.inputs = [k for k, o in enumerate(plan.operands) if not o.output]
         self.out = len(plan.operands) - 1
@@ -80,7 +46,7 @@ class _ReduceRenderer:
         if self.split:   # the partials (the output before the result) and their fold's types
             self.partials = self.out - 1
             self.pcode = plan.operands[self.partials].code
-            self.facc = accumulator_code(plan.reduction, self.pcode, target == "cpu")
+            self.facc = accumulator_code(plan.reduction, self.pcode, wide_sums)
 
     def part(self) -> list[str]:
         """Output ``o`` of the kernel's item ``op`` and, split, its part ``g``: elements ``lo``
@@ -194,116 +160,8 @@ class _ReduceRenderer:
                 + _indent(self.fold_value("jg") + self.fold_statements(self.row.combine, "fv"))
                 + [self.store_in(self.out, f"o{self.out}", "facc", self.facc)])
 
-    def fold_block(self, shared: str) -> list[str]:
-        """Output ``o``'s partials into its result by the whole block (every thread runs it):
-        threads interleaved, then the block's tree in ``shared``; 128 parts and more only."""
-        walk = ([f"facc = cv_{self.facc}({self.identity(self.pcode)})", "jg = tx",
-                 "while jg < gs:"]
-                + _indent(self.fold_value("jg") + self.fold_statements(self.row.combine, "fv")
-                          + ["jg += bdim"]))
-        tree = block_tree([f"fw = {shared}[tx + h]"], self.fold_statements(self.row.merge, "fw"),
-                          [f"{shared}[tx] = facc"])
-        final = ["if tx == 0:"] + _indent(
-            [f"facc = {shared}[0]", self.store_in(self.out, f"o{self.out}", "facc", self.facc)])
-        return walk + [f"{shared}[tx] = facc"] + tree + final
-
-    def fold_by_block(self, shared: str) -> list[str]:
-        """The block that stored output ``o``'s last partial folds them and zeroes its counter:
-        with its threads where the earlier fold kernel took a block (``ROWS_MIN_ELEMENTS`` parts
-        and more, side by side), else thread 0 in order."""
-        return (["cuda.threadfence()",   # the other parts' stores, seen before their counts
-                 f"if gs >= {ROWS_MIN_ELEMENTS} and gstep == 1:"]
-                + _indent(self.fold_block(shared))
-                + ["elif tx == 0:"] + _indent(self.fold_serial())
-                + ["if tx == 0:", "    st_i32(cnt, o, 0)", "cuda.syncthreads()"])
-
-    def shared_fold(self) -> tuple[list[str], str]:
-        """The fold tree's shared array (the walk's where the types agree), and its name."""
-        if self.facc == self.acc:
-            return [], "sacc"
-        return [f"sfold = cuda.shared.array({BLOCK_THREADS}, sh_{self.facc})"], "sfold"
-
     def hoisted(self) -> list[str]:
         return self.element._constant_loads(0, lambda k: f"b{k}")
-
-    # -- schedules -----------------------------------------------------------------------------
-    def cpu(self) -> list[str]:
-        size = " * ".join(f"e{j}" for j in range(len(self.plan.red)))
-        per_item = "gc" if self.split else "kk"
-        fold = []
-        if self.split:   # the fold pass (k0 < 0), once every chunk is done: each output in turn
-            gstep = "cv_i64(1)" if self.plan.schedule == "rows" else "n // gs"
-            fold = ["if k0 < 0:"] + _indent(
-                [f"gstep = {gstep}", "for o in range(n // gs):"]
-                + _indent(self.kept_bases("o") + self.fold_serial()) + ["return chunks"])
-        return ([f"kk = {size}", "total = n",
-                 f"grain = max(1, {CPU_CHUNK} // max({per_item}, 1))",
-                 "chunks = (total + grain - 1) // grain"] + fold
-                + ["if k0 >= k1:", "    return chunks"]
-                + self.hoisted()
-                + ["for k in range(k0, min(k1, chunks)):",
-                   "    top = min(k * grain + grain, total)",
-                   "    for op in range(k * grain, top):"]
-                + _indent(self.per_output(), 2) + ["return chunks"])
-
-    def thread_per_output(self) -> list[str]:
-        size = " * ".join(f"e{j}" for j in range(len(self.plan.red)))
-        head = ["op = cv_i64(cuda.grid(1))", "ostep = cv_i64(cuda.gridsize(1))", f"kk = {size}"]
-        if not self.split:
-            return head + self.hoisted() + ["while op < n:"] + _indent(
-                self.per_output() + ["op += ostep"])
-        # Several outputs: the thread that stores an output's last partial folds its partials
-        # in order. One output: each block counts once, after its walk (every thread's stores
-        # fenced before the barrier), and the last block folds them with all its threads.
-        own = (["if n > gs:"] + _indent(
-            ["cuda.threadfence()", "if fa_count_i32(cnt, o) == gs - 1:"]
-            + _indent(["cuda.threadfence()"] + self.fold_serial() + ["st_i32(cnt, o, 0)"])))
-        fold_shared, name = self.shared_fold()
-        last = (["if n == gs:"] + _indent(
-            ["cuda.threadfence()", "cuda.syncthreads()", "if tx == 0:",
-             "    sflag[0] = fa_count_i32(cnt, 0)", "cuda.syncthreads()",
-             "if sflag[0] == cv_i64(cuda.gridDim.x) - 1:"]
-            + _indent(["o = cv_i64(0)", "gstep = cv_i64(1)"] + self.kept_bases("o")
-                      + self.fold_by_block(name))))
-        return ([f"sacc = cuda.shared.array({BLOCK_THREADS}, sh_{self.acc})"] + fold_shared
-                + ["sflag = cuda.shared.array(1, sh_i32)", "tx = cv_i64(cuda.threadIdx.x)",
-                   "bdim = cv_i64(cuda.blockDim.x)"] + head + self.hoisted() + ["while op < n:"]
-                + _indent(self.per_output() + own + ["op += ostep"]) + last)
-
-    def block_per_output(self) -> list[str]:
-        rank = len(self.plan.red)
-        size = " * ".join(f"e{j}" for j in range(rank))
-        coords = self.coordinates()
-        first, last = ("lo + tx", "hi") if self.split else ("tx", "kk")
-        walk = [f"j = {first}", f"while j < {last}:"] + _indent(
-            coords + self.fold() + ["j += bdim"])
-        shared = [f"sacc = cuda.shared.array({BLOCK_THREADS}, sh_{self.acc})"]
-        save = ["sacc[tx] = acc"]
-        take = ["w = sacc[tx + h]"]
-        merge = [s.format(w="w", iw="iw") for s in self.row.merge]
-        back = ["sacc[tx] = acc"]
-        if self.row.arg:
-            shared.append(f"sidx = cuda.shared.array({BLOCK_THREADS}, sh_i64)")
-            save.append("sidx[tx] = idx")
-            take.append("iw = sidx[tx + h]")
-            back.append("sidx[tx] = idx")
-        tree = block_tree(take, merge, back)
-        final = ["if tx == 0:"] + _indent(
-            ["acc = sacc[0]"] + (["idx = sidx[0]"] if self.row.arg else []) + [self.store()])
-        if self.split:   # the block that stores an output's last partial folds them
-            fold_shared, name = self.shared_fold()
-            shared += fold_shared + ["sflag = cuda.shared.array(1, sh_i32)"]
-            final += _indent(["cuda.threadfence()", "sflag[0] = fa_count_i32(cnt, o)"])
-            final += ["cuda.syncthreads()", "if sflag[0] == gs - 1:"] + _indent(
-                self.fold_by_block(name))
-        else:
-            final.append("cuda.syncthreads()")
-        per_output = (self.part() + self.kept_bases("o") + self.start() + walk + save + tree
-                      + final + ["op += ostep"])
-        return (shared + ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
-                          "op = cv_i64(cuda.blockIdx.x)", "ostep = cv_i64(cuda.gridDim.x)",
-                          f"kk = {size}"]
-                + self.hoisted() + ["while op < n:"] + _indent(per_output))
 
 
 def _dtype(code: str):

@@ -38,6 +38,10 @@ A float32 division of an element by a row's constant (a softmax's sum, a layer n
 ``sqrt(var + eps)``) takes the row's reciprocal once and two fmas an element on cuda
 (``compiler/divisions.by_reciprocal``, ``cuda/division.py``): the same quotient as a division,
 bit for bit.
+
+The source: :class:`RowRenderer` writes the sections and walks every target shares; the targets'
+modules (``targets/cuda/rows.py``, ``targets/cpu.py``) say how a walk moves and how a section's
+result reaches the sections after it.
 """
 
 from __future__ import annotations
@@ -52,12 +56,11 @@ from ..ir import graph, layout
 from ..ir.dtypes import BY_CODE, CODES, COMPUTE_CODE
 from ..ir.reductions import BLOCK_THREADS, REDUCTIONS, accumulator_code, identity
 from . import keys
-from .codegen import CPU_CHUNK, _function, _indent, _Renderer
+from .codegen import _indent, _Renderer
 from .plan import (
     Instr,
     Operand,
     instructions,
-    kernel_param_names,
     number_params,
     operand_param_types,
 )
@@ -200,6 +203,14 @@ def row_vector_width(operands: tuple, krank: int, red: tuple, aligns: list) -> i
     return width
 
 
+# Vectors a thread loads at once in a row's first walk, the one that reads the row from memory
+# (4: a 4096-float row's whole share of a thread under a block of 256): their loads in flight
+# together rather than one a loop turn. The later walks find the row in L1 and walk a vector a
+# turn: two a turn in every walk took registers, so fewer blocks an SM, and measured slower on
+# the H100 (softmax 0.83, layer norm 0.79 of a copy, against 0.88 and 0.88 this way).
+FIRST_TURN = 4
+
+
 # Elements a thread may keep in registers across a row's walks (with whatever per-element values
 # later walks need): a 4096-float row's share under BLOCK_THREADS.
 ROW_CACHE_ELEMENTS = 16
@@ -256,139 +267,93 @@ def _needed(plan: RowPlan, var: int) -> list[Instr]:
     return [by_var[v] for v in sorted(want)]
 
 
-def render_rows_kernel(plan: RowPlan, target: str) -> str:
-    """The kernel's source for ``target`` ``"cuda"`` or ``"cpu"`` (see the module docstring)."""
-    params = kernel_param_names(plan)
-    cuda = target == "cuda"
-    width = plan.vector_width if cuda else 1
-    body, shared, rows = [], {}, {}
-    cache = _RowCache(plan, width, rows) if cuda and plan.row_slots else None
-    for number, section in enumerate(plan.sections):
-        body += _section(plan, number, section, target, width, shared, rows, cache)
-    var, out = plan.stores[0]
-    final = cache.renderer(var) if cache else _renderer(plan, _needed(plan, var))
-    code = plan.operands[out].code
+class RowRenderer:
+    """A row kernel's sections and its result's walk, as every target writes them: each
+    section's accumulator ``acc<number>`` folds its walk of the row, and :meth:`result` (the
+    target's) hands the row's result to the sections after it; the last walk stores the
+    result's elements. :attr:`width`: elements per access along the row (1: one at a time);
+    :attr:`steps`: where a walk starts and how it moves on (one thread: every element);
+    :attr:`wide_sums`: the target's accumulators (``ir/reductions.accumulator_code``)."""
 
-    def store(at: str, lanes=lambda lane: f"_{lane}") -> list[str]:
-        if width == 1:
-            store = f"st_{plan.operands[out].access}"
-            return [f"{store}(p{out}, i{out}, {final.convert(var, code, '')})"]
-        values = ", ".join(final.convert(var, code, lanes(lane)) for lane in range(width))
-        return [f"stv{width}_{code}(p{out}, ov{out} + {at}, {values})"]
-    if cache:
-        body += cache.walk(final, lambda lane: [], store)
-    else:
-        body += _walk(plan, final, target, width, lambda lane: [], store, rows)
-    size = " * ".join(f"e{j}" for j in range(len(plan.red)))
-    hoisted = _renderer(plan, cache.body if cache else list(plan.body))._constant_loads(
-        0, lambda k: f"b{k}")
-    row = _row_bases(plan, width)
-    if cuda:
-        head = [f"{sh} = cuda.shared.array({length}, sh_{kind})"
-                for sh, (length, kind) in shared.items()]
-        head += ["tx = cv_i64(cuda.threadIdx.x)", "bdim = cv_i64(cuda.blockDim.x)",
-                 "op = cv_i64(cuda.blockIdx.x)", "ostep = cv_i64(cuda.gridDim.x)",
-                 f"kk = {size}", f"kv = kk // {width}"] + hoisted
-        if cache:   # each slot's vector, and where a slot past the row's end reads instead
-            head += [ln for u in range(plan.row_slots)
-                     for ln in (f"jv{u} = tx + {u} * bdim" if u else "jv0 = tx",
-                                f"jc{u} = min(jv{u}, kv - 1)")]
-        lines = head + ["while op < n:"] + _indent(row + body + ["cuda.syncthreads()",
-                                                                 "op += ostep"])
-        return _function(plan.name, params, lines)
-    lines = [f"kk = {size}", "total = n", f"grain = max(1, {CPU_CHUNK} // max(kk, 1))",
-             "chunks = (total + grain - 1) // grain", "if k0 >= k1:", "    return chunks"]
-    lines += hoisted + ["for k in range(k0, min(k1, chunks)):",
-                        "    top = min(k * grain + grain, total)",
-                        "    for op in range(k * grain, top):"] + _indent(row + body, 2)
-    return _function(plan.name, ["k0", "k1"] + params, lines + ["return chunks"])
+    width = 1
+    steps = ("j = 0", "j += 1")
+    wide_sums = False
 
-
-class _RowCache:
-    """A cuda row kernel whose threads keep their ``row_slots`` vectors of the row, and what
-    the walks compute of them, in registers (module docstring): each walk writes only the
-    values no earlier walk wrote, under the names the earlier walk gave them (lane suffix
-    ``_<slot>_<lane>``), so a later walk reads them from there."""
-
-    def __init__(self, plan: RowPlan, width: int, rows: dict):
-        self.plan, self.width, self.rows = plan, width, rows
-        self.body = plan.body
-        self.done: set[int] = set()   # vars an earlier walk computed
+    def __init__(self, plan: RowPlan):
+        self.plan = plan
+        self.shared: dict = {}    # the kernel's shared arrays, name → (size, type)
+        self.rows: dict = {}      # temporary → the name a section's result has in the kernel
 
     def renderer(self, var: int) -> _Renderer:
-        """The renderer of merged ``var``'s instructions, those already computed skipped."""
-        want, by_var = {var}, {i.var: i for i in self.body}
-        for ins in reversed(self.body):
-            if ins.var in want:
-                want.update(ins.inputs)
-        r = _renderer(self.plan, [by_var[v] for v in sorted(want)])
-        r.skip = frozenset(self.done)
-        return r
+        """The element renderer of the instructions computing ``var``."""
+        return _renderer(self.plan, _needed(self.plan, var))
 
-    def walk(self, r: _Renderer, per_element, after) -> list[str]:
-        """A walk over the slots: the row's constants not yet computed, every slot's loads of
-        operands not read before (all issued before the first is used), then per slot its
-        elements' new values and, where the slot lies in the row, ``per_element`` of each lane
-        (its fold) and ``after(at, lanes)`` (its store)."""
-        plan, width, slots = self.plan, self.width, self.plan.row_slots
-        lines = r.lines_at(1, "", lambda ins, lane: self.rows.get(ins.arg)
-                           or f"ld_{plan.operands[ins.arg].access}(p{ins.arg}, o{ins.arg})")
-        read = sorted({ins.arg for ins in r.plan.body if ins.kind == "load"
-                       and ins.var not in r.skip and plan.operands[ins.arg].layout != "B"})
-        # the first walk's (the plan has no other: row_slots): every slot's load in flight
-        lines += [f"vw{k}_{u} = ldv{width}_{plan.operands[k].code}(p{k}, ov{k} + jc{u})"
-                  for u in range(slots) for k in read]
-        for u in range(slots):
-            kept = []
-            for lane in range(width):
-                lines += r.lines_at(2, f"_{u}_{lane}",
-                                    lambda ins, ln, u=u, lane=lane: f"vw{ins.arg}_{u}[{lane}]")
-                kept += per_element(f"_{u}_{lane}")
-            kept += after(f"jv{u}", lambda lane, u=u: f"_{u}_{lane}")
-            if kept:
-                lines += [f"if jv{u} < kv:"] + _indent(kept)
-        self.done.update(ins.var for ins in r.plan.body)
-        return lines
+    def constants(self, r: _Renderer) -> list[str]:
+        """The values constant along the row (level 1, once per row; an earlier section's
+        result by its name in :attr:`rows` where it has one)."""
+        plan = self.plan
+        return r.lines_at(1, "", lambda ins, lane: self.rows.get(ins.arg)
+                          or f"ld_{plan.operands[ins.arg].access}(p{ins.arg}, o{ins.arg})")
 
-
-def _walk(plan: RowPlan, r: _Renderer, target: str, width: int, per_element, after,
-          rows: dict, turn: int = 1) -> list:
-    """A pass over the row's elements: the values constant along the row first (level 1, once
-    per row; an earlier section's result by its name in ``rows`` where it has one), then per
-    element (cuda: thread ``tx`` takes elements ``tx, tx + blockDim, …``; vectorised, vectors)
-    each element's values and ``per_element(lane)``, then ``after(at)`` (per element, or per
-    vector ``at`` where vectorised). Vectorised, a loop turn takes ``turn`` of a thread's
-    vectors, every load issued before the first is used, folded in the same order."""
-    lines = r.lines_at(1, "", lambda ins, lane: rows.get(ins.arg)
-                       or f"ld_{plan.operands[ins.arg].access}(p{ins.arg}, o{ins.arg})")
-    if width == 1:
-        walk = ("j = tx", "j += bdim") if target == "cuda" else ("j = 0", "j += 1")
+    def walk(self, r: _Renderer, per_element, after, first: bool = False) -> list[str]:
+        """A pass over the row's elements: :meth:`constants`, then per element its values,
+        ``per_element(lane)`` and ``after(at)`` (``first``: the walk that reads the row
+        from memory)."""
+        plan = self.plan
         element = r.lines_at(2, "", lambda ins, lane: f"ld_{plan.operands[ins.arg].access}"
                                                      f"(p{ins.arg}, i{ins.arg})")
         element += per_element("")
-        return lines + [walk[0], "while j < kk:"] + _indent(
-            _coordinates(plan) + element + after("j") + [walk[1]])
-    read = sorted({ins.arg for ins in r.plan.body
-                   if ins.kind == "load" and plan.operands[ins.arg].layout != "B"})
+        return self.constants(r) + [self.steps[0], "while j < kk:"] + _indent(
+            _coordinates(plan) + element + after("j") + [self.steps[1]])
 
-    def vector(at: str, tag: str) -> tuple[list, list]:
-        """The loads of the vector at ``at`` (named with ``tag``) and the work on them."""
-        loads = [f"vw{k}{tag} = ldv{width}_{plan.operands[k].code}(p{k}, ov{k} + {at})"
-                 for k in read]
-        work = []
-        for lane in range(width):
-            work += r.lines_at(2, f"_{lane}",
-                               lambda ins, ln, lane=lane: f"vw{ins.arg}{tag}[{lane}]")
-            work += per_element(f"_{lane}")
-        return loads, work + after(at)
-    lines.append("jv = tx")
-    if turn > 1:
-        parts = [vector("jv" if u == 0 else f"jv + {u} * bdim", f"_{u}") for u in range(turn)]
-        lines += [f"while jv + {turn - 1} * bdim < kv:"] + _indent(
-            [ln for loads, _ in parts for ln in loads] + [ln for _, work in parts for ln in work]
-            + [f"jv += {turn} * bdim"])
-    loads, work = vector("jv", "")
-    return lines + ["while jv < kv:"] + _indent(loads + work + ["jv += bdim"])
+    def section(self, number: int, section: tuple) -> list[str]:
+        """One reduction of the row: its walk, then :meth:`result`."""
+        plan = self.plan
+        name, value, temp = section
+        element = self.renderer(value)
+        acc = accumulator_code(name, plan.body[value].code, self.wide_sums)
+        start = identity(name, BY_CODE[COMPUTE_CODE[plan.body[value].code]])
+        text = ("(1e308 * 10.0)" if start > 0 else "-(1e308 * 10.0)") if isinstance(
+            start, float) else str(int(start))
+        if start != start:      # nanmax/nanmin start from NaN
+            text = "((1e308 * 10.0) - (1e308 * 10.0))"
+        # each section's own names: their types differ (an any's byte, a sum's float64)
+        a, u = f"acc{number}", f"u{number}"
+
+        def fold(lane: str) -> list[str]:
+            return [f"{u} = {element.convert(value, acc, lane)}"] + [
+                s.format(v=u).replace("acc", a) for s in REDUCTIONS[name].combine]
+        out = plan.operands[temp].code
+        result = a if COMPUTE_CODE[out] == acc else f"cv_{out}({a})"
+        walk = self.walk(element, fold, lambda at, lanes=None: [], number == 0)
+        return self.result(number, section, acc, [f"{a} = cv_{acc}({text})"] + walk, result)
+
+    def result(self, number: int, section: tuple, acc: str, lines: list[str],
+               result: str) -> list[str]:
+        """``lines`` (section ``number``'s walk, its accumulator of type ``acc``), then its
+        ``result`` made the value of the section's temporary for the sections after it."""
+        raise NotImplementedError
+
+    def body(self) -> list[str]:
+        """Every section, then the walk storing the result's elements."""
+        plan, width = self.plan, self.width
+        body = []
+        for number, section in enumerate(plan.sections):
+            body += self.section(number, section)
+        var, out = plan.stores[0]
+        final = self.renderer(var)
+        code = plan.operands[out].code
+
+        def store(at: str, lanes=lambda lane: f"_{lane}") -> list[str]:
+            if width == 1:
+                store = f"st_{plan.operands[out].access}"
+                return [f"{store}(p{out}, i{out}, {final.convert(var, code, '')})"]
+            values = ", ".join(final.convert(var, code, lanes(lane)) for lane in range(width))
+            return [f"stv{width}_{code}(p{out}, ov{out} + {at}, {values})"]
+        return body + self.walk(final, lambda lane: [], store)
+
+    def hoisted(self) -> list[str]:
+        return _renderer(self.plan, list(self.plan.body))._constant_loads(0, lambda k: f"b{k}")
 
 
 def _coordinates(plan: RowPlan) -> list[str]:
@@ -403,7 +368,7 @@ def _coordinates(plan: RowPlan) -> list[str]:
                      for k, o in enumerate(plan.operands) if o.layout != "B"]
 
 
-def _row_bases(plan, width: int = 1) -> list[str]:
+def row_bases(plan, width: int = 1) -> list[str]:
     """Row ``op``'s coordinates over the kept axes and each operand's base ``o<k>`` there (and,
     vectorised, ``ov<k>`` in vectors: the planner checked that every row start is aligned)."""
     krank = len(plan.kept)
@@ -417,75 +382,3 @@ def _row_bases(plan, width: int = 1) -> list[str]:
         row += [f"ov{k} = o{k} // {width}" for k, o in enumerate(plan.operands)
                 if o.layout != "B"]
     return row
-
-
-# Vectors a thread loads at once in a row's first walk, the one that reads the row from memory
-# (4: a 4096-float row's whole share of a thread under a block of 256): their loads in flight
-# together rather than one a loop turn. The later walks find the row in L1 and walk a vector a
-# turn: two a turn in every walk took registers, so fewer blocks an SM, and measured slower on
-# the H100 (softmax 0.83, layer norm 0.79 of a copy, against 0.88 and 0.88 this way).
-FIRST_TURN = 4
-
-
-def _section(plan: RowPlan, number: int, section: tuple, target: str, width: int,
-             shared: dict, rows: dict, cache: _RowCache | None = None) -> list[str]:
-    """One reduction of the row: its walk, then the row's result in the reduction's
-    temporary (cpu), or (cuda) the block's tree, thread 0 putting the result in shared memory
-    and every thread taking it from there after a barrier, under the name ``rows`` gives the
-    temporary (``shared``: the kernel's shared arrays, name → (size, type))."""
-    name, value, temp = section
-    cuda = target == "cuda"
-    element = cache.renderer(value) if cache else _renderer(plan, _needed(plan, value))
-    acc = accumulator_code(name, plan.body[value].code, target == "cpu")
-    start = identity(name, BY_CODE[COMPUTE_CODE[plan.body[value].code]])
-    text = ("(1e308 * 10.0)" if start > 0 else "-(1e308 * 10.0)") if isinstance(
-        start, float) else str(int(start))
-    if start != start:      # nanmax/nanmin start from NaN
-        text = "((1e308 * 10.0) - (1e308 * 10.0))"
-    # each section's own names: their types differ (an any's byte, a sum's float64)
-    a, u, w = f"acc{number}", f"u{number}", f"w{number}"
-
-    def fold(lane: str) -> list[str]:
-        return [f"{u} = {element.convert(value, acc, lane)}"] + [
-            s.format(v=u).replace("acc", a) for s in REDUCTIONS[name].combine]
-    out = plan.operands[temp].code
-    result = a if COMPUTE_CODE[out] == acc else f"cv_{out}({a})"
-    if cache:
-        walk = cache.walk(element, fold, lambda at, lanes: [])
-    else:
-        walk = _walk(plan, element, target, width, fold, lambda at: [], rows,
-                     FIRST_TURN if number == 0 else 1)
-    lines = [f"{a} = cv_{acc}({text})"] + walk
-    if not cuda:
-        return lines + [f"st_{plan.operands[temp].access}(p{temp}, o{temp}, {result})"]
-    sh = f"sacc_{acc}"
-    shared[sh] = (BLOCK_THREADS, acc)
-    # a slot per section: the next section's tree writes sacc while a slower thread may still
-    # be reading this result
-    res = f"sres_{out}"
-    shared[res] = (len(plan.sections), out)
-    rows[temp] = f"r{temp}"
-    merge = [s.format(w=w).replace("acc", a) for s in REDUCTIONS[name].merge]
-    return (lines + [f"{sh}[tx] = {a}"]
-            + block_tree([f"{w} = {sh}[tx + h]"], merge, [f"{sh}[tx] = {a}"])
-            + ["if tx == 0:", f"    {res}[{number}] = {result}", "cuda.syncthreads()",
-               f"r{temp} = cv_{out}({res}[{number}])"])
-
-
-def block_tree(take: list[str], merge: list[str], back: list[str]) -> list[str]:
-    """The block's fixed-order tree over its threads' accumulators, once each thread stored its
-    own at ``[tx]`` of shared memory: for halving ``h``, thread ``tx < h`` reads ``[tx + h]``
-    (``take``), folds it into its own (``merge``: an argmax keeps the earlier index) and stores
-    that (``back``); thread 0 ends with the block's result. ``blockDim.x`` must be a power of
-    two, and on cuda at least a warp. The levels within the first warp (``h`` under
-    ``fa_warp_lanes``: 32 on cuda; 1 in the simulator, whose threads keep no warps) wait on
-    that warp alone rather than on the whole block, in the same order: with each row's result
-    handed over in shared memory, a row kernel's layer norm went from 0.77 to 0.80 of a copy on
-    the H100, softmax from 0.74 to 0.75. (Folding 16 at a time, two steps and three barriers for
-    256 threads, measured slower there: a thread's 16 shared loads in a loop wait on each other,
-    halving's barriers are cheap.)"""
-    return (["cuda.syncthreads()", "h = bdim // 2", "while h >= fa_warp_lanes:",
-             "    if tx < h:"] + _indent(take + merge + back, 2)
-            + ["    cuda.syncthreads()", "    h = h // 2",
-               "if tx < fa_warp_lanes:", "    while h > 0:", "        if tx < h:"]
-            + _indent(take + merge + back, 3) + ["        cuda.syncwarp()", "        h = h // 2"])

@@ -19,8 +19,9 @@ from ..foreach_codegen import AcrossRenderer, ForeachRenderer, merge, start
 from ..foreach_plan import AcrossPlan, ForeachPlan
 from ..plan import kernel_param_names
 from ..product_codegen import ProductRenderer
-from ..reduction_codegen import render_reduce_kernel
-from ..rowfusion import _row_bases, render_rows_kernel
+from ..reduction import ReducePlan
+from ..reduction_codegen import ReduceRenderer
+from ..rowfusion import RowPlan, RowRenderer, row_bases
 from ..scan_codegen import ScanRenderer
 from ..tensor_fold import TensorFoldPlan, fold_lines, fold_params
 
@@ -34,20 +35,62 @@ WIDE_SUMS = True
 CPU_CHUNK = 1 << 14
 
 
-def _chunked(total: str, grain: str, hoisted: list[str], item: str, per_item: list[str]):
+def _chunked(total: str, grain: str, hoisted: list[str], item: str, per_item: list[str],
+             head: list[str] = (), before: list[str] = ()) -> list[str]:
     """Items ``0 … total - 1`` in chunks of ``grain``: chunks ``k0`` to ``k1`` of them, each
-    item ``item`` by ``per_item``, after the ``hoisted`` lines."""
-    return ([f"total = {total}", f"grain = {grain}", "chunks = (total + grain - 1) // grain",
-             "if k0 >= k1:", "    return chunks"] + hoisted
+    item ``item`` by ``per_item``, after the ``hoisted`` lines (``head``: lines before the
+    count, ``before``: after it, before the check for a count alone)."""
+    return ([*head, f"total = {total}", f"grain = {grain}",
+             "chunks = (total + grain - 1) // grain", *before, "if k0 >= k1:",
+             "    return chunks"] + hoisted
             + ["for k in range(k0, min(k1, chunks)):", "    top = min(k * grain + grain, total)",
                f"    for {item} in range(k * grain, top):"]
             + _indent(per_item, 2) + ["return chunks"])
 
 
+def render_reduce(plan: ReducePlan) -> str:
+    """Chunks of the outputs (or, split, of the outputs' parts), each output's elements in C
+    order; split, a fold pass (``k0 < 0``: ``cpu/backend.py`` calls it once every chunk is
+    done) folds each output's partials in order."""
+    r = ReduceRenderer(plan, WIDE_SUMS)
+    size = " * ".join(f"e{j}" for j in range(len(plan.red)))
+    fold = []
+    if r.split:   # the fold pass, each output in turn
+        gstep = "cv_i64(1)" if plan.schedule == "rows" else "n // gs"
+        fold = ["if k0 < 0:"] + _indent(
+            [f"gstep = {gstep}", "for o in range(n // gs):"]
+            + _indent(r.kept_bases("o") + r.fold_serial()) + ["return chunks"])
+    lines = _chunked("n", f"max(1, {CPU_CHUNK} // max({'gc' if r.split else 'kk'}, 1))",
+                     r.hoisted(), "op", r.per_output(), head=[f"kk = {size}"], before=fold)
+    return _function(plan.name, ["k0", "k1"] + kernel_param_names(plan), lines)
+
+
+class _CpuRows(RowRenderer):
+    """A row's sections one after another, each result passed through the reduction's
+    temporary (which the cuda kernel leaves unwritten)."""
+
+    wide_sums = WIDE_SUMS
+
+    def result(self, number: int, section: tuple, acc: str, lines: list[str],
+               result: str) -> list[str]:
+        temp = section[2]
+        return lines + [f"st_{self.plan.operands[temp].access}(p{temp}, o{temp}, {result})"]
+
+
+def render_rows(plan: RowPlan) -> str:
+    """Chunks of the rows, each row's sections one after another."""
+    r = _CpuRows(plan)
+    body = r.body()
+    size = " * ".join(f"e{j}" for j in range(len(plan.red)))
+    lines = _chunked("n", f"max(1, {CPU_CHUNK} // max(kk, 1))", r.hoisted(), "op",
+                     row_bases(plan) + body, head=[f"kk = {size}"])
+    return _function(plan.name, ["k0", "k1"] + kernel_param_names(plan), lines)
+
+
 def render_scan(plan) -> str:
     r = ScanRenderer(plan)
     lines = _chunked("n", f"max(1, {CPU_CHUNK} // max(e0, 1))", r.hoisted(), "op",
-                     _row_bases(plan) + r.serial())
+                     row_bases(plan) + r.serial())
     return _function(plan.name, ["k0", "k1"] + kernel_param_names(plan), lines)
 
 
@@ -154,8 +197,8 @@ def render_tensor_fold(plan: TensorFoldPlan) -> str:
 
 RENDERERS = {
     "kernel": lambda plan: render_kernel(plan, TARGET),
-    "reduce": lambda plan: render_reduce_kernel(plan, TARGET),
-    "rows": lambda plan: render_rows_kernel(plan, TARGET),
+    "reduce": render_reduce,
+    "rows": render_rows,
     "scan": render_scan,
     "product": render_product,
     "compact": render_compact,

@@ -7,19 +7,19 @@ Pure text, no numba. ``RENDERERS``: plan kind → the source of that plan's kern
 from __future__ import annotations
 
 from ...codegen import render_kernel
-from ...reduction_codegen import render_reduce_kernel
-from ...rowfusion import render_rows_kernel
 from .compact import render_compact
 from .foreach import render_across, render_foreach, render_tensor_fold
 from .product import render_product
+from .reduce import render_reduce
+from .rows import render_rows
 from .scan import render_scan
 
 TARGET = "cuda"
 
 RENDERERS = {
     "kernel": lambda plan: render_kernel(plan, TARGET),
-    "reduce": lambda plan: render_reduce_kernel(plan, TARGET),
-    "rows": lambda plan: render_rows_kernel(plan, TARGET),
+    "reduce": render_reduce,
+    "rows": render_rows,
     "scan": render_scan,
     "product": render_product,
     "compact": render_compact,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from ....ir.reductions import BLOCK_THREADS
 from ...codegen import _function, _indent
 from ...plan import kernel_param_names
-from ...rowfusion import _row_bases
+from ...rowfusion import row_bases
 from ...scan import SCAN_CHUNK, ScanPlan
 from ...scan_codegen import ScanRenderer
 
@@ -36,7 +36,7 @@ def render_scan(plan: ScanPlan) -> str:
 def _thread_per_row(r: ScanRenderer) -> list[str]:
     return (["op = cv_i64(cuda.grid(1))", "ostep = cv_i64(cuda.gridsize(1))"]
             + r.hoisted() + ["while op < n:"]
-            + _indent(_row_bases(r.plan) + r.serial() + ["op += ostep"]))
+            + _indent(row_bases(r.plan) + r.serial() + ["op += ostep"]))
 
 
 def _block_per_row(r: ScanRenderer) -> list[str]:
@@ -59,7 +59,7 @@ def _block_per_row(r: ScanRenderer) -> list[str]:
         [r.store("(j0 + r)", "sv[r + (r >> 5)]"), "r += bdim"])
     out += ["r = tile - 1", "carry = sv[r + (r >> 5)]", "cuda.syncthreads()", "j0 += tile"]
     tiles = ["cuda.syncthreads()"] + own + totals + fix + out
-    row = (_row_bases(r.plan) + (["if tx == 0:"] + _indent(r.initial())
+    row = (row_bases(r.plan) + (["if tx == 0:"] + _indent(r.initial())
                                  if r.plan.initial else [])
            + [f"carry = {r.start}", "j0 = cv_i64(0)", "while j0 < e0:"]
            + _indent(load + tiles) + ["op += ostep"])
