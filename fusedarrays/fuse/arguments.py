@@ -3,7 +3,10 @@
 Where it sits: under :mod:`fuse` and :mod:`foreach`, which build a call's signature. A NumPy
 scalar or 0-d array is a typed parameter; a bool or any other hashable object is static; a NumPy,
 CuPy or PyTorch array becomes an ``fa.ndarray`` once per call (:class:`Imports`), zero-copy where
-the backend allows, so an object passed twice is seen to alias itself.
+the backend allows, so an object passed twice is seen to alias itself. On the host backends a
+DLPack producer's host memory (a PyTorch cpu tensor) is imported without a copy, so writes land
+in it; where only a copy reaches the backend (a read-only producer, host memory on cuda) the
+function may read the argument but not write it.
 """
 
 from __future__ import annotations
@@ -14,11 +17,13 @@ import numpy as np
 
 from ..api import array
 from ..api.array import ndarray
+from ..api.interop import from_dlpack
 from ..errors import ReadOnlyArgumentError, UnsupportedOperationError
 from ..ir import dtypes, graph
 from ..runtime.backend import Buffer, get_backend
 
 _NUMPY_BUFFERS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_KDL_CPU, _KDL_CUDA_HOST = 1, 3    # DLPack device types of host memory
 
 
 def classify(a, who: str, imports: Imports, position: int):
@@ -46,12 +51,18 @@ class Imports:
         self._done: dict[int, ndarray] = {}
         self.uploaded: set = set()        # positions holding a device copy of a NumPy array
         self.readonly: dict = {}          # positions of read-only NumPy arrays → their names
+        self.copied: dict = {}            # positions of other arrays reached by a copy → names
 
     def convert(self, a, position, who: str) -> ndarray:
         found = self._done.get(id(a))     # ``a`` lives through the call: its id is stable
         if found is None:
-            found = self._done[id(a)] = wrap_numpy(a) if isinstance(a, np.ndarray) \
-                else array.asarray(a)
+            if isinstance(a, np.ndarray):
+                found = wrap_numpy(a)
+            else:
+                found, copied = _import(a, who)
+                if copied:
+                    self.copied[position] = f"{who} (a {type(a).__name__})"
+            self._done[id(a)] = found
         if isinstance(a, np.ndarray):
             if graph.leaf_view(found._node)[0].backend.name == "cuda":
                 self.uploaded.add(position)
@@ -68,6 +79,13 @@ class Imports:
                 raise UnsupportedOperationError(
                     f"fuse: {name} writes into a NumPy argument, which the cuda backend can only "
                     "copy to the device; pass a fa.ndarray (or a CuPy/PyTorch array)")
+            copied = [p for p in positions if p in self.copied]
+            if copied:
+                raise UnsupportedOperationError(
+                    f"fuse: {name} writes to {self.copied[copied[0]]}, which reaches the "
+                    f"{get_backend().name} backend only as a copy (its writes would be lost); "
+                    "pass a writable array the backend reads in place (fa.asarray of it on "
+                    "the array's own device, a writable PyTorch tensor on the host backends)")
             if all(p in self.readonly for p in positions):
                 raise ReadOnlyArgumentError(
                     f"fuse: {name} writes to {self.readonly[positions[0]]}, a read-only NumPy "
@@ -87,6 +105,33 @@ class Imports:
                     "fuse: two array arguments are separate imports of overlapping memory "
                     "(e.g. two views of one PyTorch tensor); import the tensor once with "
                     "fa.asarray and pass views of that array")
+
+
+def _import(a, who: str) -> tuple[ndarray, bool]:
+    """A foreign array as an fa.ndarray, and whether that is a copy. On the host backends a
+    DLPack producer's host memory is viewed (a PyTorch cpu tensor: writes land in it), an
+    ``__array_interface__`` object's through NumPy; a read-only producer (JAX) is copied. On
+    cuda host memory is uploaded (a copy), device memory imported."""
+    backend = get_backend()
+    host_producer = hasattr(a, "__dlpack_device__") and \
+        int(a.__dlpack_device__()[0]) in (_KDL_CPU, _KDL_CUDA_HOST)
+    if backend.name == "cuda":
+        return array.asarray(a), host_producer
+    if hasattr(a, "__dlpack__"):
+        try:
+            return from_dlpack(a, copy=False), False
+        except BufferError:
+            pass
+        try:
+            return from_dlpack(a), True
+        except (BufferError, RuntimeError, TypeError) as exc:
+            raise UnsupportedOperationError(
+                f"fuse: {who}, a {type(a).__name__}, does not cross DLPack ({exc}); pass an "
+                "array that does (a PyTorch tensor that requires grad: tensor.detach())") \
+                from exc
+    if hasattr(a, "__array_interface__"):
+        return wrap_numpy(np.asarray(a)), False
+    return array.asarray(a), True
 
 
 def is_array(x) -> bool:

@@ -283,7 +283,7 @@ class ForeachState:
                     "backend (writes lost); pass fa.asarray(...) arrays or CuPy/PyTorch arrays")
             imports.check_disjoint(list({n.attrs[0]: None for c in columns for n in c}))
             groups = self._group(columns, lists, tokens, values, len(args), kwnames, arrays)
-            if imports.readonly:
+            if imports.readonly or imports.copied:
                 for g in groups:
                     imports.check_writes(tuple(tuple((lists[c], t) for c in through)
                                                for through in g.entry.writes_through

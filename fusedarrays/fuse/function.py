@@ -134,7 +134,7 @@ class Fused:
             entry = self._trace(key, values)
         self._repeat = _Repeat.of(entry, args, values) \
             if imports is None and not kwargs and not self._static_positions else None
-        if imports is not None and (imports.uploaded or imports.readonly):
+        if imports is not None and (imports.uploaded or imports.readonly or imports.copied):
             imports.check_writes(entry.writes_through, self.__qualname__)
         return entry.run(values, args, kwargs)
 
