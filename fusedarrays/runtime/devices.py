@@ -22,7 +22,9 @@ KINDS = ("cuda", *HOST_KINDS)
 class Device:
     """Where an array's memory is: ``Device("cuda", 1)`` (printed ``cuda:1``), ``Device("cpu")``.
 
-    ``Device("cuda:1")`` parses the printed form; ``Device("cuda")`` is ``cuda:0``. The host
+    ``Device("cuda:1")`` parses the printed form; ``Device("cuda")`` is ``cuda:0``;
+    ``Device(d)`` of a Device is the same device (``with fa.Device(d):`` for any ``d`` of
+    ``fa.devices()``). The host
     devices of the cpu backend (``FUSEDARRAYS_CPU_DEVICES``) are ``cpu``, ``cpu:1``, ...
 
     As a context manager it chooses the device of new arrays in this thread:
@@ -35,7 +37,9 @@ class Device:
 
     __slots__ = ("kind", "index")
 
-    def __init__(self, kind: str, index: int | None = None):
+    def __init__(self, kind: str | Device, index: int | None = None):
+        if isinstance(kind, Device) and index is None:   # Device(d) is d's device, as torch.device
+            kind, index = kind.kind, kind.ordinal
         if index is None and isinstance(kind, str) and ":" in kind:
             kind, _, number = kind.partition(":")
             try:

@@ -53,6 +53,9 @@ def test_devices_and_the_scope():
             assert fa.ones(2).device == "cpu"
         assert fa.full((2, 2), 7.0).device == device
     assert fa.default_device() == "cpu"
+    for device in fa.devices():   # a Device of a Device is that device (as torch.device's)
+        with fa.Device(device):
+            assert fa.zeros(1).device == device
 
 
 def test_the_scope_is_the_threads_own():
