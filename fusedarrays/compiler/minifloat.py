@@ -21,6 +21,8 @@ float32's quiet NaN with its sign, a bfloat16 one its own bits (ml_dtypes' both)
 
 from __future__ import annotations
 
+from functools import cache
+
 CODES = ("bf16", "e4m3", "e5m2")
 WORDS = {"bf16": "u16", "e4m3": "u8", "e5m2": "u8"}   # the unsigned type of each format's bits
 
@@ -100,9 +102,23 @@ def source() -> str:
     return text + "".join(_ACCESS.format(c=c, w=WORDS[c]) for c in CODES)
 
 
-def bind(ns: dict, float32) -> None:
-    """Name the helpers already in backend namespace ``ns`` as generated code calls them;
-    ``float32`` is the backend's float32 type (a shared tile's element type)."""
+@cache
+def helpers() -> dict:
+    """name → plain Python function of every helper here (what :func:`bind` compiles where a
+    backend's namespace lacks them)."""
+    namespace: dict = {}
+    exec(compile(source(), "<fusedarrays.minifloat>", "exec"), namespace)
+    return {name: fn for name, fn in namespace.items() if name.startswith("fa_")}
+
+
+def bind(ns: dict, float32, compile_helper=None) -> None:
+    """Name the helpers in backend namespace ``ns`` as generated code calls them; ``float32`` is
+    the backend's float32 type (a shared tile's element type). A helper ``ns`` lacks (a kernel
+    compiled with no helper set, as hand-written ones are) is ``compile_helper(fn)``, bound to
+    ``ns``: ``ld_bf16`` is in every namespace, as ``ld_f32`` is."""
+    missing = {} if compile_helper is None else helpers().keys() - ns.keys()
+    for name in missing:
+        ns[name] = compile_helper(helpers()[name])
     for c in CODES:
         for op in ("ld", "st", "cv"):
             ns[f"{op}_{c}"] = ns[f"fa_{op}_{c}"]

@@ -479,22 +479,22 @@ def device_namespace(helpers: dict[str, pytypes.FunctionType]) -> dict[str, obje
 
     >>> ns = device_namespace({})
     >>> sorted(k for k in ns if k.startswith("ld_"))[:3]
-    ['ld_b1', 'ld_f16', 'ld_f32']
+    ['ld_b1', 'ld_bf16', 'ld_c128']
     """
     hit = _NAMESPACES.get(id(helpers))
     if hit is not None and hit[0] is helpers:
         return hit[1]
     ns = dict(_BASE)
+
+    def device(fn):  # inline="always" (numba IR inlining, before typing), not forceinline: a
+        # device function called rather than inlined is compiled by its dispatcher for the
+        # *current device's* compute capability, which needs a GPU and can differ from the arch
+        return cuda.jit(device=True, inline="always")(
+            pytypes.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__, fn.__closure__))
+
     for name, fn in helpers.items():
-        if name in TYPERS:      # an intrinsic computes it here (fa_philox)
-            continue
-        rebuilt = pytypes.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__,
-                                       fn.__closure__)
-        # inline="always" (numba IR inlining, before typing), not forceinline: a device function
-        # that is called rather than inlined is compiled by its dispatcher for the *current
-        # device's* compute capability, which needs a GPU (compile_ptx without one fails) and can
-        # differ from the arch being compiled for.
-        ns[name] = cuda.jit(device=True, inline="always")(rebuilt)
-    minifloat.bind(ns, types.float32)   # ld_bf16 … : the helpers' loads, stores and roundings
+        if name not in TYPERS:      # an intrinsic computes it here (fa_philox)
+            ns[name] = device(fn)
+    minifloat.bind(ns, types.float32, device)   # ld_bf16 …: loads, stores, roundings, always
     _NAMESPACES[id(helpers)] = (helpers, ns)
     return ns

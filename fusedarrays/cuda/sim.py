@@ -236,7 +236,7 @@ def _bind_minifloats(ns: dict) -> None:
     vectors as 16-byte accesses of 8 words."""
     from ..compiler import minifloat
 
-    minifloat.bind(ns, np.float32)
+    minifloat.bind(ns, np.float32, lambda fn: types.FunctionType(fn.__code__, ns, fn.__name__))
     words = _vector_load(8, "ldv8_bf16")
 
     def stv8(p, j, *values):

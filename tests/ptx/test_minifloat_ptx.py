@@ -44,3 +44,16 @@ def test_float8_and_bfloat16_mixed_compile_inline(dtype):
     ex = fa.explain(y, arch="sm_90")
     assert "ld.global.u8" in ex.ptx and "st.global" in ex.ptx
     assert "call" not in ex.ptx.split("{", 1)[1], "helpers are inlined"
+
+
+def test_kernel_without_helpers_has_the_minifloat_names():
+    """A hand-written kernel compiled with no helper set (tests/gpu/test_cuda_backend's) still gets
+    ld_bf16 …: compiler/minifloat.bind compiles what the namespace lacks."""
+    from fusedarrays.cuda.compile import compile_ptx
+
+    source = ("def k(n, p0, p1, p2):\n    i = cv_i64(cuda.grid(1))\n    if i < n:\n"
+              "        st_e4m3(p2, i, ld_bf16(p0, i) * ld_f32(p1, i))\n")
+    ptx, entry = compile_ptx(source, "k", ("i64", "ptr", "ptr", "ptr"), "sm_90", {})
+    assert "ld.global.u16" in ptx and "st.global.u8" in ptx
+    plain = "def k(n, p0):\n    if n > 0:\n        st_f32(p0, 0, ld_f32(p0, 1))\n"
+    assert ".entry" in compile_ptx(plain, "k", ("i64", "ptr"), "sm_90", {})[0]

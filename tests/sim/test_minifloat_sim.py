@@ -35,3 +35,14 @@ def test_stochastic_rounding_has_the_cpu_bits():
     with config.override(BACKEND="cpu"):
         want = fa.random.default_rng(3424).stochastic_round(fa.asarray(x), fa.float16).get()
     np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+def test_namespace_without_helpers_rounds_as_ml_dtypes():
+    """A hand-written kernel's namespace (no helper set) still has bfloat16's roundings."""
+    from fusedarrays.cuda import sim
+
+    ns = sim._build_namespace({})
+    f = mc.data(3425, (16,), np.dtype(np.float32))
+    got = np.array([ns["fa_f32_bf16"](v) for v in f], np.uint16)
+    np.testing.assert_array_equal(got, f.astype(mc.BF16).view(np.uint16))
+    assert ns["cv_e4m3"] is ns["fa_cv_e4m3"]
