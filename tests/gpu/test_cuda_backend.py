@@ -163,7 +163,8 @@ class _CAIOnly:
 
 
 def _check_import(be, obj, expected: np.ndarray):
-    storage, dtype, shape, strides, offset = be.import_array(obj)
+    owner, storage, dtype, shape, strides, offset = be.import_array(obj)
+    assert owner is be  # the array lives on cuda:0, this backend's device
     assert dtype == expected.dtype and shape == expected.shape
     span = be.to_host(storage, dtype, storage.nbytes // dtype.itemsize, 0)
     picked = [span[offset + int(np.dot(ix, strides))] for ix in np.ndindex(*shape)]
