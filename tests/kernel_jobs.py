@@ -12,7 +12,7 @@ import numpy as np
 
 import fusedarrays as fa
 from fusedarrays import config
-from fusedarrays.compiler import codegen
+from fusedarrays.compiler import render
 
 precompile = importlib.import_module("fusedarrays.runtime.precompile")
 
@@ -27,7 +27,7 @@ def plans(*exprs, n=1024):
 
 def jobs(plan_list, arch="sm_90"):
     """``(source, name, param types, arch)`` per plan, as a batch compile takes them."""
-    return [(codegen.render_kernel(p, "cuda"), p.name, p.param_types(), arch) for p in plan_list]
+    return [(render(p, "cuda"), p.name, p.param_types(), arch) for p in plan_list]
 
 
 def normal(ptx: str) -> str:

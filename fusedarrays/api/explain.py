@@ -14,52 +14,16 @@ from __future__ import annotations
 import html
 
 from .. import compiler
-from ..compiler import Plan, plan_evaluation, render
+from ..compiler import Plan, plan_evaluation, render, walk_text
 from ..ir import graph, layout
 from ..runtime import realize, records
 from .array import _backend_of
 
-_SCHEDULES = {
-    "flat": "flat: one grid-stride loop over the collapsed elements",
-    "rows": "rows: a 2-D grid over rows, no division per element",
-    "tiled": "tiled: transposed operands staged through shared-memory tiles",
-    "nd": "nd: coordinates by division per element",
-}
-# The same plans on the cpu backend: loops over chunks of the walk, one thread per chunk
-_CPU_SCHEDULES = {
-    "flat": "flat: one loop over the collapsed elements, in chunks spread over the cores",
-    "rows": "rows: row by row, no division per element, rows in chunks spread over the cores",
-    "tiled": "tiled (on a GPU: transposed operands staged through shared-memory tiles); here "
-             "row by row, rows in chunks spread over the cores",
-    "nd": "nd: coordinates by division per element, in chunks spread over the cores",
-}
-
-
 _OPEN_LINES = 40    # a program kernel's source longer than this starts folded
 
 
-def schedule_text(schedule: str, target: str) -> str:
-    """What walking the shape by ``schedule`` means on ``target`` (``cuda`` or ``cpu``)."""
-    return (_CPU_SCHEDULES if target == "cpu" else _SCHEDULES).get(schedule, schedule)
 _CLASSES = {"C": "contiguous", "B": "broadcast along the walk", "T": "transposed (tiled)",
             "S": "strided", "U": "unit stride along the reduced axis"}
-# How a reduction kernel walks its outputs and elements, per target (cuda: by its schedule)
-_REDUCE_WALK = {
-    "rows": "rows: a block per output, its threads along the elements, a shared-memory tree",
-    "cols": "cols: a thread per output, neighbouring threads reading neighbouring outputs",
-    "cpu": "each output's elements folded in order by one thread; outputs in chunks spread "
-           "over the cores"}
-_SCAN_WALK = {
-    "rows": "rows: a block per row, walking it in tiles staged in shared memory, each thread's "
-            "chunk scanned in order, the chunks' totals by the block, the running total "
-            "carried from tile to tile",
-    "cols": "cols: a thread per row, its elements in order",
-    "cpu": "each row scanned in order by one thread; rows in chunks spread over the cores"}
-_PRODUCT_WALK = {
-    "cuda": "tiled: a block of {threads} threads per {m}x{n} output tile, K in slabs of {k} "
-            "staged in shared memory, 4x4 outputs per thread summed in registers",
-    "cpu": "each output row summed over K in order by one thread; rows in chunks spread over "
-           "the cores"}
 _LIBRARY_WALK = ("cuBLAS's own kernels, the algorithm its heuristic chose for these sizes, "
                  "layouts and alignments, on the legacy default stream like every kernel here")
 _LIBRARY_SOURCE = ("# no generated source: {plan.library} computes this product in place into "
@@ -72,13 +36,6 @@ def _library_route(plan) -> str:
     precision = ("COMPUTE_64F" if wide else "COMPUTE_32F, full float32 (no TF32)")
     return (f"{plan.library}: compute type {precision}, each matrix read in place through its "
             "strides, the result written into its buffer")
-
-
-_ROW_WALK = {
-    "cuda": "a block per row: each reduction a shared-memory tree whose result the block keeps, "
-            "then the row's elements",
-    "cpu": "a row at a time per thread: each reduction a loop over the row, then the row's "
-           "elements; rows in chunks spread over the cores"}
 
 
 class _Placeholder:
@@ -182,7 +139,7 @@ def explanation_html(ex: Explanation) -> str:
     summary += [("kernels", "1 (the whole expression fuses into one kernel)"),
                ("kernel", p.name), ("target", ex.target + (f" ({ex.arch})" if ex.arch else "")),
                ("shape → collapsed dims", f"{p.shape} → {p.dims}"),
-               ("schedule", schedule_text(p.schedule, ex.target)),
+               ("schedule", walk_text(p, ex.target)),
                ("vector width", f"{p.vector_width} element(s) per access"),
                ("index width", f"{p.index_width}-bit"),
                ("scalar parameters", ", ".join(f"a{m}={v!r} ({dt})" for m, (v, dt)
@@ -243,11 +200,9 @@ class ProgramExplanation:
                     + (f", each output in {plan.split} parts of {plan.chunk} element(s) "
                        "(partial results, folded in a fixed order by whoever finishes the "
                        "output's last part, in this launch)" if plan.split > 1 else ""))
-            walk = _REDUCE_WALK["cpu" if self.target == "cpu" else plan.schedule]
         elif plan.kind == "scan":
             what = (f"{plan.scan} of {plan.size} row(s) × {plan.length} element(s), kept dims "
                     f"{plan.kept}")
-            walk = _SCAN_WALK["cpu" if self.target == "cpu" else plan.schedule]
         elif plan.kind == "product":
             a, b = (str(o.dtype) for o in plan.operands[:2])
             what = (f"matmul (not fused) of {layout.size_of(plan.batch)} matrix product(s) "
@@ -258,18 +213,14 @@ class ProgramExplanation:
                         (f"walk ({self.target})", _LIBRARY_WALK),
                         ("compiled", "no kernel of ours to compile: nvmath plans cuBLAS once "
                                      "per signature (dtype, sizes, strides, alignment)")]
-            walk = _PRODUCT_WALK["cpu" if self.target == "cpu" else "cuda"].format(
-                threads=compiler.PRODUCT_THREADS, m=compiler.TILE_M, n=compiler.TILE_N,
-                k=compiler.TILE_K)
         elif plan.kind == "rows":
             what = (" then ".join(name for name, _, _ in plan.sections) + " of each row, then "
                     f"the row's elements of the result; {plan.size} row(s) of "
                     f"{layout.size_of(plan.red)} element(s)")
-            walk = _ROW_WALK["cpu" if self.target == "cpu" else "cuda"]
         else:
             what = (f"elementwise, shape {plan.shape} → dims {plan.dims}, vector width "
                     f"{plan.vector_width}")
-            walk = schedule_text(plan.schedule, self.target)
+        walk = walk_text(plan, self.target)
         info = records.compiled_info(plan.key)
         why = info["why"] if info else (
             f"not compiled in this process yet; it would be: {records.why_compile(plan)}")

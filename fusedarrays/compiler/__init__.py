@@ -9,7 +9,8 @@ stages, in the order an evaluation meets them:
   kernels the general planner (``compiler/planner.py``) cuts it into at its reductions, scans
   and products, with the temporaries between them.
 - :func:`render` gives a plan's source for a target, from the target's table by the plan's
-  ``kind`` (``compiler/protocol.py``).
+  ``kind`` (``compiler/protocol.py``); :func:`walk_text` says in words how it walks there.
+  Each target is one module (``compiler/targets/``) covering every plan kind.
 - :func:`helpers` gives the device functions compiled beside every kernel.
 
 Importing this module is cheap: the planners and code generators are imported on first use
@@ -77,16 +78,25 @@ def plan_evaluation(outputs: list, params: dict | None = None, temp_align: int =
 def render(plan: Plan, target: str) -> str:
     """The Python source of ``plan``'s kernel for ``target`` (``"cuda"``, also run by the
     simulator, or ``"cpu"``)."""
-    renderers = _RENDERERS.get(target)
-    if renderers is None:
+    return _target(target).RENDERERS[plan.kind](plan)
+
+
+def walk_text(plan: Plan, target: str) -> str:
+    """How ``plan``'s kernel walks its data on ``target``, in words (``fa.explain``)."""
+    return _target(target).walk_text(plan)
+
+
+def _target(target: str):
+    """The module of ``target`` (``compiler/targets/``), imported on first use."""
+    module = _TARGETS.get(target)
+    if module is None:
         if target not in TARGETS:
             raise ValueError(f"unknown target {target!r}; the targets are {TARGETS}")
-        renderers = _RENDERERS[target] = importlib.import_module(
-            f"{__name__}.targets.{target}").RENDERERS
-    return renderers[plan.kind](plan)
+        module = _TARGETS[target] = importlib.import_module(f"{__name__}.targets.{target}")
+    return module
 
 
-_RENDERERS: dict[str, dict] = {}    # target → its table, plan kind → renderer (targets/)
+_TARGETS: dict = {}    # target → its module: RENDERERS (plan kind → renderer), walk_text
 
 
 def helpers() -> str:
@@ -96,4 +106,4 @@ def helpers() -> str:
 
 
 __all__ = ["TARGETS", "Blas", "Plan", "Program", "Step", "TempBuffer", "helpers",
-           "plan_evaluation", "render", *_LAZY]
+           "plan_evaluation", "render", "walk_text", *_LAZY]

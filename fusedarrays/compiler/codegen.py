@@ -1,13 +1,15 @@
-"""KernelPlan → Python source of the kernel: a ``@cuda.jit`` kernel, or the cpu variant.
+"""KernelPlan → the lines of a kernel's source every target's walk shares: each element's (or
+vector's) loads, instructions and stores, and the indices of each operand along a walk.
 
 Pure text; imports no numba. The plan's instructions are rendered per *lane*: a thread of a
 vectorised kernel loads 16 bytes of each contiguous operand (``ldv4_f32`` → a 4-tuple), computes
 each lane's values, and stores 16 bytes. Instructions that depend only on scalars (or, in a 2-D
 walk, only on operands constant along the row) are hoisted out of the element loop. The walk
-follows the plan's schedule (:func:`layout.schedule`): ``flat`` grid-stride over vectors plus a
-tail, ``rows`` a 2-D grid with no division per element, ``tiled`` transposed operands staged
-through shared memory, ``nd`` coordinates by division. The cpu variant walks the same plan with
-serial loops over chunks of the walk (the cpu backend runs the chunks on threads) and no vectors.
+follows the plan's schedule (:func:`layout.schedule`) and is each target's to write
+(``targets/cuda/kernel.py``: ``flat`` grid-stride over vectors plus a tail, ``rows`` a 2-D grid
+with no division per element, ``tiled`` transposed operands staged through shared memory, ``nd``
+coordinates by division; ``targets/cpu.py``: serial loops over chunks of the walk, no vectors).
+The other code generators write their elements with :class:`_Renderer` too.
 Generated code calls names each backend supplies: ``ld_<t>``, ``st_<t>``, ``ldv<V>_<t>``,
 ``stv<V>_<t>``, ``cv_<t>``, ``sh_<t>``, ``math``, :mod:`devicelib`'s helpers. Snapshots pin it.
 """
@@ -16,26 +18,9 @@ from __future__ import annotations
 
 from ..ir import ops
 from ..ir.dtypes import BY_CODE, COMPLEX_PART, COMPUTE_CODE, ROUNDED
-from ..ir.layout import TILE, TILE_THREADS, VECTOR_LANES
+from ..ir.layout import VECTOR_LANES
 from . import divisions, streams
-from .plan import Instr, KernelPlan, kernel_param_names, operand_params, value_levels
-
-
-def render_kernel(plan: KernelPlan, target: str) -> str:
-    """The kernel's source for ``target`` ``"cuda"`` (also run by the simulator) or ``"cpu"``."""
-    if target not in ("cuda", "cpu"):
-        raise ValueError(f"unknown target {target!r}")
-    r = _Renderer(plan)
-    params = kernel_param_names(plan)
-    if target == "cpu":
-        return r.cpu(params)
-    lines = {"flat": r.flat, "rows": r.rows, "tiled": r.tiled, "nd": r.nd}[plan.schedule]()
-    return _function(plan.name, params, lines)
-
-
-# The cpu variant's walk is cut into chunks of this many elements (whole rows in 2-D walks): large
-# enough that a thread's hand-off costs nothing next to a chunk, small enough to balance threads.
-CPU_CHUNK = 1 << 14
+from .plan import Instr, KernelPlan, operand_params, value_levels
 
 
 def _indent(lines: list[str], depth: int = 1) -> list[str]:
@@ -264,34 +249,6 @@ class _Renderer:
             return f"ld_{self.access(ins.arg)}(p{ins.arg}, {index(ins.arg)})"
         return self.lines_at(level, "", load)
 
-    def flat(self) -> list[str]:
-        width = self.plan.vector_width
-        head = ["t = cv_i64(cuda.grid(1))", "step = cv_i64(cuda.gridsize(1))"]
-        head += self._constant_loads(0, lambda k: f"b{k}")
-        self.pos = lambda lane: f"(j * {width} + {lane[1:]})" if lane else "i"
-        if width == 1:
-            body = self.scalar_element(lambda k: self._flat_index(k, "i"))
-            return head + ["i = t", "while i < n:"] + _indent(body + ["i += step"])
-        self.vshared = "j"      # vector j holds elements j * width ... (j + 1) * width - 1
-
-        def vindex(j):
-            return lambda k, per, m: j if per == 1 else f"{j} * {per}" + (f" + {m}" if m else "")
-        block = self.vector_block(vindex("j"),
-                                  lambda k, lane: self._flat_index(k, f"(j * {width} + {lane})"))
-        self.vshared = False
-        tail = self.scalar_element(lambda k: self._flat_index(k, "i"))
-        if any(ins.kind == "random" for ins in self.plan.body):
-            # ptxas issues a vector's load just before its first use, after the draw's Philox
-            # rounds, so each turn waits out a whole memory latency: the next turn's vectors are
-            # asked into L2 first (no register held), and that load hits L2. Noise add and
-            # dropout on the H100: 0.93 → 0.96 and 0.86 → 0.97 of a copy (benchmarks/README.md,
-            # run 21 and note 14)
-            ahead = self.prefetches(vindex("jn"))
-            block = ["jn = j + step", "if jn < nv:"] + _indent(ahead) + block if ahead else block
-        return (head + [f"nv = n // {width}", "j = t", "while j < nv:"]
-                + _indent(block + ["j += step"])
-                + [f"i = nv * {width} + t", "if i < n:"] + _indent(tail))
-
     def vector_loads(self) -> list[Instr]:
         """The first load of each contiguous operand: a vector's 128-bit accesses."""
         first = {}
@@ -322,104 +279,6 @@ class _Renderer:
         cls, rb = self.plan.operands[k].layout, self._rb(k)
         return {"C": f"{rb} + {col}", "B": rb}.get(cls, f"{rb} + {col} * s{k}_1")
 
-    def rows(self) -> list[str]:
-        width = self.plan.vector_width
-        head = ["tx = cv_i64(cuda.grid(1))", "cstep = cv_i64(cuda.gridsize(1))",
-                "r = cv_i64(cuda.blockIdx.y)", "rstep = cv_i64(cuda.gridDim.y)"]
-        head += self._constant_loads(0, lambda k: f"b{k}")
-        self.pos = lambda lane: f"(r * d1 + c * {width} + {lane[1:]})" if lane else "(r * d1 + c)"
-        row = self._row_base() + self._constant_loads(1, self._rb)
-        if width == 1:
-            body = self.scalar_element(lambda k: self._row_index(k, "c"))
-            inner = ["c = tx", "while c < d1:"] + _indent(body + ["c += cstep"])
-        else:
-            block = self.vector_block(
-                lambda k, per, m: _sub_vector(f"rb{k}", "c", width, per, m),
-                lambda k, lane: self._row_index(k, f"(c * {width} + {lane})"))
-            tail = self.scalar_element(lambda k: self._row_index(k, "c"))
-            inner = ([f"nv = d1 // {width}", "c = tx", "while c < nv:"]
-                     + _indent(block + ["c += cstep"])
-                     + [f"c = nv * {width} + tx", "if c < d1:"] + _indent(tail))
-        return head + ["while r < d0:"] + _indent(row + inner + ["r += rstep"])
-
-    def tiled(self) -> list[str]:
-        plan = self.plan
-        staged = [k for k, o in enumerate(plan.operands) if o.layout == "T"]
-        head = [f"tile{k} = cuda.shared.array(({TILE}, {TILE + 1}), "
-                f"sh_{COMPUTE_CODE[plan.operands[k].code]})" for k in staged]
-        head += ["tx = cv_i64(cuda.threadIdx.x)", "ty = cv_i64(cuda.threadIdx.y)",
-                 f"c0 = cv_i64(cuda.blockIdx.x) * {TILE}", "tr = cv_i64(cuda.blockIdx.y)",
-                 "tstep = cv_i64(cuda.gridDim.y)"]
-        head += self._constant_loads(0, lambda k: f"b{k}")
-        # a vector tile's lane: row r<tag>, column c0 + g * width + lane (see _vector_tile)
-        self.pos = lambda lane: (f"(r{self.tag} * d1 + c0 + g * {plan.vector_width} + "
-                                 f"{lane[1:]})" if lane else "(r * d1 + c)")
-        loop = [f"r0 = tr * {TILE}"]
-        if plan.vector_width == 1:
-            loop += self._scalar_tile(staged)
-        else:  # full tiles move 16 bytes per access; edge tiles go element by element
-            loop += [f"if r0 + {TILE} <= d0 and c0 + {TILE} <= d1:"]
-            loop += _indent(self._vector_tile(staged)) + ["else:"]
-            loop += _indent(self._scalar_tile(staged))
-        return head + [f"while tr * {TILE} < d0:"] + _indent(loop + ["tr += tstep"])
-
-    def _scalar_tile(self, staged: list[int]) -> list[str]:
-        """Stage the transposed operands of one tile (``tile[column][row]``, one element per
-        access, a warp reading 32 consecutive rows of one column), then compute it element by
-        element (a warp writing 32 consecutive columns of one row)."""
-        plan = self.plan
-        wide, tall = TILE_THREADS
-        stage = ["m = ty", f"while m < {TILE}:", "    h = tx", f"    while h < {TILE}:"]
-        loads = [f"tile{k}[m, h] = ld_{self.access(k)}"
-                 f"(p{k}, b{k} + (r0 + h) * s{k}_0 + (c0 + m) * s{k}_1)" for k in staged]
-        stage += _indent(["if r0 + h < d0 and c0 + m < d1:"] + _indent(loads), 2)
-        stage += [f"        h += {wide}", f"    m += {tall}"]
-
-        def load(ins, ln):
-            if plan.operands[ins.arg].layout == "T":
-                value = f"tile{ins.arg}[c - c0, r - r0]"
-                return f"({value} != 0)" if ins.code == "b1" else value
-            return f"ld_{self.access(ins.arg)}(p{ins.arg}, {self._row_index(ins.arg, 'c')})"
-        row = self._row_base() + self._constant_loads(1, self._rb)
-        element = self.lines_at(2, "", load) + self.stores("", lambda k: self._row_index(k, "c"))
-        compute = ["r = r0 + ty", f"while r < r0 + {TILE} and r < d0:"]
-        compute += _indent(row + ["c = c0 + tx", f"while c < c0 + {TILE} and c < d1:"]
-                           + _indent(element + [f"c += {wide}"]) + [f"r += {tall}"])
-        return stage + ["cuda.syncthreads()"] + compute + ["cuda.syncthreads()"]
-
-    def _vector_tile(self, staged: list[int]) -> list[str]:
-        """A full tile with 16-byte accesses. Each thread stages ``per`` vectors (4 consecutive
-        rows of one tile column; 16 threads cover a column's 256 contiguous bytes), then computes
-        ``per`` vectors (4 consecutive columns of one tile row). A thread's vectors are rendered
-        one after another with every load first: a load's result is not awaited before the
-        thread's next load is issued (in a loop, the store of one vector into shared memory
-        waits for its load, and the next load waits behind it)."""
-        plan, width = self.plan, self.plan.vector_width
-        groups, threads = TILE // width, TILE_THREADS[0] * TILE_THREADS[1]
-        per, stride = TILE * groups // threads, threads // groups  # vectors, rows apart
-        lines = [f"u = ty * {TILE_THREADS[0]} + tx", f"q = u // {groups}", f"g = u % {groups}"]
-        for k in staged:
-            code = plan.operands[k].code
-            lines += [f"x{k}_{m} = ldv{width}_{code}(p{k}, (b{k} + (c0 + q + {stride * m}) * "
-                      f"s{k}_1 + r0) // {width} + g)" for m in range(per)]
-        for k in staged:
-            lines += [f"tile{k}[q + {stride * m}, g * {width} + {lane}] = x{k}_{m}[{lane}]"
-                      for m in range(per) for lane in range(width)]
-        lines.append("cuda.syncthreads()")
-        loads, lanes, stores = [], [], []
-        for m in range(per):
-            self.tag = f"g{m}"
-            loads += [f"r{self.tag} = r0 + q + {stride * m}"] + self._row_base()
-            loads += self._constant_loads(1, self._rb)
-            part = self.vector_parts(
-                lambda k, per, m: _sub_vector(f"{self._rb(k)}", "g", width, per, m,
-                                              f"c0 // {width // per}"),
-                lambda k, lane: self._row_index(k, f"(c0 + g * {width} + {lane})"),
-                lambda k, lane, m=m: f"tile{k}[g * {width} + {lane}, q + {stride * m}]")
-            loads, lanes, stores = loads + part[0], lanes + part[1], stores + part[2]
-        self.tag = ""
-        return lines + loads + lanes + stores + ["cuda.syncthreads()"]
-
     def _nd_coordinates(self) -> list[str]:
         rank = len(self.plan.dims)
         if rank == 1:
@@ -434,46 +293,6 @@ class _Renderer:
         if self.plan.operands[k].layout == "C":
             return "i"
         return f"b{k} + " + " + ".join(f"c{j} * s{k}_{j}" for j in range(len(self.plan.dims)))
-
-    def nd(self) -> list[str]:
-        strided = any(o.layout != "C" for o in self.plan.operands)
-        body = (self._nd_coordinates() if strided else []) + self.scalar_element(self._nd_index)
-        head = ["t = cv_i64(cuda.grid(1))", "step = cv_i64(cuda.gridsize(1))"]
-        head += self._constant_loads(0, lambda k: f"b{k}")
-        return head + ["i = t", "while i < n:"] + _indent(body + ["i += step"])
-
-    # -- cpu ----------------------------------------------------------------------------------
-    def cpu(self, params: list[str]) -> str:
-        """One serial function over *chunks* of the walk: ``<name>(k0, k1, ...)`` runs chunks
-        ``k0`` to ``k1`` (``CPU_CHUNK`` elements each, whole rows in a 2-D walk) and returns the
-        number of chunks, so ``k0 == k1`` asks for the count alone. The cpu backend spreads the
-        chunks over threads; numba compiles it without the GIL and without parfors."""
-        plan = self.plan
-        self.pos = lambda lane: "(r * d1 + c)" if plan.schedule in ("rows", "tiled") else "i"
-        if plan.schedule in ("rows", "tiled"):
-            row = self._row_base() + self._constant_loads(1, self._rb)
-            body = self.scalar_element(lambda k: self._row_index(k, "c"))
-            # tiled: TILE rows walked TILE columns at a time (a transposed operand's lines reused)
-            tiled, cols = plan.schedule == "tiled", f"c0, min(c0 + {TILE}, d1)"
-            loop = ["for r in range(lo, hi):"] + _indent(
-                row + [f"for c in range({cols if tiled else 'd1'}):"] + _indent(body))
-            loop = [f"for c0 in range(0, d1, {TILE}):"] + _indent(loop) if tiled else loop
-            total, grain = "d0", str(TILE) if tiled else f"max(1, {CPU_CHUNK} // max(d1, 1))"
-        else:
-            strided = plan.schedule == "nd" and any(o.layout != "C" for o in plan.operands)
-            index = self._flat_index if plan.schedule == "flat" else (
-                lambda k, i: self._nd_index(k))
-            body = (self._nd_coordinates() if strided else []) + self.scalar_element(
-                lambda k: index(k, "i"))
-            loop = ["for i in range(lo, hi):"] + _indent(body)
-            total, grain = "n", str(CPU_CHUNK)
-        lines = [f"total = {total}", f"grain = {grain}", "chunks = (total + grain - 1) // grain",
-                 "if k0 >= k1:", "    return chunks"]
-        lines += self._constant_loads(0, lambda k: f"b{k}")
-        lines += ["for k in range(k0, min(k1, chunks)):", "    lo = k * grain",
-                  "    hi = min(lo + grain, total)"] + _indent(loop) + ["return chunks"]
-        return _function(plan.name, ["k0", "k1"] + params, lines)
-
 
 def _sub_vector(base: str, group: str, width: int, per: int, m: int, more: str = "") -> str:
     """The index, in 16-byte accesses of ``width // per`` elements, of access ``m`` of group

@@ -26,7 +26,7 @@ from ..version import __version__ as _package_version
 # the convention changes a file listed here. tests/pure/test_keys.py checks that every package
 # module these import is listed or excused.
 KERNEL_CODE = (
-    "compiler/codegen.py",    # the kernel source text
+    "compiler/codegen.py",    # the elements' source text, every target's
     "compiler/foreach_codegen.py",  # the multi-tensor (foreach) kernels' source text
     "compiler/foreach_plan.py",  # the multi-tensor kernels' parameters, tables and key parts
     "ir/ops.py",              # each op's source template
@@ -38,6 +38,7 @@ KERNEL_CODE = (
     "compiler/targets/cuda/__init__.py",  # which renderer writes each plan kind's cuda source
     "compiler/targets/cuda/compact.py",  # the cuda schedules of each plan kind
     "compiler/targets/cuda/foreach.py",
+    "compiler/targets/cuda/kernel.py",
     "compiler/targets/cuda/product.py",
     "compiler/targets/cuda/reduce.py",
     "compiler/targets/cuda/rows.py",

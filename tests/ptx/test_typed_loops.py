@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("numba.cuda")
 
 from fusedarrays.api.elementwise import loop_dtypes  # noqa: E402
-from fusedarrays.compiler import codegen, devicelib  # noqa: E402
+from fusedarrays.compiler import codegen, devicelib, render  # noqa: E402
 from fusedarrays.compiler.plan import plan_kernel  # noqa: E402
 from fusedarrays.errors import UnsupportedOperationError  # noqa: E402
 from fusedarrays.ir import dtypes, graph, layout, ops  # noqa: E402
@@ -245,7 +245,7 @@ def test_ptx_is_unchanged_by_leaving_out_casts(name, monkeypatch):
         if keep:  # every cast back: no op keeps its type, no float16 value is a float32
             monkeypatch.setattr(ops, "keeps_type", lambda name, loop: False)
             monkeypatch.setattr(codegen, "COMPUTE_CODE", {c: c for c in COMPUTE_CODE})
-        source = codegen.render_kernel(plan, "cuda")
+        source = render(plan, "cuda")
         casts.append(source.count("cv_"))
         text, _ = compile_ptx(source, plan.name, plan.param_types(), "sm_90",
                               devicelib.helpers())

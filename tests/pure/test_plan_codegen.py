@@ -6,7 +6,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from fusedarrays.compiler import codegen
+from fusedarrays.compiler import render
 from fusedarrays.compiler.plan import plan_kernel
 from fusedarrays.ir import graph, layout, ops
 
@@ -104,7 +104,7 @@ def test_distinct_scalar_nodes_of_equal_value_stay_apart_in_the_plan():
 def test_source_snapshot(target):
     """The generated source of a*x+y (vector width 4 on cuda) is pinned; a change to codegen shows
     up here as a readable diff. Regenerate the file only after reading that diff."""
-    source = codegen.render_kernel(axpy(10, 2.0), target)
+    source = render(axpy(10, 2.0), target)
     body = source.split("\n", 1)[1]
     assert body == (SNAPSHOTS / f"axpy_{target}.py.txt").read_text()
 

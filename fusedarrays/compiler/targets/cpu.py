@@ -13,11 +13,12 @@ words (``fa.explain``).
 
 from __future__ import annotations
 
-from ..codegen import _function, _indent, render_kernel
+from ...ir.layout import TILE
+from ..codegen import _function, _indent, _Renderer
 from ..compact import ROW, CompactPlan
 from ..foreach_codegen import AcrossRenderer, ForeachRenderer, merge, start
 from ..foreach_plan import AcrossPlan, ForeachPlan
-from ..plan import kernel_param_names
+from ..plan import KernelPlan, kernel_param_names
 from ..product_codegen import ProductRenderer
 from ..reduction import ReducePlan
 from ..reduction_codegen import ReduceRenderer
@@ -25,7 +26,6 @@ from ..rowfusion import RowPlan, RowRenderer, row_bases
 from ..scan_codegen import ScanRenderer
 from ..tensor_fold import TensorFoldPlan, fold_lines, fold_params
 
-TARGET = "cpu"
 # float32 (complex64) sums accumulate in float64 (complex128): one thread folds an output's
 # elements in order, where a GPU's tree is pairwise (ir/reductions.accumulator_code)
 WIDE_SUMS = True
@@ -63,6 +63,37 @@ def render_reduce(plan: ReducePlan) -> str:
     lines = _chunked("n", f"max(1, {CPU_CHUNK} // max({'gc' if r.split else 'kk'}, 1))",
                      r.hoisted(), "op", r.per_output(), head=[f"kk = {size}"], before=fold)
     return _function(plan.name, ["k0", "k1"] + kernel_param_names(plan), lines)
+
+
+def render_kernel(plan: KernelPlan) -> str:
+    """Chunks of ``CPU_CHUNK`` elements (whole rows in a 2-D walk; a tiled walk: ``TILE`` rows
+    walked ``TILE`` columns at a time, so a transposed operand's cache lines are read once)."""
+    r = _Renderer(plan)
+    params = kernel_param_names(plan)
+    r.pos = lambda lane: "(r * d1 + c)" if plan.schedule in ("rows", "tiled") else "i"
+    if plan.schedule in ("rows", "tiled"):
+        row = r._row_base() + r._constant_loads(1, r._rb)
+        body = r.scalar_element(lambda k: r._row_index(k, "c"))
+        # tiled: TILE rows walked TILE columns at a time (a transposed operand's lines reused)
+        tiled, cols = plan.schedule == "tiled", f"c0, min(c0 + {TILE}, d1)"
+        loop = ["for r in range(lo, hi):"] + _indent(
+            row + [f"for c in range({cols if tiled else 'd1'}):"] + _indent(body))
+        loop = [f"for c0 in range(0, d1, {TILE}):"] + _indent(loop) if tiled else loop
+        total, grain = "d0", str(TILE) if tiled else f"max(1, {CPU_CHUNK} // max(d1, 1))"
+    else:
+        strided = plan.schedule == "nd" and any(o.layout != "C" for o in plan.operands)
+        index = r._flat_index if plan.schedule == "flat" else (
+            lambda k, i: r._nd_index(k))
+        body = (r._nd_coordinates() if strided else []) + r.scalar_element(
+            lambda k: index(k, "i"))
+        loop = ["for i in range(lo, hi):"] + _indent(body)
+        total, grain = "n", str(CPU_CHUNK)
+    lines = [f"total = {total}", f"grain = {grain}", "chunks = (total + grain - 1) // grain",
+             "if k0 >= k1:", "    return chunks"]
+    lines += r._constant_loads(0, lambda k: f"b{k}")
+    lines += ["for k in range(k0, min(k1, chunks)):", "    lo = k * grain",
+              "    hi = min(lo + grain, total)"] + _indent(loop) + ["return chunks"]
+    return _function(plan.name, ["k0", "k1"] + params, lines)
 
 
 class _CpuRows(RowRenderer):
@@ -196,7 +227,7 @@ def render_tensor_fold(plan: TensorFoldPlan) -> str:
 
 
 RENDERERS = {
-    "kernel": lambda plan: render_kernel(plan, TARGET),
+    "kernel": render_kernel,
     "reduce": render_reduce,
     "rows": render_rows,
     "scan": render_scan,
@@ -206,3 +237,26 @@ RENDERERS = {
     "across": render_across,
     "tensor_fold": render_tensor_fold,
 }
+
+# What each plan kind's walk is here, by its schedule where it has several (fa.explain)
+WALKS = {
+    "kernel": {
+        "flat": "flat: one loop over the collapsed elements, in chunks spread over the cores",
+        "rows": "rows: row by row, no division per element, rows in chunks spread over the cores",
+        "tiled": "tiled (on a GPU: transposed operands staged through shared-memory tiles); "
+                 "here row by row, rows in chunks spread over the cores",
+        "nd": "nd: coordinates by division per element, in chunks spread over the cores"},
+    "reduce": "each output's elements folded in order by one thread; outputs in chunks spread "
+              "over the cores",
+    "scan": "each row scanned in order by one thread; rows in chunks spread over the cores",
+    "product": "each output row summed over K in order by one thread; rows in chunks spread over "
+               "the cores",
+    "rows": "a row at a time per thread: each reduction a loop over the row, then the row's "
+            "elements; rows in chunks spread over the cores",
+}
+
+
+def walk_text(plan) -> str:
+    """How ``plan``'s kernel walks its data on this target, in words."""
+    walk = WALKS.get(plan.kind, "")
+    return walk.get(plan.schedule, plan.schedule) if isinstance(walk, dict) else walk
