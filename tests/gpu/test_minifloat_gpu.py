@@ -32,8 +32,11 @@ def test_reductions_within_one_rounding(dtype):
     got, want = mc.reductions(3436, 300, dtype)
     for g, w in zip(got, want):
         g32, w32 = g.astype(np.float32), w.astype(np.float32)
+        # float8_e4m3fn has no inf: a sum past 448 is its NaN, in ml_dtypes' cast as on the device
+        nan = np.isnan(w32)
+        np.testing.assert_array_equal(np.isnan(g32), nan, err_msg=f"{dtype} seed 3436")
         step = np.abs(np.nextafter(w32, np.float32(np.inf)) - w32) * 2 ** (23 - 7)
-        assert (np.abs(g32 - w32) <= step).all()
+        assert (np.abs(g32 - w32)[~nan] <= step[~nan]).all(), f"{dtype} seed 3436"
 
 
 @pytest.mark.parametrize("dtype", mc.FORMATS, ids=str)
