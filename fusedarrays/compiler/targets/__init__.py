@@ -1,9 +1,17 @@
-"""Code generation by target: one module per target (``cuda.py``, ``cpu.py``), each a table
-``RENDERERS`` from every plan kind (``compiler/protocol.py``) to the function giving that plan's
-kernel source for the target. The front door (``compiler/__init__.py``'s ``render``) imports a
-target's module on first use; adding a target is one module here with a row per plan kind.
+"""Code generation by target: the target is the outer axis. One module per target (``cuda/``,
+a package with a module per plan family; ``cpu.py``), each covering every plan kind
+(``compiler/protocol.py``) with:
 
-The renderers the tables name still live beside their plans (``compiler/codegen.py``,
-``reduction_codegen.py``, ``rowfusion.py``, ``scan_codegen.py``, ``product_codegen.py``,
-``compact.py``, ``foreach_codegen.py``), each taking the target as an argument.
+- ``RENDERERS``: plan kind → the function giving that plan's kernel source on the target;
+- ``walk_text(plan)``: how the kernel walks its data there, in words (``fa.explain``).
+
+The front door (``compiler/__init__.py``'s ``render`` and ``walk_text``) imports a target's
+module on first use. What every target writes alike stays in the generator modules, free of
+any target: an element's loads, instructions and stores (``codegen._Renderer``), a reduction's
+fold and store (``reduction_codegen``), a row kernel's sections (``rowfusion.RowRenderer``), a
+scan's, a product's and the multi-tensor kernels' pieces (``scan_codegen``,
+``product_codegen``, ``foreach_codegen``, ``tensor_fold``). A target's module writes the walks
+around them: loops, grids, shared memory, block trees, and its policies (``WIDE_SUMS``: float32
+sums accumulated in float64). Adding a target is one new module here with a row per plan kind,
+its name in ``compiler.TARGETS``, and a backend that supplies the names the source calls.
 """

@@ -27,7 +27,8 @@ from ..scan_codegen import ScanRenderer
 from ..tensor_fold import TensorFoldPlan, fold_lines, fold_params
 
 # float32 (complex64) sums accumulate in float64 (complex128): one thread folds an output's
-# elements in order, where a GPU's tree is pairwise (ir/reductions.accumulator_code)
+# elements in order, and float64 makes that as accurate as NumPy's pairwise sum
+# (ir/reductions.accumulator_code)
 WIDE_SUMS = True
 
 # A walk is cut into chunks of this many elements (whole rows in 2-D walks): large enough that

@@ -43,7 +43,7 @@ from ...reduction_codegen import ReduceRenderer
 
 
 def render_reduce(plan: ReducePlan) -> str:
-    r = _CudaReduce(plan, wide_sums=False)
+    r = _CudaReduce(plan, wide_sums=False)   # float32 sums in float32 here (accumulator_code)
     lines = r.block_per_output() if plan.schedule == "rows" else r.thread_per_output()
     return _function(plan.name, kernel_param_names(plan), lines)
 
