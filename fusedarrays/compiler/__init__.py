@@ -16,7 +16,8 @@ stages, in the order an evaluation meets them:
 Importing this module is cheap: the planners and code generators are imported on first use
 (``import fusedarrays`` pays for none of them), and so are the names below that live in them
 (:data:`_LAZY`: the multi-tensor planners of ``fa.fuse``'s foreach, the compaction kernels',
-the products' tile sizes, the cache key's helpers).
+the products' tile sizes, the cache key's helpers, the bfloat16/float8 helpers' binding that
+each backend's namespace takes).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .protocol import Blas, Plan, Program, Step, TempBuffer
 TARGETS = ("cuda", "cpu")
 
 # name → the module (under compiler/) that defines it, imported on first access
+# ("module:attribute" where the name here is not the module's own)
 _LAZY = {
     "plan_kernel": "plan", "rebuild": "cuts", "has_reduction": "planner", "CUT_AT": "planner",
     "plan_foreach": "foreach_plan", "plan_across": "foreach_plan",
@@ -37,14 +39,16 @@ _LAZY = {
     "digest": "keys", "disk_parts": "keys", "explain_miss": "keys",
     "tensor_partials": "tensor_fold", "per_tensor_plan": "tensor_fold",
     "plan_tensor_fold": "tensor_fold",
+    "bind_minifloats": "minifloat:bind", "MINIFLOAT_CODES": "minifloat:CODES",
 }
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
+    where = _LAZY.get(name)
+    if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    module, _, attribute = where.partition(":")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute or name)
     globals()[name] = value     # found once: later look-ups are plain attribute reads
     return value
 
