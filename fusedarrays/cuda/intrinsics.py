@@ -33,7 +33,7 @@ from numba.core.typing import signature
 from numba.cuda import libdevice
 from numba.cuda.extending import intrinsic
 
-from ..compiler import minifloat
+from ..compiler import MINIFLOAT_CODES, bind_minifloats
 from . import atomics, bf16vectors, division, randombits
 from .irhelpers import element_ptr as _element_ptr
 from .irhelpers import is_int as _is_int
@@ -79,7 +79,7 @@ SCALARS: dict[str, Scalar] = {
     )
 }
 # bfloat16 and float8 scalar parameters travel as float32 (rounded to the format by the host)
-PARAMS = {c: s.param for c, s in SCALARS.items()} | dict.fromkeys(minifloat.CODES, types.float32)
+PARAMS = {c: s.param for c, s in SCALARS.items()} | dict.fromkeys(MINIFLOAT_CODES, types.float32)
 
 VECTOR4_CODES = ("f32", "i32", "u32")  # one 16-byte access = 4 lanes of a 4-byte dtype
 SPLIT_CODES = ("c64", "c128")  # ld_<code>_split: an element by parts (_make_load_split)
@@ -455,7 +455,7 @@ def _build_base() -> dict[str, object]:
     ns["fa_f32_bits"], ns["fa_bits_f32"] = libdevice.float_as_int, libdevice.int_as_float
     ns["fa_f64_bits"] = libdevice.double_as_longlong
     ns["fa_bits_f64"] = libdevice.longlong_as_double
-    ns["fa_warp_lanes"] = 32   # block trees finish within one warp (rowfusion.block_tree)
+    ns["fa_warp_lanes"] = 32   # block trees finish within one warp (targets/cuda/reduce.py)
     for name in MATH_FUNCTIONS:
         ns[f"fa_{name}_f32"] = getattr(libdevice, name + "f")
         ns[f"fa_{name}_f64"] = getattr(libdevice, name)
@@ -495,6 +495,6 @@ def device_namespace(helpers: dict[str, pytypes.FunctionType]) -> dict[str, obje
     for name, fn in helpers.items():
         if name not in TYPERS:      # an intrinsic computes it here (fa_philox)
             ns[name] = device(fn)
-    minifloat.bind(ns, types.float32, device)   # ld_bf16 …: loads, stores, roundings, always
+    bind_minifloats(ns, types.float32, device)   # ld_bf16 …: loads, stores, roundings, always
     _NAMESPACES[id(helpers)] = (helpers, ns)
     return ns

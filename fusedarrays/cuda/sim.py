@@ -234,9 +234,9 @@ def _bind_minifloats(ns: dict) -> None:
     """bfloat16 and float8 as the device has them: the helpers over the operands' bits (their
     arrays are viewed as unsigned words, :meth:`SimBackend.operand_arg`), and bfloat16's 8-lane
     vectors as 16-byte accesses of 8 words."""
-    from ..compiler import minifloat
+    from ..compiler import bind_minifloats
 
-    minifloat.bind(ns, np.float32, lambda fn: types.FunctionType(fn.__code__, ns, fn.__name__))
+    bind_minifloats(ns, np.float32, lambda fn: types.FunctionType(fn.__code__, ns, fn.__name__))
     words = _vector_load(8, "ldv8_bf16")
 
     def stv8(p, j, *values):
