@@ -266,9 +266,9 @@ class CpuBackend(HostMemory):
         ns["fa_flag_index"] = self._jit(_flag_index, ns)
         for name, fn in helpers.items():
             ns[name] = self._jit(fn, ns)
-        from ..compiler import minifloat   # bfloat16, float8: ld_bf16 … from the helpers
+        from ..compiler import bind_minifloats  # bfloat16, float8: ld_bf16 … from the helpers
 
-        minifloat.bind(ns, np.float32)
+        bind_minifloats(ns, np.float32)
         self._namespace = ns
         if not _SHARED_NAMESPACE:
             _SHARED_NAMESPACE.append(ns)
