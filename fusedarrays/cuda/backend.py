@@ -242,7 +242,7 @@ class CudaBackend(Backend):
     @_on_device
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, tuple]:
         """The arguments after ``n`` of a multi-tensor kernel
-        (``foreach_codegen.render_foreach_kernel``): device copies of ``meta`` and of the
+        (``foreach_plan.ForeachPlan``): device copies of ``meta`` and of the
         ``[T, K]`` table of operand addresses, and T.
         ``rows[t][k]`` is operand k of tensor t as ``(storage, dtype, element offset)``; the
         second value keeps the two tables alive while they are reused."""

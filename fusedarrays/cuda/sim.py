@@ -325,7 +325,7 @@ class SimBackend(HostMemory):
 
     def foreach_args(self, meta: np.ndarray, rows: list) -> tuple[list, None]:
         """The arguments after ``n`` of a multi-tensor kernel
-        (``foreach_codegen.render_foreach_kernel``): ``meta``, the pointer table and the tensor
+        (``foreach_plan.ForeachPlan``): ``meta``, the pointer table and the tensor
         count. The simulator's "pointers" are the
         operands' arrays themselves, in a Python list, which ``ld_u64`` indexes like a table."""
         ptrs = [self.operand_arg(*operand) for row in rows for operand in row]
