@@ -52,11 +52,12 @@ class FInfo(NamedTuple):
 def finfo(type, /) -> FInfo:
     """Machine limits of a floating dtype (or of an array's dtype): ``bits eps max min
     smallest_normal dtype``, NumPy's ``finfo`` values as Python floats. A complex dtype gives
-    its parts' limits and real dtype (``finfo(complex64).dtype`` is float32), as NumPy's."""
+    its parts' limits and real dtype (``finfo(complex64).dtype`` is float32), as NumPy's; the
+    training formats (bfloat16, float8) ml_dtypes' ``finfo`` values."""
     dt = _dtype_of(type)
-    if dt.kind not in "fc":
+    if dtypes.kind(dt) not in "fc":
         raise DTypeError(f"finfo takes a floating dtype, got {dt}; use fa.iinfo for integers")
-    info = np.finfo(dt)
+    info = dtypes.finfo(dt)
     dt = info.dtype
     return FInfo(info.bits, float(info.eps), float(info.max), float(info.min),
                  float(info.smallest_normal), dt)
@@ -97,7 +98,7 @@ def isdtype(dtype, kind) -> bool:
     if isinstance(kind, str):
         if kind not in _KINDS:
             raise ValueError(f"isdtype: unknown kind {kind!r}; kinds are {', '.join(_KINDS)}")
-        return dt.kind in _KINDS[kind]
+        return dtypes.kind(dt) in _KINDS[kind]
     return dt == np.dtype(kind)
 
 

@@ -42,6 +42,10 @@ _MATMUL_SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
 
 
 def _result_dtype(ufunc, a: ndarray, b: ndarray) -> np.dtype:
+    if dtypes.is_minifloat(a.dtype) or dtypes.is_minifloat(b.dtype):
+        # JAX's promotion (bfloat16 @ bfloat16 is bfloat16, summed in float32 and rounded
+        # once); ml_dtypes' own matmul loop gives float32, its np.dot bfloat16
+        return dtypes.jax_promote((a.dtype, b.dtype), ufunc.__name__)
     try:
         out = ufunc.resolve_dtypes((a.dtype, b.dtype, None))[-1]
     except TypeError as exc:
@@ -143,8 +147,8 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> ndarray:
         return _last_axis("any", a.astype(np.bool_) & b.astype(np.bool_))
     if a.dtype.kind == "c":     # the standard's and np.vecdot's: x1 conjugated
         a = a.conj()
-    # float16: NumPy sums the exact float32 products in float32 and rounds once
-    wide = np.dtype(np.float32) if dtype == np.float16 else dtype
+    # float16 (and bfloat16, float8): the exact float32 products summed in float32, rounded once
+    wide = np.dtype(np.float32) if dtypes.code(dtype) in dtypes.ROUNDED else dtype
     total = _last_axis("sum", a.astype(wide) * b.astype(wide))
     return total if wide == dtype else total.astype(dtype)
 

@@ -104,6 +104,12 @@ def is_minifloat(t) -> bool:
     return not isinstance(t, Weak) and t in _MINI_DTYPES
 
 
+def finfo(dtype):
+    """``np.finfo``, ml_dtypes' ``finfo`` for the training formats (NumPy's refuses them)."""
+    dt = np.dtype(dtype)
+    return _ml_dtypes.finfo(dt) if dt in _MINI_DTYPES else np.finfo(dt)
+
+
 _MINI_DTYPES = frozenset(MINIFLOATS.values())
 
 

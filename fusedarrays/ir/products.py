@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import graph
+from . import dtypes, graph
 
 
 def accumulator_code(dtype: np.dtype) -> str:
@@ -23,11 +23,12 @@ def accumulator_code(dtype: np.dtype) -> str:
     float64 in float64; integers in int64 (uint64 in uint64) and cast once at the end, which
     wraps as NumPy's own-type loop does (sums and products modulo 2**bits commute with the
     narrowing); bool as the count of ``a and b`` pairs, stored as ``count != 0`` (NumPy's bool
-    matmul is the ``or`` of the ``and``s); complex in its own type."""
+    matmul is the ``or`` of the ``and``s); complex in its own type; the training formats
+    (bfloat16, float8) in float32, rounded once at the store (JAX's float32 accumulation)."""
     dtype = np.dtype(dtype)
     if dtype.kind == "c":
         return "c128" if dtype.itemsize == 16 else "c64"
-    if dtype.kind == "f":
+    if dtypes.kind(dtype) == "f":
         return "f64" if dtype.itemsize == 8 else "f32"
     return "u64" if dtype == np.uint64 else "i64"
 
