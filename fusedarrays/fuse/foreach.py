@@ -65,6 +65,12 @@ class Entry:
                  found: list = (), shared: tuple = ()):
         self.program, self.backend, self.why, self.key = program, backend, why, key
         message = _ELEMENTWISE.format(name=fused.__qualname__)
+        self._shared_roots = {tracer.root_of(p) for p in shared}
+        if self._shared_roots & set(program.written):
+            raise UnsupportedOperationError(
+                f"foreach: {fused.__qualname__} writes a 0-d array that every tensor shares; "
+                "one launch over many tensors would race on it (write it in a call of its own, "
+                "e.g. a fused step += 1 before the foreach)")
         if any(i.kind == "gather" for plan, _ in program.launches
                for i in plan.body):
             raise UnsupportedOperationError(
@@ -80,7 +86,6 @@ class Entry:
         # the shared 0-d arrays' columns follow the lists' (every row: the same address)
         column_of = {tracer.root_of(p): c
                      for c, p in reversed(list(enumerate((*lists, *shared))))}
-        self._shared_roots = {tracer.root_of(p) for p in shared}
         self._check(plan, sources, message, ("arg", "out") + _FOLDED)
         # one table column per distinct array: a list column, or an output
         sources = [(kind, column_of[k] if kind == "arg" else k) for kind, k in sources]
@@ -114,11 +119,6 @@ class Entry:
                                    make_scalar_packer(plan, backend), name=self.plan.name,
                                    traffic=self.plan.traffic())
         self.written_columns = sorted({column_of[r] for r in program.written})
-        if any(column_of[r] >= len(lists) for r in program.written):
-            raise UnsupportedOperationError(
-                f"foreach: {fused.__qualname__} writes a 0-d array that every tensor shares; "
-                "one launch over many tensors would race on it (write it in a call of its own, "
-                "e.g. a fused step += 1 before the foreach)")
         # per written buffer, every list column viewing it
         self.writes_through = tuple(tuple(c for c, p in enumerate(lists)
                                           if tracer.root_of(p) == r) for r in program.written)

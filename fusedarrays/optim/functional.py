@@ -9,7 +9,10 @@ reaches (``fa`` arrays, CuPy or PyTorch arrays on cuda, NumPy arrays or ``fa.fro
 PyTorch's on cpu); gradients may be any array (a JAX gradient is only read).
 
 Every hyper-parameter and the step counter are kernel parameters: a new learning rate (a
-schedule) never retraces or recompiles. The bias corrections ``1 - beta ** step`` are computed
+schedule) never retraces or recompiles. ``step`` and ``lr`` may also be 0-d arrays on the device
+(float32), which the kernel reads: a step captured once (``fa.capture``) and replayed then
+follows them; :func:`increment` adds one to a device step count inside the captured sequence.
+The bias corrections ``1 - beta ** step`` are computed
 inside the kernel from ``step`` (not on the host), so that a captured step could read ``step``
 from device memory. The arithmetic follows PyTorch's ``_multi_tensor_*`` steps operation by
 operation (``torch/optim/adamw.py``), so results agree to float32 rounding.
@@ -163,7 +166,26 @@ def _lamb_master(p, w, g, m, v, lr, beta1, beta2, eps, weight_decay, step, bias_
     p[...] = w
 
 
+@fuse
+def _add(s, by):
+    s += by
+
+
 # ---- the public steps -----------------------------------------------------------------------
+
+
+def increment(steps, by=1.0) -> None:
+    """Add ``by`` to a device step count (a 0-d array) or to each of a list of them, in place:
+    one launch, so it can stand inside a captured step (``fa.capture``)."""
+    if isinstance(steps, (list, tuple)):
+        _add.foreach(list(steps), by)
+    else:
+        _add(steps, by)
+
+
+def _step(step):
+    """A Python step count as a float parameter; a 0-d array (on the device) as it is."""
+    return step if hasattr(step, "ndim") else float(step)
 
 
 def _masters(kernel_plain, kernel_master, params, master_params, lists, scalars):
@@ -177,14 +199,14 @@ def adamw(params, grads, exp_avgs, exp_avg_sqs, *, step, lr=1e-3, beta1=0.9, bet
     """AdamW (decoupled weight decay) in place over the lists: ``torch.optim.AdamW``'s step.
     ``step`` counts from 1 (the step being taken)."""
     _masters(_adamw, _adamw_master, params, master_params, (grads, exp_avgs, exp_avg_sqs),
-             (lr, beta1, beta2, eps, weight_decay, float(step), bool(maximize)))
+             (lr, beta1, beta2, eps, weight_decay, _step(step), bool(maximize)))
 
 
 def adam(params, grads, exp_avgs, exp_avg_sqs, *, step, lr=1e-3, beta1=0.9, beta2=0.999,
          eps=1e-8, weight_decay=0.0, maximize=False, master_params=None) -> None:
     """Adam (L2 weight decay added to the gradient) in place: ``torch.optim.Adam``'s step."""
     _masters(_adam, _adam_master, params, master_params, (grads, exp_avgs, exp_avg_sqs),
-             (lr, beta1, beta2, eps, weight_decay, float(step), bool(maximize)))
+             (lr, beta1, beta2, eps, weight_decay, _step(step), bool(maximize)))
 
 
 def sgd(params, grads, momentum_buffers=None, *, lr=1e-3, momentum=0.0, dampening=0.0,
@@ -222,7 +244,7 @@ def lamb(params, grads, exp_avgs, exp_avg_sqs, *, step, lr=1e-3, beta1=0.9, beta
     ``p -= lr * trust * u``. Three launches per dtype group for any number of tensors
     (``fa.tensor_norm``: the norms' partials, their fold per tensor, the step)."""
     _masters(_lamb, _lamb_master, params, master_params, (grads, exp_avgs, exp_avg_sqs),
-             (lr, beta1, beta2, eps, weight_decay, float(step), bool(bias_correction),
+             (lr, beta1, beta2, eps, weight_decay, _step(step), bool(bias_correction),
               bool(maximize)))
 
 
@@ -232,4 +254,4 @@ def kernels() -> dict:
             if name.startswith("_") and hasattr(f, "foreach")}
 
 
-__all__ = ["adam", "adamw", "kernels", "lamb", "lion", "sgd"]
+__all__ = ["adam", "adamw", "increment", "kernels", "lamb", "lion", "sgd"]

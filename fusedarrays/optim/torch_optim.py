@@ -14,6 +14,14 @@ State keys and the ``step`` tensor are ``torch.optim``'s own (a float32 0-d cpu 
 keeps, for bfloat16 and float16 parameters, a float32 copy in ``state["master_param"]`` and
 float32 states; the step updates the copy and stores the parameter from it.
 
+``capturable=True`` (Adam, AdamW, LAMB; torch's meaning): the step count lives on the
+parameters' device, one 0-d float32 tensor shared by the parameters of a group on a device
+(``state["step"]`` of each; ``state_dict`` gives each its own copy, as torch keeps them), added
+to by a launch inside the step, and read by the kernel, as is ``lr`` where it is a tensor: the
+step can be captured once and replayed, by ``fa.capture()`` / ``fa.graph(opt.step)`` or inside
+``torch.cuda.graph`` (after one eager step: it makes the states and foreach tables). A float
+``lr`` is baked into a captured step (a scheduler's new value needs ``lr`` as a tensor).
+
 Ordering: fa launches on the device's default (legacy) stream, which is PyTorch's default
 stream. Inside ``torch.cuda.stream(s)`` the step first makes the default stream wait for ``s``
 and afterwards ``s`` for the default stream (two events), so the step reads the gradients that
@@ -29,7 +37,8 @@ import torch
 
 from ..api.devices import default_device
 from ..api.interop import from_dlpack
-from ..errors import DTypeError, UnsupportedOperationError
+from ..errors import CaptureError, DTypeError, UnsupportedOperationError
+from ..runtime.capture import capturing, on_stream
 from . import functional as F
 
 _LOW = (torch.bfloat16, torch.float16)
@@ -121,8 +130,17 @@ class _FusedOptimizer(torch.optim.Optimizer):
             if key not in state:
                 state[key] = torch.zeros_like(like, memory_format=torch.preserve_format)
         if self._COUNTS_STEPS and "step" not in state:
-            state["step"] = torch.tensor(0.0, dtype=torch.float32)
+            state["step"] = (self._shared_step(group, p) if group.get("capturable")
+                             else torch.tensor(0.0, dtype=torch.float32))
         return state
+
+    def _shared_step(self, group: dict, p: torch.Tensor) -> torch.Tensor:
+        """The device step count of ``group``'s parameters on ``p``'s device (made at 0)."""
+        for q in group["params"]:
+            step = self.state.get(q, {}).get("step")
+            if step is not None and q.device == p.device and step.device == p.device:
+                return step
+        return torch.zeros((), dtype=torch.float32, device=p.device)
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -144,13 +162,25 @@ class _FusedOptimizer(torch.optim.Optimizer):
             if params:
                 work.append((group, params))
         devices = {p.device for _, params in work for p in params}
-        with _on_current_stream(devices):
+        graphed = any(d.type == "cuda" for d in devices) and \
+            torch.cuda.is_current_stream_capturing()
+        if (graphed or capturing[0] is not None) and not all(
+                g.get("capturable") or not self._COUNTS_STEPS for g, _ in work):
+            raise CaptureError(
+                f"fusedarrays.optim.{type(self).__name__}: a step captured into a graph needs "
+                "capturable=True (its step count on the device; a host count would stay the "
+                "captured one at every replay)")
+        # inside torch.cuda.graph: fa's launches on PyTorch's capturing stream
+        with on_stream(torch.cuda.current_stream()) if graphed else _on_current_stream(devices):
             for group, params in work:
                 self._step_group(group, params)
         return loss
 
     def _step_group(self, group: dict, params: list) -> None:
         states = [self._init_state(group, p) for p in params]
+        if self._COUNTS_STEPS and group.get("capturable"):
+            self._step_on_device(group, params, states)
+            return
         if self._COUNTS_STEPS:
             steps = [s["step"] for s in states]
             torch._foreach_add_(steps, 1)
@@ -164,8 +194,36 @@ class _FusedOptimizer(torch.optim.Optimizer):
         for (_, count, master, _), members in buckets.items():
             self._run(group, members, count, master)
 
+    def _step_on_device(self, group: dict, params: list, states: list) -> None:
+        """capturable: per shared step count, one launch adds 1, then the step reads it."""
+        buckets: dict[tuple, list] = {}
+        for p, state in zip(params, states):
+            key = (id(state["step"]), self._master(group, p), self._bucket_key(state))
+            buckets.setdefault(key, []).append((p, state))
+        for (_, master, _), members in buckets.items():
+            step = self._views(members[0][1]["step"])
+            F.increment(step)
+            self._run(group, members, step, master)
+
     def _bucket_key(self, state: dict):
         return None
+
+    def _lr(self, group: dict):
+        """``lr``: a float, or a tensor's fa view (read by the kernel: capturable)."""
+        lr = group["lr"]
+        if torch.is_tensor(lr):
+            return self._views(lr.to(torch.float32) if lr.dtype != torch.float32 else lr)
+        return float(lr)
+
+    def state_dict(self) -> dict:
+        """torch's, with each parameter's own copy of a shared device step count (torch keeps
+        one per parameter; a shared one would be counted once per parameter there)."""
+        out = super().state_dict()
+        out["state"] = {k: ({**v, "step": v["step"].clone()} if torch.is_tensor(v.get("step"))
+                            and v["step"].dim() == 0 and any(
+                                g.get("capturable") for g in self.param_groups) else v)
+                        for k, v in out["state"].items()}
+        return out
 
     def _lists(self, members: list, master: bool, keys: tuple) -> dict:
         """The fa views of a bucket: ``params``, ``grads``, ``master_params`` and ``keys``."""
@@ -193,13 +251,19 @@ class _FusedOptimizer(torch.optim.Optimizer):
         keep it on the device; this one reads it on the host)."""
         super().load_state_dict(state_dict)
         saved = [i for g in state_dict["param_groups"] for i in g["params"]]
+        shared: dict = {}       # capturable: (group, device) → its step count
         for group_id, p in zip(saved, (p for g in self.param_groups for p in g["params"])):
             state = self.state.get(p)
             if not state:
                 continue
-            if "step" in state:
-                state["step"] = state["step"].to("cpu", torch.float32)
             group = next(g for g in self.param_groups if any(q is p for q in g["params"]))
+            if "step" in state and group.get("capturable"):   # one count per group and device
+                key = (id(group), p.device)
+                if key not in shared:
+                    shared[key] = state["step"].to(p.device, torch.float32).clone()
+                state["step"] = shared[key]
+            elif "step" in state:
+                state["step"] = state["step"].to("cpu", torch.float32)
             if self._master(group, p):
                 for key, value in state_dict["state"].get(group_id, {}).items():
                     if key != "step" and torch.is_tensor(value) and value.is_floating_point():
@@ -254,7 +318,7 @@ class Adam(_FusedOptimizer):
         step_fn = F.adamw if group.get("decoupled_weight_decay", self._DECOUPLED) else F.adam
         lists = self._lists(members, master, ("exp_avg", "exp_avg_sq"))
         step_fn(**_rename(lists, exp_avg="exp_avgs", exp_avg_sq="exp_avg_sqs"), step=step,
-                lr=float(group["lr"]), beta1=beta1, beta2=beta2, eps=float(group["eps"]),
+                lr=self._lr(group), beta1=beta1, beta2=beta2, eps=float(group["eps"]),
                 weight_decay=float(group["weight_decay"]), maximize=group["maximize"])
 
 
@@ -344,18 +408,18 @@ class LAMB(_FusedOptimizer):
     _STATES = ("exp_avg", "exp_avg_sq")
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, *,
-                 bias_correction=True, maximize=False, master_weights=False):
+                 bias_correction=True, maximize=False, master_weights=False, capturable=False):
         _check_hyper("LAMB", lr=lr, eps=eps, weight_decay=weight_decay, beta1=betas[0],
                      beta2=betas[1])
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       bias_correction=bias_correction, maximize=maximize,
-                                      master_weights=master_weights))
+                                      master_weights=master_weights, capturable=capturable))
 
     def _run(self, group, members, step, master):
         beta1, beta2 = _betas(group)
         F.lamb(**_rename(self._lists(members, master, ("exp_avg", "exp_avg_sq")),
                          exp_avg="exp_avgs", exp_avg_sq="exp_avg_sqs"),
-               step=step, lr=float(group["lr"]), beta1=beta1, beta2=beta2,
+               step=step, lr=self._lr(group), beta1=beta1, beta2=beta2,
                eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
                bias_correction=group["bias_correction"], maximize=group["maximize"])
 
