@@ -9,6 +9,9 @@
   torch's fused AdamW on float32 masters then ``_foreach_copy_`` into the bfloat16 parameters;
 - LAMB over 200 tensors (three launches: the norms' partials, their fold, the step), as a
   multiple of the same 28-byte floor (the step reads p, g, m, v twice: 44 bytes);
+- the AdamW step over the GPT-2-small set captured once (``capturable=True``, ``fa.graph``) and
+  replayed: host µs per replay (target ≤ 10), and its device time as a multiple of the floor,
+  beside ``torch.optim.AdamW(fused=True, capturable=True)`` replayed as a ``torch.cuda.graph``;
 - a 100-step training loop of a ~50 M parameter MLP with ``fusedarrays.optim.AdamW`` in place
   of ``torch.optim.AdamW(fused=True)``: the losses checked equal to float32 rounding, and the
   optimizer's share of a step (optimizer µs / step µs) for both.
@@ -100,6 +103,49 @@ def adamw_rows(run, torch, device) -> None:
     row.peer("torch AdamW(fused=True) on masters + copy", fused_master)
 
 
+def host_us(fn, calls: int = 200) -> float:
+    """Host microseconds per call of ``fn`` (the call returns once its work is queued)."""
+    fn()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def graph_rows(run, torch, device, sync) -> None:
+    """AdamW captured once and replayed: host µs per replay, device time × floor."""
+    sizes = gpt2_sizes(32 if run.smoke else 1)
+    floor = run.copy_time(28 * sum(sizes))
+    ours = fo.AdamW(params_of(torch, sizes, device, torch.float32, run.seed),
+                    **{**KW, "lr": torch.tensor(KW["lr"], device=device)}, capturable=True)
+    ours.step()                          # eager: states, tables, compiles
+    graph = fa.graph(ours.step)
+    sync()
+    row = run.row(f"AdamW over {len(sizes)} tensors replayed (fa.graph, capturable): host µs "
+                  "per replay", host_us(graph.replay, 20 if run.smoke else 500),
+                  target="<= 10", unit="µs", launches=len(graph.launches),
+                  device_x_floor=run.device_time(graph.replay, 20) / floor)
+    sync()
+
+    def torch_graphed():
+        if device != "cuda":
+            return "cuda only"
+        theirs = torch.optim.AdamW(params_of(torch, sizes, device, torch.float32, run.seed),
+                                   **{**KW, "lr": torch.tensor(KW["lr"], device=device)},
+                                   fused=True, capturable=True)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            theirs.step()
+        torch.cuda.current_stream().wait_stream(side)
+        captured = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(captured):
+            theirs.step()
+        return host_us(captured.replay, 500)
+
+    row.peer("torch AdamW(fused, capturable) in torch.cuda.graph: host µs", torch_graphed)
+
+
 def lamb_row(run, torch, device) -> None:
     rng = run.rng()
     sizes = [int(s) for s in rng.integers(1, 3_000 if run.smoke else 1_200_000, 200)]
@@ -164,6 +210,7 @@ def main() -> int:
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     adamw_rows(run, torch, device)
     lamb_row(run, torch, device)
+    graph_rows(run, torch, device, sync)
     training_rows(run, torch, device, sync)
     return run.finish()
 
