@@ -7,11 +7,13 @@ no float16, so float16 elements are loaded and stored as uint16 bits and convert
 (:mod:`fusedarrays.cpu.half`).
 
 A kernel (``codegen``'s cpu variant) is one serial function over a range of chunks of its walk,
-compiled with ``nogil``; :func:`run_chunks` spreads the chunks over a pool of Python threads,
-the calling thread taking the first share. Not numba's ``parallel=True``: its parfors pass costs
-about a second more per kernel compile than the serial function, and its OpenMP threading layer
-kills any ``fork()`` child of a process that used it. Python threads survive as a pool that a
-forked child simply makes anew, and calls from several user threads at once are safe.
+compiled with ``nogil``; :func:`.threads.run_chunks` shares the chunks with a pool of Python
+threads, each taking the next piece as it is free, where that pays (``cpu/threads.py``). Not
+numba's ``parallel=True``: its parfors pass costs about a second more per kernel compile than
+the serial function, and its OpenMP threading layer kills any ``fork()`` child of a process that
+used it. Python threads survive as a pool that a forked child simply makes anew, and calls from
+several user threads at once are safe. Memory is NumPy byte arrays placed and reused as
+``cpu/memory.py`` says.
 Disk level: a kernel's source is a disk-cache entry (kind ``src``, keyed by the arch
 ``cpu-<machine>-<LLVM host CPU>`` and numba's, llvmlite's and the CPU features' versions), and it is
 loaded as a module file in the arch's folder (written once, by ``os.replace``, with a fixed
@@ -37,11 +39,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .. import config
 from ..errors import CompileError
-from ..runtime.backend import HostMemory
+from ..runtime.backend import HostMemory, MemoryInfo
 from ..runtime.devices import Device
-from . import half, vecmath
+from . import half, memory, vecmath
+from .threads import CPUS, Choice, run_chunks
 
 _INT_CASTS = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
               "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
@@ -140,50 +142,6 @@ def _flag_index(e, bad, site, value):
             st_i64(e, 1, value)              # noqa: F821
 
 
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:   # not on Linux
-        return os.cpu_count() or 1
-
-
-_CPUS = _cpus()
-_pool: list = [None, threading.Lock()]   # the chunk threads (made on first use), their lock
-
-
-def _forget_pool() -> None:
-    # A forked child has none of its parent's threads (and a thread of the parent may have held
-    # the lock at the fork): it makes a pool of its own when it needs one.
-    _pool[:] = [None, threading.Lock()]
-
-
-os.register_at_fork(after_in_child=_forget_pool)
-
-
-def run_chunks(kernel, args: tuple) -> None:
-    """Run all chunks of ``kernel(k0, k1, *args)``: on this thread when there is one chunk (or
-    the serial setting), else split into one contiguous share per CPU, this thread taking the
-    first. Shares are contiguous so that each thread walks its memory in order."""
-    chunks = kernel(0, 0, *args)
-    threads = min(chunks, _CPUS if config.get("CPU_PARALLEL") else 1)
-    if threads <= 1:
-        kernel(0, chunks, *args)
-        return
-    pool = _pool[0]
-    if pool is None:
-        with _pool[1]:
-            if _pool[0] is None:
-                _pool[0] = ThreadPoolExecutor(_CPUS - 1, "fusedarrays-cpu")
-        pool = _pool[0]
-    bounds = [chunks * t // threads for t in range(threads + 1)]
-    futures = [pool.submit(kernel, bounds[t], bounds[t + 1], *args) for t in range(1, threads)]
-    try:
-        kernel(bounds[0], bounds[1], *args)
-    finally:
-        for future in futures:
-            future.result()
-
-
 _SHARED_NAMESPACE: list = []   # the first namespace built, which further host devices share
 _MODULE_TIME = 1_000_000_000   # every kernel module file's mtime: numba's cache keys on it
 
@@ -195,6 +153,9 @@ class CpuBackend(HostMemory):
     name = "cpu"
     device_key = "cpu"
     disk_kind = "src"
+    # malloc's alignment (NumPy's allocator), 64 from cpu/memory.py's STAGGER_MIN up; the cpu
+    # kernels access memory unaligned, so this only spares Buffer an address look-up
+    alloc_align = 16
 
     def __init__(self, device_id: int = 0):
         import llvmlite
@@ -203,6 +164,7 @@ class CpuBackend(HostMemory):
 
         self._numba = numba
         self._namespace: dict | None = None
+        self._memory = memory.HostPool()
         self.device_id = device_id
         self.device = Device("cpu", device_id)
         self.device_key = str(self.device)   # "cpu" for the first, as before there were more
@@ -284,14 +246,15 @@ class CpuBackend(HostMemory):
         return {"src": source.encode(), "entry": fn_name}
 
     def load(self, artifact: dict, param_types) -> list:
-        """``[dispatcher, source, module file or None]`` of the artifact's kernel: from a module
-        file in ``artifact["folder"]`` with numba's cache on where there is one, else in memory."""
+        """``[dispatcher, source, module file or None, threads.Choice]`` of the artifact's
+        kernel: from a module file in ``artifact["folder"]`` with numba's cache on where there
+        is one, else in memory; the choice learns whether its large launches pay for threads."""
 
         source, name = artifact["src"].decode(), artifact["entry"]
         folder = artifact.get("folder")
         path = (_module_file(folder, source)
                 if folder is not None and self._numba_caches else None)
-        return [self._dispatcher(source, name, path), source, path]
+        return [self._dispatcher(source, name, path), source, path, Choice()]
 
     def _dispatcher(self, source: str, name: str, path: str | None):
         from ..compiler import helpers as kernel_helpers
@@ -312,7 +275,7 @@ class CpuBackend(HostMemory):
     def launch(self, kernel: list, n: int, args: list, geometry: tuple = ()) -> None:
         # numba specialises on the first call's argument types, so typing errors surface here.
         try:
-            run_chunks(kernel[0], (n, *args))
+            run_chunks(kernel[0], (n, *args), kernel[3])
             if geometry[3:] == ("fold",):   # a split reduction: its partials, once all are in
                 kernel[0](-1, -1, n, *args)
         except Exception as exc:  # kernels compiled with error_model="numpy" raise nothing else
@@ -324,6 +287,15 @@ class CpuBackend(HostMemory):
             kernel[0], kernel[2] = self._dispatcher(kernel[1], kernel[0].py_func.__name__,
                                                     None), None
             self.launch(kernel, n, args, geometry)
+
+    def direct_launch(self, kernel: list, n: int, geometry: tuple = ()):
+        """What a launch record calls in place of :meth:`launch` after its first launch
+        (``runtime/launch.py``): ``(call, kernel)``, ``call(kernel, n, args)`` running every
+        chunk of the compiled kernel, without :meth:`launch`'s frames and fallbacks (the
+        first launch compiled it, or loaded numba's cache, and ran it)."""
+        if geometry[3:] == ("fold",):
+            return _direct_fold, kernel
+        return _direct, kernel
 
     def first_call(self, kernel: list, n: int, args: list) -> dict[str, float]:
         """Before a kernel's first launch: numba's compile for these argument types (or the
@@ -351,23 +323,42 @@ class CpuBackend(HostMemory):
         reference ``fa.profile()`` states achieved bandwidth against."""
         nbytes = 1 << 26
         src, dst = np.ones(nbytes, np.uint8), np.empty(nbytes, np.uint8)
-        bounds = [nbytes * t // _CPUS for t in range(_CPUS + 1)]
+        bounds = [nbytes * t // CPUS for t in range(CPUS + 1)]
 
         def part(t):
             np.copyto(dst[bounds[t]:bounds[t + 1]], src[bounds[t]:bounds[t + 1]])
 
         best = math.inf
-        with ThreadPoolExecutor(_CPUS) as pool:
+        with ThreadPoolExecutor(CPUS) as pool:
             for _ in range(3):
                 start = time.perf_counter()
-                list(pool.map(part, range(_CPUS)))
+                list(pool.map(part, range(CPUS)))
                 best = min(best, time.perf_counter() - start)
         return 2 * nbytes / best
 
     def operand_arg(self, storage, dtype: np.dtype, elem_offset: int) -> int:
         """The host address of element ``elem_offset`` (a kernel ``ptr`` parameter): the
         caller holds ``storage`` while the kernel runs."""
-        return self.address(storage) + elem_offset * dtype.itemsize
+        return memory.address(storage) + elem_offset * dtype.itemsize
+
+    def address(self, storage) -> int:
+        return memory.address(storage)   # remembered per array (cpu/memory.py)
+
+    def alloc(self, nbytes: int) -> np.ndarray:
+        return self._memory.alloc(nbytes)
+
+    def from_host(self, array: np.ndarray) -> np.ndarray:
+        array = np.asarray(array)
+        storage = self.alloc(array.nbytes)
+        if array.size:
+            storage[:array.nbytes].view(array.dtype).reshape(array.shape)[...] = array
+        return storage
+
+    def memory_info(self) -> MemoryInfo:
+        return MemoryInfo(self.name, None, self._memory.cached(), None, None)
+
+    def free_cached_memory(self) -> int:
+        return self._memory.give_back()
 
     def counters(self, slots: int) -> int:
         # the address of HostMemory's array; the cpu kernels never touch it (the backend
@@ -384,6 +375,15 @@ class CpuBackend(HostMemory):
         table = np.array([[self.operand_arg(*operand) for operand in row] for row in rows],
                          dtype=np.uint64)
         return [self.address(meta), self.address(table), len(rows)], (meta, table)
+
+
+def _direct(kernel: list, n: int, args: list) -> None:
+    run_chunks(kernel[0], (n, *args), kernel[3])
+
+
+def _direct_fold(kernel: list, n: int, args: list) -> None:
+    run_chunks(kernel[0], (n, *args), kernel[3])
+    kernel[0](-1, -1, n, *args)   # a split reduction: its partials, once all are in
 
 
 def _module_file(folder, source: str) -> str | None:

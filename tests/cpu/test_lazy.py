@@ -276,16 +276,24 @@ def test_after_its_first_launch_a_record_launches_through_the_backends_prepared_
     assert len(calls) == 3
 
 
-def test_a_backend_without_prepared_launches_is_asked_once(monkeypatch):
-    """The cpu backend prepares no launch: its records say so after their first launch (False)
-    and every later launch goes the backend's way without asking again."""
+def test_the_cpu_backend_prepares_its_launches(monkeypatch):
+    """The cpu backend prepares a launch after a record's first (``direct_launch``: its chunks
+    run without ``launch``'s frames); later launches take it and give the same results, a
+    split reduction's fold included."""
     from fusedarrays.runtime import realize
 
     monkeypatch.setattr(realize, "_records", {})
-    a = rand(3, 4099)
-    x = fa.asarray(a)
+    seed = 137
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
     for _ in range(3):
+        a = rng.standard_normal((3, 4099), np.float32)
+        x = fa.asarray(a)
         np.testing.assert_array_equal((x[:, ::-2] * 3 - 1).get(),
                                       a[:, ::-2] * np.float32(3) - np.float32(1))
     record, = realize._records.values()
-    assert record.direct is False
+    assert record.direct and callable(record.direct[0])
+    for _ in range(3):   # a full sum: partials, then the fold
+        a = rng.standard_normal(300_001, np.float32)
+        np.testing.assert_allclose(float(fa.asarray(a).astype(np.float64).sum()),
+                                   a.astype(np.float64).sum(), rtol=1e-12)

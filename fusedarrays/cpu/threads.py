@@ -1,0 +1,179 @@
+"""The cpu kernels' threads: a kernel's chunks shared out to a persistent pool, claimed as they go.
+
+Where it sits: :meth:`.backend.CpuBackend.launch` (and its ``direct_launch``) calls
+:func:`run_chunks` with a compiled kernel, ``kernel(k0, k1, n, *args)`` running chunks
+``k0 .. k1`` of its walk (``kernel(0, 0, …)`` returns the chunk count without touching memory).
+
+Why claimed, not split: a static split into one share per CPU makes the caller wait for the
+slowest thread, and on a busy machine (the 2-core one that the cpu rows of issue #36 are measured
+on, where other work holds the other core) a helper thread may start late or not at all — a
+(10^6,) ``a*b+c`` ran slower on two threads than on one. Here the work is cut into a few pieces
+per thread, each thread (the caller first) takes the next piece from one shared iterator, and the
+caller waits only for pieces a helper has already taken: a helper that never starts costs nothing
+but the wake-up. Small launches stay on the caller's thread (waking a helper costs about as much
+as the few chunks would). The helpers are daemon threads, started once and waiting on a queue:
+no thread start per launch. A forked child starts its own pool when it needs one.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+
+from .. import config
+
+# Below this many chunks (16 K elements of the lightest kernel each, ~4 µs of a flat a*b+c in
+# cache) a launch runs on the calling thread: a helper's wake-up and the hand-over cost more.
+MIN_CHUNKS = 8
+PIECES_PER_THREAD = 4   # pieces per thread: enough to even out a late start, few calls each
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not on Linux
+        return os.cpu_count() or 1
+
+
+CPUS = _cpus()
+
+
+class _Job:
+    """One launch's pieces, taken by every thread that works on it from the same iterator."""
+
+    __slots__ = ("kernel", "args", "pieces", "left", "lock", "done", "error")
+
+    def __init__(self, kernel, args: tuple, bounds: list[int]):
+        self.kernel, self.args = kernel, args
+        # next() on a list iterator is atomic under the GIL: each piece goes to one thread
+        self.pieces = iter(list(zip(bounds, bounds[1:])))
+        self.left = len(bounds) - 1
+        self.lock = threading.Lock()
+        self.done = threading.Lock()   # held until the last piece is finished
+        self.done.acquire()
+        self.error: BaseException | None = None
+
+    def work(self) -> None:
+        kernel, args = self.kernel, self.args
+        for lo, hi in self.pieces:
+            try:
+                kernel(lo, hi, *args)
+            except BaseException as exc:   # noqa: BLE001 - raised by the caller
+                self.error = exc
+            with self.lock:
+                self.left -= 1
+                if not self.left:
+                    self.done.release()
+
+    def wait(self) -> None:
+        with self.lock:
+            pending = self.left
+        if pending:
+            try:
+                self.done.acquire()
+            except BaseException:   # interrupted: the helpers still write the operands
+                self.done.acquire()
+                raise
+        if self.error is not None:
+            raise self.error
+
+
+class _Pool:
+    """``helpers`` daemon threads running the jobs put on one queue."""
+
+    def __init__(self, helpers: int):
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.helpers = helpers
+        for k in range(helpers):
+            threading.Thread(target=self._serve, name=f"fusedarrays-cpu-{k}",
+                             daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            self.jobs.get().work()
+
+
+_pool: list = [None, threading.Lock()]   # the pool (made on first use), its lock
+
+
+def _forget_pool() -> None:
+    # A forked child has none of its parent's threads (and a thread of the parent may have held
+    # the lock at the fork): it makes a pool of its own when it needs one.
+    _pool[:] = [None, threading.Lock()]
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def pool() -> _Pool:
+    found = _pool[0]
+    if found is None:
+        with _pool[1]:
+            if _pool[0] is None:
+                _pool[0] = _Pool(CPUS - 1)
+            found = _pool[0]
+    return found
+
+
+class Choice:
+    """Whether one kernel's large launches run on the pool or on the calling thread alone,
+    learnt from its own launches: seconds per chunk of each way (a moving average), the faster
+    taken, the other tried again every :data:`RETRY` th launch (the machine's load changes).
+    On a 2-core machine whose other core is busy, two threads ran a (10^6,) ``a*b+c`` 10 %
+    slower than one; on an idle one they run it faster: neither rule fits both."""
+
+    __slots__ = ("per_chunk", "launches")
+
+    def __init__(self):
+        self.per_chunk = [0.0, 0.0]   # serial, shared; 0: not measured yet
+        self.launches = 0
+
+    def shared(self) -> bool:
+        serial, shared = self.per_chunk
+        self.launches += 1
+        if not serial or not shared:
+            return not shared and bool(serial)
+        faster = shared < serial
+        return faster != (self.launches % RETRY == 0)
+
+    def record(self, shared: bool, seconds: float, chunks: int) -> None:
+        old = self.per_chunk[shared]
+        now = seconds / chunks
+        self.per_chunk[shared] = now if not old else 0.75 * old + 0.25 * now
+
+
+RETRY = 32
+
+
+def run_shared(kernel, args: tuple, chunks: int, threads: int) -> None:
+    """Chunks ``0 .. chunks`` of ``kernel`` on ``threads`` threads (this one and helpers):
+    contiguous pieces, a few per thread, each taken by whichever thread is free first."""
+    count = min(chunks, threads * PIECES_PER_THREAD)
+    job = _Job(kernel, args, [chunks * p // count for p in range(count + 1)])
+    jobs = pool()
+    for _ in range(min(threads - 1, jobs.helpers)):
+        jobs.jobs.put(job)
+    job.work()
+    job.wait()
+
+
+def run_chunks(kernel, args: tuple, choice: Choice | None = None) -> None:
+    """Run all chunks of ``kernel(k0, k1, *args)``: on this thread when there are few (or the
+    serial setting, or one CPU), else as ``choice`` finds faster (:class:`Choice`; always
+    shared without one) on the pool's threads (:func:`run_shared`) or on this one."""
+    chunks = kernel(0, 0, *args)
+    if chunks < MIN_CHUNKS or CPUS < 2 or not config.get("CPU_PARALLEL"):
+        kernel(0, chunks, *args)
+        return
+    if choice is None:
+        run_shared(kernel, args, chunks, min(CPUS, chunks))
+        return
+    shared = choice.shared()
+    start = time.perf_counter()
+    if shared:
+        run_shared(kernel, args, chunks, min(CPUS, chunks))
+    else:
+        kernel(0, chunks, *args)
+    choice.record(shared, time.perf_counter() - start, chunks)
