@@ -1,5 +1,7 @@
-"""``fa.special`` on the cpu backend against SciPy (tests/special_cases.py), SciPy's ufuncs
-dispatching to it, and Black-Scholes through ``erf`` as one kernel."""
+"""``fa.special`` against SciPy (tests/special_cases.py) on every tier (on sim fa.special's
+device helpers in the CUDA source, on small arrays; on cuda libdevice's erf, erfc, lgamma and
+the device helpers), SciPy's ufuncs dispatching to it, and Black-Scholes through ``erf`` as one
+kernel (on cuda through SciPy's erf dispatching to fa's)."""
 
 import blackscholes
 import numpy as np
@@ -10,13 +12,21 @@ import fusedarrays as fa
 from fusedarrays.ir import ops
 
 scipy_special = pytest.importorskip("scipy.special")
-pytestmark = pytest.mark.usefixtures("cpu_backend")
+SEED = 20261124
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "float16"])
 @pytest.mark.parametrize("name", list(ops.SPECIAL))
+@pytest.mark.tiers("cpu", "cuda")
 def test_special_matches_scipy(name, dtype):
     special_cases.check_special(name, np.dtype(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", list(ops.SPECIAL))
+@pytest.mark.tiers("sim")
+def test_special_matches_scipy_on_small_arrays(name, dtype):
+    special_cases.check_special(name, np.dtype(dtype), n=64)
 
 
 def test_scipy_ufuncs_dispatch_to_fa_special():
@@ -29,10 +39,15 @@ def test_scipy_ufuncs_dispatch_to_fa_special():
     np.testing.assert_array_equal(lazy[0].get(), fa.special.erf(x[::-1]).get())
 
 
-def test_black_scholes_with_erf_is_one_kernel_and_matches_scipy():
-    data = blackscholes.inputs(1 << 14, seed=20261124)
-    call, put = blackscholes.prices_erf(fa, fa.special.erf,
-                                        **{k: fa.asarray(v) for k, v in data.items()})
+# cpu: fa.special.erf over 2^14 values; cuda: SciPy's erf dispatching to fa's, over 2^20
+BLACK_SCHOLES = {"cpu": (1 << 14, fa.special.erf), "cuda": (1 << 20, scipy_special.erf)}
+
+
+@pytest.mark.tiers("cpu", "cuda")
+def test_black_scholes_with_erf_is_one_kernel_and_matches_scipy(tier):
+    size, erf = BLACK_SCHOLES[tier]
+    data = blackscholes.inputs(size, seed=SEED)
+    call, put = blackscholes.prices_erf(fa, erf, **{k: fa.asarray(v) for k, v in data.items()})
     before = fa.stats()["launches"]
     fa.compute(call, put)
     assert fa.stats()["launches"] - before == 1
