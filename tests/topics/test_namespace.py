@@ -1,5 +1,10 @@
-"""The Array API namespace on the cpu backend at its default settings: manipulation, creation,
-data-type functions, object protocols and products against NumPy (tests/namespace_cases.py)."""
+"""The Array API namespace against NumPy (tests/namespace_cases.py): manipulation cases at every
+schedule on cpu and cuda; on cpu at its default settings also creation, data-type functions,
+object protocols and products; on sim the copy kernels of concat/stack/tile on small arrays (the
+simulator is slow); on cuda products (the tiled product kernel) and protocols on the device; in
+PTX for sm_90 the op rows added with the namespace (fa.special: libdevice's erf, erfc and
+lgamma, the erfinv/expit/logit helpers, and the new ufuncs), every one of them in one kernel per
+dtype. fa.special against SciPy: tests/topics/test_special.py."""
 
 import copy
 import pickle
@@ -12,21 +17,27 @@ import pytest
 import fusedarrays as fa
 from fusedarrays.ir import ops
 
-pytestmark = pytest.mark.usefixtures("cpu_backend")
 SEED = 20261124
 
 
 @pytest.mark.parametrize("name", list(namespace_cases.CASES))
+@pytest.mark.tiers("cpu", "cuda")
 def test_case_matches_numpy(name):
     namespace_cases.check_case(name)
 
 
 @pytest.mark.parametrize("name", ["concat axis 1", "stack", "roll two axes", "tile", "flip 3-D",
-                                  "tril", "repeat axis", "repeat counts"])
+                                  "tril", "repeat axis"])
+@pytest.mark.tiers("cpu", "cuda")
 def test_case_matches_numpy_on_integers(name):
     namespace_cases.check_case(name, np.int16)
 
 
+def test_repeat_counts_matches_numpy_on_integers():
+    namespace_cases.check_case("repeat counts", np.int16)
+
+
+@pytest.mark.tiers("cpu", "cuda")
 def test_writes_through_namespace_views():
     namespace_cases.check_view_writes()
 
@@ -227,3 +238,55 @@ def test_namespace_views_and_special_functions_inside_fuse():
 
     with pytest.raises(fa.TracerConversionError, match="concat"):
         joined(x)
+
+
+@pytest.mark.tiers("sim")
+def test_copy_kernels_match_numpy():
+    host = np.random.default_rng(SEED).standard_normal((6, 9)).astype(np.float32)
+    x = fa.asarray(host)
+    cases = [
+        (fa.concat([x[::-1], x * 2], axis=1), np.concatenate([host[::-1], host * 2], axis=1)),
+        (fa.stack([x, x.T.T + 1]), np.stack([host, host + 1])),
+        (fa.tile(x[:2, ::-3], (2, 2)), np.tile(host[:2, ::-3], (2, 2))),
+        (fa.roll(x, 4, axis=1), np.roll(host, 4, axis=1)),
+        (fa.tril(x, k=1) + fa.eye(6, 9, dtype=fa.float32), np.tril(host, 1) + np.eye(6, 9)),
+    ]
+    for got, want in cases:
+        np.testing.assert_array_equal(got.get(), want.astype(np.float32))
+    assert fa.backend() == "sim"
+
+
+@pytest.mark.tiers("cuda")
+def test_products_and_protocols_on_the_device():
+    rng = np.random.default_rng(SEED)
+    a = rng.standard_normal((64, 30)).astype(np.float32)
+    x = fa.asarray(a)
+    pc.check((x @ x.T).get(), a, a.T, f"x @ x.T (seed {SEED})")   # not BLAS's order
+    assert str(x.device) == "cuda:0" and x.to_device(x.device) is x
+    assert x.tolist() == a.tolist() and f"{x[3, 4]:.4f}" == f"{a[3, 4]:.4f}"
+
+
+# ptx: PTX for sm_90 from arrays on the cpu (no GPU needed)
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.tiers("ptx")
+def test_special_and_new_float_rows_compile_into_one_kernel(dtype):
+    rng = np.random.default_rng(SEED)
+    x, y = (fa.asarray(rng.uniform(0.1, 0.9, 4096).astype(dtype)) for _ in range(2))
+    s = fa.special
+    expr = (s.erf(x) + s.erfc(y) + s.erfinv(x) + s.expit(y) + s.logit(x) + s.gammaln(y)
+            + fa.logaddexp(x, y) + fa.logaddexp2(x, y) + fa.heaviside(x, y) + fa.deg2rad(x)
+            + fa.rad2deg(y) + fa.fabs(x))
+    ptx = fa.explain(expr, arch="sm_90").ptx
+    assert ".entry" in ptx and "ld.global" in ptx
+    assert expr.dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint32"])
+@pytest.mark.tiers("ptx")
+def test_integer_rows_compile(dtype):
+    rng = np.random.default_rng(SEED)
+    x, y = (fa.asarray(rng.integers(1, 1000, 4096).astype(dtype)) for _ in range(2))
+    expr = fa.gcd(x, y) + fa.lcm(y, x) + fa.fmod(x, y) + fa.bitwise_count(x)
+    ptx = fa.explain(expr, arch="sm_90").ptx
+    assert ".entry" in ptx and "rem." in ptx
