@@ -8,8 +8,8 @@ array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 """
 
 import math as _math
-import sys as _sys
 
+from .api import daskhook as _daskhook
 from .api import elementwise as _elementwise
 from .api import interop as _interop  # noqa: F401 - __dlpack__, __cuda_array_interface__
 from .api import ondemand as _ondemand  # noqa: F401 - members loaded on first use
@@ -187,11 +187,7 @@ __all__ = [
 ]
 __all__ = sorted(set(__all__))
 
-# dask already imported: fa arrays are its chunk type from here on (sizeof, concatenate, …),
-# without the backend entry point having been asked for; a dask imported later registers fa
-# when its "fusedarrays" array backend is first used (api/daskchunks.py). distributed too: a
-# worker unpickling an fa chunk's type (its serializers' header) finds fa's serializers.
-if "dask.array" in _sys.modules or "distributed" in _sys.modules:
-    from .api import daskchunks as _daskchunks
-
-    _daskchunks.register()
+# dask.array, distributed, dask-cuda: fa registers with each (chunk type, serializers) now if it
+# is imported already, else once it is (api/daskhook.py): a worker unpickling an fa chunk's type
+# finds fa's serializers, a client that imported fusedarrays first sends fa's device buffers.
+_daskhook.watch()

@@ -72,31 +72,35 @@ def register() -> None:
     fallback it found for a type at its first lookup, so a lazy hook added after an fa array
     first met dask (``sizeof``, ``concatenate_lookup``) would never fire."""
     with _lock:
-        if _registered[0]:
-            return
-        register_chunk_type(ndarray)
-        sizeof.sizeof.register(ndarray, chunk_nbytes)
-        dispatch.concatenate_lookup.register(ndarray, _concatenate)
-        dispatch.take_lookup.register(ndarray, indexing.take)
-        dispatch.tensordot_lookup.register(ndarray, products.tensordot)
-        dispatch.einsum_lookup.register(ndarray, einsum.einsum)
-        dispatch.empty_lookup.register(ndarray, creation.empty)
-        dispatch.percentile_lookup.register(ndarray, _percentile)
-        dispatch.numel_lookup.register(ndarray, _numel)
-        dispatch.nannumel_lookup.register(ndarray, _nannumel)
-        dispatch.to_numpy_dispatch.register(ndarray, lambda x, **kwargs: x.get())
-        dispatch.to_cupy_dispatch.register(ndarray, _to_cupy)
-        # any chunk (NumPy's, CuPy's, another's) goes through fa.asarray
-        to_fusedarrays_dispatch.register((object, np.ndarray, ndarray), _to_fa)
-        sizeof.sizeof.register(Buffer, lambda buffer: int(buffer.nbytes))
-        config.set({"array_optimize": optimize})
-        _registered[0] = True
+        if not _registered[0]:
+            _register_dask()
+            _registered[0] = True
     _register_others()
+
+
+def _register_dask() -> None:
+    register_chunk_type(ndarray)
+    sizeof.sizeof.register(ndarray, chunk_nbytes)
+    dispatch.concatenate_lookup.register(ndarray, _concatenate)
+    dispatch.take_lookup.register(ndarray, indexing.take)
+    dispatch.tensordot_lookup.register(ndarray, products.tensordot)
+    dispatch.einsum_lookup.register(ndarray, einsum.einsum)
+    dispatch.empty_lookup.register(ndarray, creation.empty)
+    dispatch.percentile_lookup.register(ndarray, _percentile)
+    dispatch.numel_lookup.register(ndarray, _numel)
+    dispatch.nannumel_lookup.register(ndarray, _nannumel)
+    dispatch.to_numpy_dispatch.register(ndarray, lambda x, **kwargs: x.get())
+    dispatch.to_cupy_dispatch.register(ndarray, _to_cupy)
+    # any chunk (NumPy's, CuPy's, another's) goes through fa.asarray
+    to_fusedarrays_dispatch.register((object, np.ndarray, ndarray), _to_fa)
+    sizeof.sizeof.register(Buffer, lambda buffer: int(buffer.nbytes))
+    config.set({"array_optimize": optimize})
 
 
 def _register_others() -> None:
     """distributed's serializers and dask-cuda's device-memory look-up, for those of the two
-    imported (both are imported before the first graph they serve is optimized)."""
+    imported (api/daskhook.py calls :func:`register` when either is imported after fusedarrays;
+    a graph's optimization calls this again)."""
     if "distributed" in sys.modules and not _registered[1]:
         from . import daskwire
 
@@ -105,8 +109,7 @@ def _register_others() -> None:
     if "dask_cuda" in sys.modules and not _registered[2]:
         from . import daskwire
 
-        daskwire.register_dask_cuda()
-        _registered[2] = True
+        _registered[2] = daskwire.register_dask_cuda()
 
 
 def chunk_nbytes(x: ndarray) -> int:

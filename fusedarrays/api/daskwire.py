@@ -1,8 +1,9 @@
 """fa arrays on distributed's wire: serializers for its ``cuda``, ``dask`` and pickle families,
 and dask-cuda's look-up of the device memory a chunk holds.
 
-Registered by :mod:`.daskchunks` once distributed (or dask-cuda) is imported; this module imports
-distributed at its top, so nothing else in fusedarrays imports it.
+Registered by :mod:`.daskchunks` once distributed (or dask-cuda) is imported, in either order
+with fusedarrays (:mod:`.daskhook`); this module imports distributed at its top, so nothing else
+in fusedarrays imports it.
 
 - ``cuda`` (dask-cuda over UCX): a header from the array's layout (shape, dtype, byte strides),
   and one frame, the bytes of its device buffer as a ``__cuda_array_interface__`` object over
@@ -38,16 +39,18 @@ def register() -> None:
     dask_deserialize.register(ndarray)(host_loads)
 
 
-def register_dask_cuda() -> None:
+def register_dask_cuda() -> bool:
     """dask-cuda finds the device memory a worker's values hold through its
     ``get_device_memory_objects`` dispatch (its JIT spilling counts and frees by it): for an fa
     chunk that is the buffers it holds, each counted once however many views share it (sizeof
-    of a :class:`~fusedarrays.runtime.backend.Buffer` is its bytes)."""
+    of a :class:`~fusedarrays.runtime.backend.Buffer` is its bytes). False where the look-up
+    could not be imported (an older dask-cuda: sizeof alone serves it)."""
     try:
         from dask_cuda import get_device_memory_objects as found
-    except ImportError:      # a dask-cuda without the look-up: sizeof alone serves it
-        return
+    except ImportError:
+        return False
     found.dispatch.register(ndarray)(_buffers)
+    return True
 
 
 def _buffers(x: ndarray) -> list:

@@ -5,8 +5,13 @@ move fa chunks through the host here (api/daskwire.py; the ``cuda`` family is
 tests/gpu/test_dask_gpu.py's). Local schedulers only: worker processes are
 test_dask_distributed.py's."""
 
+import os
 import pickle
+import subprocess
+import sys
+from pathlib import Path
 
+import childenv
 import judge
 import numpy as np
 import pytest
@@ -115,12 +120,22 @@ serialize = pytest.importorskip("distributed.protocol.serialize")
 ALL = ("cuda", "dask", "pickle")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def a_graph_after_distributed():
-    # distributed imported after fusedarrays met dask: fa's serializers are registered when the
-    # first graph is optimized, as a Client's first compute does
-    with dask.config.set(scheduler="sync"):
-        fa_array()[:2].sum().compute()
+def test_distributed_imported_after_fusedarrays_registers_its_families():
+    """A client that imported fusedarrays first, no graph optimized: distributed's import
+    registers fa (api/daskhook.py), dask.array's with it; else fa went by pickle and a worker's
+    ``dask``-family frame could not be loaded."""
+    code = ("import sys, numpy as np, fusedarrays as fa; import distributed.protocol.serialize; "
+            "s = sys.modules['distributed.protocol.serialize']; "
+            "x = fa.asarray(np.arange(12.0).reshape(3, 4)).T; "
+            "h, f = s.serialize(x, serializers=('cuda', 'dask', 'pickle')); "
+            "want = 'cuda' if fa.backend() == 'cuda' else 'dask'; "
+            "assert h['serializer'] == want, (h['serializer'], want); "
+            "back = s.deserialize(h, f); assert (back.get() == x.get()).all(), back; "
+            "from dask.sizeof import sizeof; assert sizeof(x) == 96, sizeof(x)")
+    env = dict(os.environ, PYTHONPATH=childenv.pythonpath(Path(__file__).parents[2]))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Warning" not in done.stderr, done.stderr[-3000:]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_, np.complex64, np.float16])
