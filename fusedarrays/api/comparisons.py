@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 
-from ..ir import layout
+from ..ir import dtypes, layout
 from .array import asarray, ndarray
 from .elementwise import FUNCTIONS
 from .reductions import reduce
@@ -54,6 +54,10 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> ndarray:
     if isinstance(y, ndarray):     # inexact y: no abs(MIN_INT) overflow, NumPy's casting
         dt = np.result_type(y.dtype, 1.0)
         y = y if y.dtype == dt else y.astype(dt)
+    if isinstance(x, ndarray) and dtypes.is_minifloat(x.dtype):
+        # NumPy compares a bfloat16 or float8 operand as its exact float64 values (its y is
+        # result_type(y, 1.0), float64), where JAX's rule would refuse float8 - float64
+        x = x.astype(np.float64)
     elif isinstance(y, int):
         y = float(y)
     for name, tol in (("rtol", rtol), ("atol", atol)):

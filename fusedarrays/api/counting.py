@@ -18,7 +18,9 @@ first and the results are arrays later fused work reads.
   0, w)``; unweighted: the weights ``~isnan(a)``).
 - **dtypes**: counts int64; weighted ``bincount`` float64; a weighted ``histogram`` has the
   weights' dtype (CuPy sums in float64 and the result is cast, as NumPy's ``bincount`` route
-  does); ``density`` float64.
+  does); ``density`` float64. bfloat16 and float8 are counted as their float32 values (exact;
+  NumPy's own histogram of them fails): edges float32, a weighted histogram in the weights'
+  dtype, as ever.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import warnings
 import numpy as np
 
 from ..errors import DTypeError
+from ..ir import dtypes
 from .array import asarray, ndarray
 from .elementwise import FUNCTIONS
 from .libraries import adopt, borrowed, library
@@ -60,11 +63,12 @@ def bincount(x, /, weights=None, minlength=0) -> ndarray:
         if w.shape != x.shape:
             raise ValueError(f"bincount: weights of shape {w.shape} for x of shape {x.shape}; "
                              "give one weight per element")
-        if w.dtype.kind not in "biuf":
+        if dtypes.kind(w.dtype) not in "biuf":
             raise DTypeError(f"bincount: weights are summed as float64; got {w.dtype}: sum "
                              "the real and imaginary parts apart")
         # NumPy sums the weights as float64: CuPy's kernel then adds float64 too
-        operands.append(w if w.dtype == np.float64 or library("bincount", w) is np
+        operands.append(w if w.dtype == np.float64 or (library("bincount", w) is np and not
+                                                       dtypes.is_minifloat(w.dtype))
                         else w.astype(np.float64))
     with borrowed("bincount", *operands) as (xp, views):
         counts = xp.bincount(views[0], views[1] if weights is not None else None,
@@ -93,6 +97,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None) -> tuple[ndarr
     if w is not None and w.shape != a.shape:
         raise ValueError(f"histogram: weights of shape {w.shape} for a of shape {a.shape}; "
                          "give one weight per element")
+    if any(dtypes.is_minifloat(v.dtype) for v in (a, w, bins) if isinstance(v, ndarray)):
+        return _histogram_minifloat(a, bins, range, density, w)
     if library("histogram", a, *([] if w is None else [w])) is np:
         edges = bins.get() if isinstance(bins, ndarray) else bins   # NumPy's own, not ours
         with borrowed("histogram", a, *([] if w is None else [w])) as (_, views):
@@ -100,6 +106,18 @@ def histogram(a, bins=10, range=None, density=None, weights=None) -> tuple[ndarr
                                          weights=views[1] if w is not None else None)
             return adopt(counts), adopt(edges)
     return _device_histogram(a, bins, range, density, w)
+
+
+def _histogram_minifloat(a: ndarray, bins, range, density, w) -> tuple[ndarray, ndarray]:
+    """``histogram`` of training-format operands through their exact float32 values, the
+    counts of weights in a training format cast back to it (NumPy's: the weights' dtype)."""
+    def wide(v):
+        return v.astype(np.float32) if dtypes.is_minifloat(v.dtype) else v
+    counts, edges = histogram(wide(a), wide(bins) if isinstance(bins, ndarray) else bins,
+                              range, density, None if w is None else wide(w))
+    if w is not None and not density and counts.dtype != w.dtype:
+        counts = counts.astype(w.dtype)
+    return counts, edges
 
 
 def _device_histogram(a: ndarray, bins, range, density, w) -> tuple[ndarray, ndarray]:

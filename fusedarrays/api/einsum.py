@@ -45,7 +45,7 @@ import string
 import numpy as np
 
 from ..errors import DTypeError, ShapeError
-from ..ir import layout
+from ..ir import dtypes, layout
 from .array import asarray, ndarray
 from .manipulation import broadcast_to, expand_dims
 from .products import matmul
@@ -209,6 +209,8 @@ def _output(subscripts: str, tail: str | None, inputs: list[tuple], ellipsis: in
 
 def _result_dtype(arrays: list[ndarray], dtype, casting: str) -> np.dtype:
     if dtype is None:
+        if any(dtypes.is_minifloat(a.dtype) for a in arrays):    # JAX's promotion
+            return dtypes.jax_promote([a.dtype for a in arrays], "einsum")
         return np.result_type(*(a.dtype for a in arrays))
     dt = np.dtype(dtype)
     for k, a in enumerate(arrays):
@@ -291,7 +293,8 @@ def _fused(terms: list[tuple], keep: set, dt: np.dtype) -> tuple[ndarray, tuple]
     """The broadcast product of ``terms`` summed over the labels not in ``keep``: elementwise
     work and one fused reduction (none where nothing is summed: the product stays pending)."""
     order = tuple(dict.fromkeys(x for _, labels in terms for x in labels))
-    wide = np.dtype(np.float32) if dt == np.float16 else dt   # NumPy's float16 accumulator
+    # NumPy's float16 accumulator (and JAX's for bfloat16, float8): float32, rounded once
+    wide = np.dtype(np.float32) if dtypes.CODES[dt] in dtypes.ROUNDED else dt
     product = None
     for x, labels in terms:
         mine = sorted(labels, key=order.index)

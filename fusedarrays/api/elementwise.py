@@ -61,7 +61,9 @@ def loop_dtypes(row: ops.Op, types: list) -> tuple[np.dtype, ...]:
         # else the first one it casts to safely
         floats = [dtypes.BY_CODE[code] for code in row.loops]
         strong = not isinstance(types[0], dtypes.Weak)
-        loop = next(((dt, dt) for dt in floats if strong and dt == types[0]), None) or next(
+        # a training format keeps its dtype, computed in float32 (JAX's scipy.special)
+        loop = ((types[0],) * 2 if dtypes.is_minifloat(types[0]) else None) or next(
+            ((dt, dt) for dt in floats if strong and dt == types[0]), None) or next(
             ((dt, dt) for dt in floats if strong and np.can_cast(types[0], dt)), None)
         if loop is None:
             dt = dtypes.BY_CODE[row.loops[0]]

@@ -12,7 +12,8 @@ views their buffers in the library's array type; :func:`adopt` makes the library
   fusedarrays' kernels run, so they follow the work that computed their operands and precede
   the work that reads their results, with no synchronisation. A result is imported without a
   copy and holds CuPy's memory alive. On the host backends the operands are NumPy views of the
-  buffers (DLPack) and the results' memory is taken as it is.
+  buffers (DLPack; for bfloat16 and float8, whose DLPack codes NumPy can't import, views made
+  with ml_dtypes' dtype from the buffer) and the results' memory is taken as it is.
 - **Not inside ``fa.fuse``.** A traced value has no memory to hand over: refused, naming the
   function.
 
@@ -46,7 +47,8 @@ def borrowed(name: str, *arrays):
     backend = _backend(xs)
     xp = backend.array_library()
     if xp is np:
-        yield np, tuple(np.from_dlpack(x) for x in xs)
+        yield np, tuple(_host_view(x) if dtypes.is_minifloat(x.dtype) else np.from_dlpack(x)
+                        for x in xs)
         return
     with xp.cuda.Device(backend.device_id), xp.cuda.Stream.null:
         yield xp, tuple(_cupy_view(xp, x, backend.device_id) for x in xs)
@@ -58,6 +60,17 @@ def library(name: str, *arrays):
     xs = tuple(asarray(a) for a in arrays)
     _no_host_value_while_tracing(xs, f"fa.{name} (a library kernel, not fused)")
     return _backend(xs).array_library()
+
+
+def _host_view(x: ndarray) -> np.ndarray:
+    """A NumPy array over computed ``x``'s host memory (its buffer's storage is a NumPy array),
+    without DLPack."""
+    buffer, shape, strides, offset = graph.leaf_view(x._resolved())
+    item = x.dtype.itemsize
+    if not x.size:
+        return np.empty(shape, x.dtype)
+    return np.ndarray(shape, x.dtype, buffer=buffer.storage, offset=offset * item,
+                      strides=tuple(s * item for s in strides))
 
 
 def _cupy_view(cp, x: ndarray, device_id: int):

@@ -31,13 +31,14 @@ array(12.)
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
 import numpy as np
 
 from ..errors import LinAlgError
-from ..ir import layout
+from ..ir import dtypes, layout
 from .array import asarray, ndarray
 from .creation import eye
 from .elementwise import FUNCTIONS
@@ -147,7 +148,19 @@ def vector_cross(a: ndarray, b: ndarray, axis: int) -> ndarray:
 
 def _inexact(x) -> ndarray:
     x = asarray(x)
-    return x if x.dtype.kind in "fc" else x.astype(np.float64)
+    return x if dtypes.kind(x.dtype) in "fc" else x.astype(np.float64)
+
+
+def _in_float32(norm):
+    """``norm`` of a bfloat16 or float8 ``x`` computed on its float32 values and rounded once
+    to ``x``'s dtype (JAX's float32 accumulation; per-op rounding would round every square)."""
+    @functools.wraps(norm)
+    def wrapper(x, /, **kwargs):
+        x = _inexact(x)
+        if not dtypes.is_minifloat(x.dtype):
+            return norm(x, **kwargs)
+        return norm(x.astype(np.float32), **kwargs).astype(x.dtype)
+    return wrapper
 
 
 def _squares(x: ndarray) -> ndarray:
@@ -158,6 +171,7 @@ def _squares(x: ndarray) -> ndarray:
     return x * x
 
 
+@_in_float32
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> ndarray:
     """The ``ord``-norm of ``x`` over ``axis`` (None: every element, as one vector):
     ``inf`` max, ``-inf`` min of the magnitudes, ``0`` the count of non-zeros, else
@@ -180,6 +194,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> ndarray:
     return FUNCTIONS["power"](reduce("sum", FUNCTIONS["power"](a, p), axis, keepdims), 1.0 / p)
 
 
+@_in_float32
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> ndarray:
     """The ``ord``-norm of each matrix of ``x``: ``'fro'`` (fused), ``1``/``-1`` the max/min
     column sum and ``inf``/``-inf`` the max/min row sum of ``abs(x)`` (fused reductions),

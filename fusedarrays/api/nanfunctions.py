@@ -37,6 +37,7 @@ import math
 import numpy as np
 
 from ..errors import DTypeError
+from ..ir import dtypes
 from . import scans
 from .array import _tracing, asarray, ndarray
 from .elementwise import FUNCTIONS
@@ -50,7 +51,7 @@ def _input(name: str, a, where) -> tuple[ndarray, ndarray | None]:
     """(``a`` as an fa array, the elements that count or None for all): not NaN, and in
     ``where`` when given (NumPy's nan-functions skip both alike)."""
     x = a if type(a) is ndarray else asarray(a)
-    valid = ~_isnan(x) if x.dtype.kind in "fc" else None
+    valid = ~_isnan(x) if dtypes.kind(x.dtype) in "fc" else None
     if where is not _NO and where is not True:
         w = asarray(where)
         if w.dtype != np.bool_:
@@ -86,7 +87,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NO, whe
 
 def _never(dtype: np.dtype, largest: bool):
     """A value of ``dtype`` that a nanmax (``largest``) or nanmin never takes over another."""
-    if dtype.kind in "fc":
+    if dtypes.kind(dtype) in "fc":
         return math.nan
     if dtype.kind == "b":
         return not largest
@@ -157,7 +158,7 @@ def _counted(x: ndarray, valid: ndarray, axis, compute: np.dtype,
 
 def _float_plan(name: str, x: ndarray, dtype) -> tuple[np.dtype, np.dtype]:
     """(dtype computed in, result dtype) of nanmean/nanvar of a float or complex ``x``."""
-    if dtype is not None and np.dtype(dtype).kind not in "fc":
+    if dtype is not None and dtypes.kind(dtype) not in "fc":
         raise TypeError(f"np.{name}: if a is inexact, then dtype must be inexact "
                         f"(got dtype={np.dtype(dtype)} for {x.dtype} input)")
     return _stat_dtypes(x, dtype)
@@ -170,7 +171,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NO):
     x, valid = _input("nanmean", a, where)
     if valid is None:
         return mean(x, axis, dtype, None, keepdims)
-    if x.dtype.kind not in "fc":       # integers with where=: the valid ones, as floats
+    if dtypes.kind(x.dtype) not in "fc":       # integers with where=: the valid ones, floats
         x = x.astype(np.float64)
     compute, want = _float_plan("nanmean", x, dtype)
     xc = x if x.dtype == compute else x.astype(compute)
@@ -190,7 +191,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     x, valid = _input("nanvar", a, where)
     if valid is None:
         return var(x, axis, dtype, None, ddof, keepdims)
-    if x.dtype.kind not in "fc":
+    if dtypes.kind(x.dtype) not in "fc":
         x = x.astype(np.float64)
     compute, want = _float_plan("nanvar", x, dtype)
     xc = x if x.dtype == compute else x.astype(compute)

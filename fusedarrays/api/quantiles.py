@@ -40,6 +40,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import DTypeError, UnsupportedOperationError
+from ..ir import dtypes
 from . import indexing, manipulation, sorting
 from .array import _tracing, asarray, ndarray
 from .elementwise import FUNCTIONS
@@ -200,11 +201,17 @@ def _result_t(gamma, weak: bool, dtype: np.dtype):
 
 
 def _quantile(name: str, a, q, axis, method: str, keepdims, skip_nan: bool) -> ndarray:
-    """The quantiles ``q`` (a NumPy array; ``q.ndim`` leading axes) of ``a`` over ``axis``."""
+    """The quantiles ``q`` (a NumPy array; ``q.ndim`` leading axes) of ``a`` over ``axis``;
+    of a bfloat16 or float8 ``a`` (whatever ``q``'s dtype), its float32 values' quantiles
+    rounded once to its dtype (a lerp in the format would round three times)."""
+    x = a if isinstance(a, ndarray) else asarray(a)
+    if dtypes.is_minifloat(x.dtype):
+        return _quantile(name, x.astype(np.float32), q, axis, method, keepdims,
+                         skip_nan).astype(x.dtype)
     q, weak = q
     s, shape, keep = _rows(name, a, axis)
     rows, n = s.shape
-    if skip_nan and s.dtype.kind == "f":   # shaped as the result from the start
+    if skip_nan and dtypes.kind(s.dtype) == "f":   # shaped as the result from the start
         target = keep if keepdims is True else shape
         return _nan_quantile(s, q.reshape(q.shape + (1,) * len(target)), target, method, weak)
     qf = q.reshape(-1, 1) if q.ndim else q.reshape(1, 1)
@@ -215,7 +222,7 @@ def _quantile(name: str, a, q, axis, method: str, keepdims, skip_nan: bool) -> n
         i, j, g = _neighbours(np, method, n, found)
         r = _lerp(indexing.take(s, i, axis=1).T, indexing.take(s, j, axis=1).T,
                   _result_t(g, weak, s.dtype))
-    if s.dtype.kind == "f":     # a row holding NaN gives NaN, as NumPy (NaN sorts last)
+    if dtypes.kind(s.dtype) == "f":     # a row holding NaN gives NaN, as NumPy (NaN sorts last)
         last = s[:, -1]
         r = _where(FUNCTIONS["isnan"](last), last, r).astype(r.dtype)
     return _finish(r, q.shape, shape, keep, keepdims)
@@ -296,7 +303,7 @@ def _median(name: str, a, axis, out, keepdims, skip_nan: bool) -> ndarray:
     s, shape, keep = _rows(name, a, axis)
     rows, n = s.shape
     compute, want = _stat_dtypes(s, None)
-    if skip_nan and s.dtype.kind == "f":   # shaped as the result from the start
+    if skip_nan and dtypes.kind(s.dtype) == "f":   # shaped as the result from the start
         count = _count(s, keep if keepdims is True else shape)
         half = FUNCTIONS["floor_divide"]
         i, j = half(count - 1, 2), half(count, 2)
@@ -305,7 +312,7 @@ def _median(name: str, a, axis, out, keepdims, skip_nan: bool) -> ndarray:
         return r.astype(want)
     mid = s[:, (n - 1) // 2].astype(compute)
     r = mid if n % 2 else (mid + s[:, n // 2].astype(compute)) / 2
-    if s.dtype.kind == "f":
+    if dtypes.kind(s.dtype) == "f":
         last = s[:, -1]
         r = _where(FUNCTIONS["isnan"](last), last, r)
     return _finish(r.astype(want).reshape((1, rows)), (), shape, keep, keepdims)

@@ -17,6 +17,7 @@ array([ 6., 24.], dtype=float32)
 
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
@@ -186,10 +187,10 @@ def _stat_dtypes(x: ndarray, dtype) -> tuple[np.dtype, np.dtype]:
     """(dtype computed in, result dtype) of mean/var/std: NumPy's ``_methods`` rules."""
     if dtype is not None:
         want = dtypes.as_dtype(dtype, what="mean/var/std dtype=")
-        return (np.dtype(np.float32) if want == np.float16 else want), want
+        return (np.dtype(np.float32) if dtypes.CODES[want] in dtypes.ROUNDED else want), want
     if x.dtype.kind in "biu":
         return np.dtype(np.float64), np.dtype(np.float64)
-    if x.dtype == np.float16:
+    if dtypes.CODES[x.dtype] in dtypes.ROUNDED:   # float16 (and bfloat16, float8: JAX's upcast)
         return np.dtype(np.float32), x.dtype
     return x.dtype, x.dtype
 
@@ -257,17 +258,33 @@ def var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 
 def std(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NO,
         mean=_NO, correction=_NO):
-    """Standard deviation over the given axes (``np.std``)."""
+    """Standard deviation over the given axes (``np.std``; bfloat16 and float8 rounded once,
+    after the square root in float32)."""
+    if type(x) is not ndarray:
+        x = asarray(x)
+    if dtype is None and dtypes.is_minifloat(x.dtype):
+        return std(x.astype(np.float32), axis, None, out, ddof, keepdims, where=where,
+                   mean=mean, correction=correction).astype(x.dtype)
     v = var(x, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
     return FUNCTIONS["sqrt"](v)
 
 
+def _floating(function):
+    """``function`` of a float ``x``: an integer or bool ``x`` as float64; bfloat16 and float8
+    computed on their float32 values and rounded once at the end (as norms and means are)."""
+    @functools.wraps(function)
+    def wrapper(x, /, *args, **kwargs):
+        x = asarray(x)
+        if dtypes.is_minifloat(x.dtype):
+            return function(x.astype(np.float32), *args, **kwargs).astype(x.dtype)
+        return function(x if x.dtype.kind == "f" else x.astype(np.float64), *args, **kwargs)
+    return wrapper
+
+
+@_floating
 def logsumexp(x, /, axis=None, keepdims=False):
     """``log(sum(exp(x)))`` without overflow (``scipy.special.logsumexp``): the maximum is
     taken out first (an infinite maximum is taken as 0, as SciPy does)."""
-    x = asarray(x)
-    if x.dtype.kind != "f":
-        x = x.astype(np.float64)
     m = reduce("max", x, axis, True)
     m = FUNCTIONS["where"](FUNCTIONS["isfinite"](m), m, 0)
     s = reduce("sum", FUNCTIONS["exp"](x - m), axis, True)
@@ -275,20 +292,16 @@ def logsumexp(x, /, axis=None, keepdims=False):
     return r if keepdims else _squeeze(r, normalize_axes(axis, x.ndim))
 
 
+@_floating
 def softmax(x, /, axis=-1):
     """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (``scipy.special.softmax``)."""
-    x = asarray(x)
-    if x.dtype.kind != "f":
-        x = x.astype(np.float64)
     e = FUNCTIONS["exp"](x - reduce("max", x, axis, True))
     return e / reduce("sum", e, axis, True)
 
 
+@_floating
 def log_softmax(x, /, axis=-1):
     """``x - logsumexp(x, axis, keepdims=True)`` (``scipy.special.log_softmax``)."""
-    x = asarray(x)
-    if x.dtype.kind != "f":
-        x = x.astype(np.float64)
     return x - logsumexp(x, axis, keepdims=True)
 
 

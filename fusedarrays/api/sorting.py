@@ -26,6 +26,9 @@ later fused work reads. Inside ``fa.fuse`` they are refused, naming the function
   order, as the standard requires, and NaN comes first, as in the reversed ascending order.
 - ``stable=False``: NumPy's default kind on the host backends (NumPy's order of equal
   elements); CuPy's sorts are always stable.
+- **bfloat16, float8**: sorted, searched and made unique as their float32 values (exact both
+  ways; one fused cast pass), the values cast back: CuPy has no such dtypes, and ml_dtypes' own
+  NumPy sort misplaces NaN (its comparison is no total order), where float32's puts it last.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import DTypeError
+from ..ir import dtypes
 from .array import asarray, ndarray
 from .creation import empty
 from .elementwise import FUNCTIONS
@@ -55,6 +59,11 @@ def _axis(axis: int, ndim: int, name: str) -> int:
         raise np.exceptions.AxisError(f"{name}: axis {axis} is out of bounds for an array of "
                                       f"dimension {ndim}")
     return axis % ndim
+
+
+def _exact32(x: ndarray) -> ndarray:
+    """``x``, or for a training format its float32 values (exact; module docstring)."""
+    return x.astype(np.float32) if dtypes.is_minifloat(x.dtype) else x
 
 
 def sort_keys(x: ndarray) -> ndarray:
@@ -77,6 +86,9 @@ def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True)
     """
     x = asarray(x)
     axis = _axis(axis, x.ndim, "sort")
+    if dtypes.is_minifloat(x.dtype):
+        return sort(_exact32(x), axis=axis, descending=descending,
+                    stable=stable).astype(x.dtype)
     if library("sort", x) is np:
         with borrowed("sort", x) as (_, (h,)):
             out = adopt(np.sort(h, axis=axis, kind="stable" if stable else None))
@@ -97,7 +109,7 @@ def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = Tr
     >>> fa.argsort(fa.asarray(np.array([2, 1, 2])), descending=True).get().tolist()
     [0, 2, 1]
     """
-    x = asarray(x)
+    x = _exact32(asarray(x))
     axis = _axis(axis, x.ndim, "argsort")
     keys = flip(x, axis=axis) if descending else x
     if x.size == 0:
@@ -129,9 +141,12 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> ndarray:
     table = asarray(x1)
     if table.ndim != 1:
         raise ValueError(f"searchsorted: x1 must be 1-d, got {table.ndim}-d")
-    # both compared in their common dtype, NumPy's rule (a Python scalar x2 is weak, NEP 50)
-    common = np.result_type(table.dtype, x2 if isinstance(x2, (bool, int, float, complex))
-                            else asarray(x2).dtype)
+    # both compared in their common dtype, NumPy's rule (a Python scalar x2 is weak, NEP 50;
+    # JAX's with a training format, compared as its exact float32 values)
+    common = dtypes.promote([table.dtype, dtypes.scalar_type(x2) if isinstance(
+        x2, (bool, int, float, complex)) else asarray(x2).dtype])
+    if dtypes.is_minifloat(common):
+        common = np.dtype(np.float32)
     operands = [table.astype(common) if table.dtype != common else table, asarray(x2, common)]
     if sorter is not None:
         operands.append(asarray(sorter))
@@ -165,7 +180,8 @@ def _unique(name: str, x, equal_nan: bool, inverse_shape=None, **want) -> tuple:
     """(values, *the positions asked for in NumPy's order), each NaN distinct unless
     ``equal_nan``; the inverse reshaped to ``inverse_shape`` (default ``x``'s)."""
     x = asarray(x)
-    keys = x if library(name, x) is np or x.dtype.kind != "f" else sort_keys(x)
+    keys = _exact32(x)
+    keys = keys if library(name, x) is np or keys.dtype.kind != "f" else sort_keys(keys)
     with borrowed(name, keys) as (xp, (h,)):
         found = xp.unique(h.reshape(-1), equal_nan=equal_nan, **want)
         values, *positions = found if isinstance(found, tuple) else (found,)
@@ -174,7 +190,9 @@ def _unique(name: str, x, equal_nan: bool, inverse_shape=None, **want) -> tuple:
             at = 1 if want.get("return_index") else 0
             positions[at] = positions[at].reshape(x.shape if inverse_shape is None
                                                   else inverse_shape)
-        return (adopt(values), *(adopt(p) for p in positions))
+        values = adopt(values)
+        return (values.astype(x.dtype) if values.dtype != x.dtype else values,
+                *(adopt(p) for p in positions))
 
 
 def unique_all(x, /) -> UniqueAll:
