@@ -143,10 +143,12 @@ def test_families_move_an_array_through_the_host(dtype):
     x = fa.asarray((X * 4).astype(dtype))
     views = {"contiguous": x, "transposed": x.T, "negative steps": x[::-2, ::-3],
              "pending": x[5:40] * 2 if dtype is not np.bool_ else ~x[5:40]}
+    # off cuda the cuda family declines and distributed goes on to the next; on cuda it takes
+    # the array (tests/gpu/test_dask_gpu.py's case), so the host families are asked for alone
+    families = ALL if fa.backend() != "cuda" else ("dask", "pickle")
     for what, v in views.items():
         want = v.get()
-        header, frames = serialize.serialize(v, serializers=ALL)
-        # off cuda the cuda family declines and distributed goes on to the next
+        header, frames = serialize.serialize(v, serializers=families)
         assert header["serializer"] == "dask", (what, dtype, header["serializer"])
         back = serialize.deserialize(header, frames)
         assert isinstance(back, fa.ndarray), (what, dtype, type(back))
