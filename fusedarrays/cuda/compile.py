@@ -12,8 +12,9 @@ Two stages, so that a batch pipelines them (``runtime/precompile.py``): :func:`l
 (numba's typing and lowering, under numba's global compile lock) and :func:`finish_kernel` (NVVM
 and nvJitLink, which release the GIL, outside it). While the lock is held, numba's typing of calls
 and globals is memoized across our compiles, the cyclic collector is paused, numba's error text
-is left unmarked, and its pipeline runs without the passes that find nothing to do in a generated
-kernel (each a context manager below).
+is left unmarked, its pipeline runs without the passes that find nothing to do in a generated
+kernel (each a context manager below) and its lowering without its quadratic scan
+(:mod:`.lowering`).
 
 numba is imported inside :func:`compile_ptx` only, and the toolchain versions that every
 disk-cache key holds come from :mod:`.toolchain`: a process whose kernels all come from the disk
@@ -28,6 +29,8 @@ import re
 import time
 
 from ..errors import CompileError
+from .lowering import linear_lowering
+from .nvvmcall import kernel_ptx
 from .toolchain import toolchain_versions  # noqa: F401 - re-exported
 
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+)?\.entry\s+([A-Za-z_$][\w$]*)", re.MULTILINE)
@@ -100,7 +103,7 @@ def lower_kernel(source: str, fn_name: str, param_types: tuple[str, ...], arch: 
     try:
         # numba's lock first: what the others change is for our compile alone
         with compile_lock(), _collector_paused(), _plain_error_text(), _memoized_call_typing(), \
-                _trimmed_pipeline():
+                _trimmed_pipeline(), linear_lowering():
             _lower(lowered, helpers)
     except Exception as e:
         raise lowered.failure(e) from e
@@ -129,7 +132,7 @@ def lowered_ptx(lowered: Lowered) -> tuple[str, str]:
     if lowered.ptx is None:
         try:
             start = time.perf_counter()
-            (lowered.ptx,) = lowered.library.get_asm_strs(cc=arch_cc(lowered.arch))
+            lowered.ptx = kernel_ptx(lowered.library, arch_cc(lowered.arch))
             _note(lowered.times, "nvvm", time.perf_counter() - start)
         except Exception as e:
             raise lowered.failure(e) from e
