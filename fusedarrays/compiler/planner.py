@@ -21,6 +21,7 @@ one row kernel does it all (``compiler/rowfusion.py``); few outputs of many elem
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,20 +29,14 @@ from ..ir import graph, layout
 from ..ir.params import roots_params
 from .cuts import holds_placed, rebuild
 from .plan import Operand, plan_kernel
-from .product import (
-    TILE_M,
-    TILE_N,
-    ProductPlan,
-    blas_operand,
-    blas_plan,
-    blas_refusal,
-    matrix_shape,
-    plan_product,
-)
 from .protocol import Blas, Program, Step, TempBuffer
-from .reduction import ROW_FUSE_MAX, choose_split, partials_shape, plan_reduce
-from .rowfusion import fusible, plan_rows
-from .scan import plan_scan
+
+if TYPE_CHECKING:
+    from .product import ProductPlan
+
+# The planners of each cut kind (product.py, reduction.py, rowfusion.py, scan.py, and the code
+# generators they read) are imported where a graph has that kind: a first evaluation of an
+# elementwise expression (a warm start's, its kernel on disk) imports none of them.
 
 CUT_AT = ("reduce", "scan", "matmul")   # node kinds whose result the planner puts in a buffer
 
@@ -67,6 +62,9 @@ def plan_program(outputs: list[tuple[graph.Node, tuple]], params: dict,
     ``new_temp(nbytes)``: the buffer standing for a temporary (default a :class:`TempBuffer`;
     ``fa.fuse`` passes its own); ``blas``: the BLAS the backend offers products, or why none
     (default: none, every product a tiled kernel)."""
+    from .reduction import ROW_FUSE_MAX, choose_split
+    from .rowfusion import fusible
+
     roots = [node for node, _ in outputs]
     direct = _direct(outputs)
     if not direct and len(outputs) == 1:
@@ -132,6 +130,8 @@ def _cut(outputs: list, params: dict, temp_align: int, new_temp, split: bool,
 
 
 def _row_program(cut: _Cut, root: graph.Node, target: tuple) -> Program:
+    from .rowfusion import plan_rows
+
     nodes, sources, leaves = zip(*cut.rows)
     plan = plan_rows(list(nodes), list(sources), list(leaves), rebuild(root, cut.subst),
                      target, cut.positions)
@@ -187,6 +187,8 @@ class _Cut:
         """The step computing reduction ``node`` of ``source`` into ``target`` (the
         evaluation's output, or a ``temporary`` bound here, whose leaf is returned): one
         kernel; split, it stores partial results in a temporary of its own and folds them."""
+        from .reduction import choose_split, partials_shape, plan_reduce
+
         label = f"{node.label()} over {source.shape}"
         plan = plan_reduce(node, source, target, self.positions)
         split = choose_split(plan) if self.split else 1
@@ -211,6 +213,8 @@ class _Cut:
     def scan(self, node, source, target: tuple, temporary: bool, where: str):
         """The step computing scan ``node`` of ``source`` into ``target`` (the evaluation's
         output, or a ``temporary`` bound here, whose leaf is returned)."""
+        from .scan import plan_scan
+
         plan = plan_scan(node, source, target, self.positions)
         self.steps.append(Step(plan, len(self.temps) if temporary else -1))
         self.why.append(f"kernel {len(self.steps)}: {node.label()} over {source.shape}, "
@@ -223,6 +227,8 @@ class _Cut:
         """The step computing product ``node`` (its inputs leaves: ``source`` is the first)
         into ``target`` (the evaluation's output, or a ``temporary`` bound here, whose leaf is
         returned)."""
+        from .product import TILE_M, TILE_N, blas_plan, blas_refusal, plan_product
+
         plan = plan_product(node, target, self.positions)
         refusal = blas_refusal(plan, self.blas)
         a, b = node.inputs
@@ -241,6 +247,8 @@ class _Cut:
     def _blas_readable(self, plan: ProductPlan) -> ProductPlan:
         """``plan`` with each input the BLAS can't read in place (no axis of unit stride, a
         negative step) copied first into a contiguous temporary, a copy kernel's step."""
+        from .product import blas_operand, matrix_shape
+
         operands, sources = list(plan.operands), list(plan.sources)
         nb = len(plan.batch)
         for k in (0, 1):
