@@ -181,10 +181,10 @@ class CpuBackend(HostMemory):
         """What shapes the machine code besides the source: part of every disk key."""
         return self._toolchain
 
-    def _jit(self, fn, ns: dict):
+    def _jit(self, fn, ns: dict, **options):
         rebound = types.FunctionType(fn.__code__, ns, fn.__name__, fn.__defaults__)
         return self._numba.njit(error_model="numpy", no_cpython_wrapper=True,
-                                no_cfunc_wrapper=True)(rebound)
+                                no_cfunc_wrapper=True, **options)(rebound)
 
     def namespace(self, helpers: dict) -> dict:
         if self._namespace is not None:
