@@ -22,12 +22,7 @@ from fusedarrays.cuda.backend import CudaBackend
 HAVE_GPU = CudaBackend.available()
 SWITCH_INTERVAL = 0.001   # the sim tier's, for the same reason (tests/sim/conftest.py)
 
-MARKS = {
-    "cpu": (),
-    "sim": (),
-    "cuda": (pytest.mark.gpu, pytest.mark.skipif(not HAVE_GPU, reason="no CUDA device visible")),
-    "ptx": (),
-}
+TIERS = ("cpu", "sim", "cuda", "ptx")
 BACKEND = {"cpu": "cpu", "sim": "sim", "cuda": "cuda", "ptx": "cpu"}
 
 
@@ -36,15 +31,34 @@ def pytest_configure(config):
         "markers", "tiers(*names): the tiers (cpu, sim, cuda, ptx) a tests/topics case runs on")
 
 
+def _names(argnames) -> list:
+    return [n.strip() for n in argnames.split(",")] if isinstance(argnames, str) else argnames
+
+
 def pytest_generate_tests(metafunc):
+    """Parametrise ``tier`` by the ``tiers`` marker, unless the test names its own pairs (a
+    ``parametrize("tier, dtype", [...], indirect=["tier"])`` where each tier takes its own
+    values)."""
     if "tier" not in metafunc.fixturenames:
+        return
+    if any("tier" in _names(m.args[0]) for m in metafunc.definition.iter_markers("parametrize")):
         return
     marker = metafunc.definition.get_closest_marker("tiers")
     names = marker.args if marker else ("cpu",)
-    unknown = set(names) - set(MARKS)
+    unknown = set(names) - set(TIERS)
     assert not unknown, f"{metafunc.definition.nodeid}: unknown tiers {sorted(unknown)}"
-    metafunc.parametrize("tier", [pytest.param(n, id=n, marks=MARKS[n]) for n in names],
-                         indirect=True)
+    metafunc.parametrize("tier", [pytest.param(n, id=n) for n in names], indirect=True)
+
+
+@pytest.hookimpl(tryfirst=True)   # before ``-m`` deselects by marks
+def pytest_collection_modifyitems(items):
+    """The cuda tier's cases are marked ``gpu`` and skipped without a device, as tests/gpu's."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("tier") == "cuda":
+            item.add_marker(pytest.mark.gpu)
+            if not HAVE_GPU:
+                item.add_marker(pytest.mark.skip(reason="no CUDA device visible"))
 
 
 @pytest.fixture(autouse=True)

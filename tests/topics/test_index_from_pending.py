@@ -1,7 +1,10 @@
 """An index that is a pending node (issue #32): ``t[x.argmax(axis=1)]``, ``fa.take(t,
-fa.sum(...).astype(int))``, a scan, a product or a gather as the index, through every route that
-makes a gather or a scatter, inside ``fa.fuse`` too, on the cpu backend at its defaults against
-NumPy. The planner cuts the index into a temporary before the gather (``compiler/cuts.py``)."""
+fa.sum(...).astype(int))``, a reduction (rows and cols schedules), a scan, a product or a gather
+as the index, through every route that makes a gather or a scatter, against NumPy (cases:
+``tests/index_from_pending_cases.py``) on every tier (sim: the CUDA kernel source, small
+shapes); on cpu at its defaults inside ``fa.fuse`` too; on cuda NumPy's ufunc keywords
+(``dtype=``, ``where=``, ``out=``, ``ufunc.reduce`` with ``where``/``initial``). The planner cuts
+the index into a temporary before the gather (``compiler/cuts.py``)."""
 
 import index_from_pending_cases as cases
 import numpy as np
@@ -12,7 +15,11 @@ from fusedarrays.api.array import _wrap
 from fusedarrays.ir import graph
 from fusedarrays.ir.reductions import reduction_node
 
-pytestmark = pytest.mark.usefixtures("cpu_backend")
+# (tier, dtype, seed, shape): (300, 257) argmax over rows of 257 takes the rows schedule, argmin
+# over 300 the cols one; the simulator's shape is small
+ROUTES = [("cpu", np.float32, 3202, (300, 257)), ("cpu", np.int32, 3202, (300, 257)),
+          ("cpu", np.complex64, 3202, (300, 257)), ("sim", np.float32, 3251, (6, 5)),
+          ("cuda", np.float32, 3351, (300, 257)), ("cuda", np.complex64, 3351, (300, 257))]
 
 
 def test_the_issue_examples():
@@ -24,15 +31,26 @@ def test_the_issue_examples():
     np.testing.assert_array_equal(got, np.take(t, np.sum(x, axis=1).astype(int)))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.complex64])
-def test_every_route_and_index_kind(dtype):
-    # (300, 257): argmax over rows of 257 takes the rows schedule, argmin over 300 the cols one
-    reached = cases.gathers_match_numpy(3202, (300, 257), dtype)
-    assert {"rows", "cols"} <= reached, reached
+@pytest.mark.parametrize("tier, dtype, seed, shape", ROUTES, indirect=["tier"],
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_every_route_and_index_kind(tier, dtype, seed, shape):
+    reached = cases.gathers_match_numpy(seed, shape, dtype)
+    if tier != "sim":
+        assert {"rows", "cols"} <= reached, reached
 
 
-def test_tiled_consumer():
-    assert "tiled" in cases.tiled_consumer_matches_numpy(3203, (300, 257))
+TILED = {"cpu": 3203, "cuda": 3352}
+SCATTERS = {"cpu": (3205, (40, 33)), "sim": (3252, (5, 4)), "cuda": (3353, (400, 129))}
+
+
+@pytest.mark.tiers("cpu", "cuda")
+def test_tiled_consumer(tier):
+    assert "tiled" in cases.tiled_consumer_matches_numpy(TILED[tier], (300, 257))
+
+
+@pytest.mark.tiers("cpu", "sim", "cuda")
+def test_scatters(tier):
+    cases.scatters_match_numpy(*SCATTERS[tier])
 
 
 def test_split_reduction_index():
@@ -43,10 +61,6 @@ def test_split_reduction_index():
     got = t[fa.sum(x > 0.5, axis=1)] + t[fa.sum(x > 0.5, axis=None)]
     want = tn[np.sum(xn > 0.5, axis=1)] + tn[np.sum(xn > 0.5)]
     np.testing.assert_array_equal(got.get(), want, err_msg="seed=3204")
-
-
-def test_scatters():
-    cases.scatters_match_numpy(3205, (40, 33))
 
 
 @fa.fuse
@@ -118,3 +132,29 @@ def test_draws_and_gathers_over_a_cut():
     got = (_wrap(node) + fa.sum(x)).get()
     np.testing.assert_allclose(got, tn[np.argmax(xn, axis=1)].sum() + xn.sum(), rtol=1e-13)
     assert any(n.kind == "gather" for n in graph.walk([node]))
+
+
+@pytest.mark.tiers("cuda")
+def test_ufunc_keywords():
+    seed = 3354
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    hi = rng.integers(-100, 100, (300, 257)).astype(np.int8)
+    hf = rng.standard_normal((300, 257)).astype(np.float32)
+    mask = rng.random(hf.shape) > 0.3
+    x, y = fa.asarray(hi), fa.asarray(hf)
+    np.testing.assert_array_equal(np.add(x, x, dtype=np.float64).get(),
+                                  np.add(hi, hi, dtype=np.float64))
+    out, want = fa.asarray(hf.copy()), hf.copy()
+    np.multiply(y, 3, out=out, where=fa.asarray(mask))
+    np.multiply(hf, 3, out=want, where=mask)
+    np.testing.assert_array_equal(out.get(), want)
+    for axis in (0, 1, None):
+        np.testing.assert_array_equal(
+            np.add.reduce(x, axis=axis, where=mask, initial=5).get(),
+            np.add.reduce(hi, axis=axis, where=mask, initial=5))
+        np.testing.assert_array_equal(
+            np.maximum.reduce(x, axis=axis, where=mask, initial=-7, keepdims=True).get(),
+            np.maximum.reduce(hi, axis=axis, where=mask, initial=-7, keepdims=True))
+    np.testing.assert_array_equal(np.add.accumulate(x, axis=1, dtype=np.int32).get(),
+                                  np.add.accumulate(hi, axis=1, dtype=np.int32))
