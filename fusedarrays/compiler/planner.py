@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import graph, layout
+from ..ir.dtypes import kind
 from ..ir.params import roots_params
 from .cuts import holds_placed, rebuild
 from .plan import Operand, plan_kernel
@@ -194,7 +195,9 @@ class _Cut:
         split = choose_split(plan) if self.split else 1
         partials = -1
         if split > 1:
-            pdtype = np.dtype(np.float32) if node.dtype == np.float16 else node.dtype
+            # float16, bfloat16, float8 partials in float32: rounded once, at the fold
+            pdtype = np.dtype(np.float32) if kind(node.dtype) == "f" and \
+                node.dtype.itemsize < 4 else node.dtype
             pshape = partials_shape(node, split, plan.schedule)
             partial = (self.buffer(pdtype, pshape), pdtype, pshape,
                        layout.contiguous_strides(pshape), 0)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import graph
-from .dtypes import ROUNDED
+from .dtypes import ROUNDED, kind
 from .sids import attrs_id
 
 
@@ -118,9 +118,9 @@ def identity(name: str, dtype: np.dtype):
     if name in ("any", "all"):
         return name == "all"
     low = name in ("max", "argmax", "nanmax")
-    if dtype.kind == "f" and name in ("nanmax", "nanmin"):
+    if kind(dtype) == "f" and name in ("nanmax", "nanmin"):
         return float("nan")
-    if dtype.kind == "f":
+    if kind(dtype) == "f":
         return float("-inf") if low else float("inf")
     if dtype.kind == "b":
         return not low

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import graph
-from .dtypes import ROUNDED
+from .dtypes import ROUNDED, kind
 from .reductions import identity
 
 
@@ -50,7 +50,7 @@ def start_value(name: str, dtype: np.dtype):
     -0.0, the one addend that leaves every value as it is (``0.0 + -0.0`` is ``+0.0``), so a
     row starting with -0.0 keeps its sign as NumPy's does."""
     start = identity(SCANS[name].reduction, dtype)
-    return -0.0 if dtype.kind == "f" and start == 0 else start
+    return -0.0 if kind(dtype) == "f" and start == 0 else start
 
 
 def initial_value(name: str, dtype: np.dtype):
