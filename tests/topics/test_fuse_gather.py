@@ -1,5 +1,8 @@
-"""Gathers inside fa.fuse on the cpu backend at its default settings (cases:
-``tests/fuse_gather_cases.py``), and what a traced program adds to a lazy gather: reads of an
+"""Gathers inside fa.fuse (cases: ``tests/fuse_gather_cases.py``) on every tier: NumPy's values
+over new indices per call without a compile or a copy to the host, out-of-range indices raised
+once at the next ``.get()`` (sim: the CUDA kernel source, small shapes, since it runs the kernel
+in Python; cuda: a 300x400 table and 2^16 indices in one launch, and the context healthy after).
+On cpu at its default settings also what a traced program adds to a lazy gather: reads of an
 argument written earlier in the function, a store racing the gather's loads, indices given as
 constants, and the refusals that stay (a mask array, a reduction of a gather, foreach)."""
 
@@ -9,23 +12,44 @@ import pytest
 
 import fusedarrays as fa
 
-
-def test_embedding_vector_and_row_paths(monkeypatch):
-    cases.embedding_matches_numpy(monkeypatch, seed=1501, rows=300, cols=400, n=1000)
-    cases.embedding_matches_numpy(monkeypatch, seed=1502, rows=300, cols=1, n=1 << 16)
-
-
-def test_embedding_small(monkeypatch):
-    cases.embedding_matches_numpy(monkeypatch, seed=1503, rows=7, cols=3, n=5)
-
-
-def test_axes_match_numpy():
-    cases.axes_match_numpy(seed=1504, shape=(300, 400), n=1 << 16)
-    cases.axes_match_numpy(seed=1505, shape=(6, 5), n=4)
+# each tier's (seed, rows, cols, n) of cases.embedding_matches_numpy, and the like below
+VECTOR_AND_ROW_PATHS = {"cpu": [(1501, 300, 400, 1000), (1502, 300, 1, 1 << 16)],
+                        "cuda": [(1521, 300, 400, 1 << 12), (1522, 300, 1, 1 << 16)]}
+SMALL = {"cpu": (1503, 7, 3, 5), "sim": (1511, 9, 4, 6)}
+AXES = {"cpu": [(1504, (300, 400), 1 << 16), (1505, (6, 5), 4)], "sim": [(1512, (6, 5), 4)],
+        "cuda": [(1523, (300, 400), 1 << 16)]}
+OUT_OF_RANGE = {"cpu": (1506, 300, 400, 1 << 12), "sim": (1513, 8, 5, 6),
+                "cuda": (1524, 300, 400, 1 << 12)}
 
 
-def test_out_of_range_raises_once():
-    cases.out_of_range_raises_once(seed=1506, rows=300, cols=400, n=1 << 12)
+@pytest.mark.tiers("cpu", "cuda")
+def test_embedding_vector_and_row_paths(monkeypatch, tier):
+    for seed, rows, cols, n in VECTOR_AND_ROW_PATHS[tier]:
+        cases.embedding_matches_numpy(monkeypatch, seed=seed, rows=rows, cols=cols, n=n)
+
+
+@pytest.mark.tiers("cpu", "sim")
+def test_embedding_small(monkeypatch, tier):
+    seed, rows, cols, n = SMALL[tier]
+    cases.embedding_matches_numpy(monkeypatch, seed=seed, rows=rows, cols=cols, n=n)
+
+
+@pytest.mark.tiers("cpu", "sim", "cuda")
+def test_axes_match_numpy(tier):
+    for seed, shape, n in AXES[tier]:
+        cases.axes_match_numpy(seed=seed, shape=shape, n=n)
+
+
+@pytest.mark.tiers("cpu", "sim", "cuda")
+def test_out_of_range_raises_once(tier):
+    seed, rows, cols, n = OUT_OF_RANGE[tier]
+    cases.out_of_range_raises_once(seed=seed, rows=rows, cols=cols, n=n)
+    if tier == "cuda":
+        seed = 1525
+        print("seed", seed)
+        host = np.random.default_rng(seed).standard_normal(1 << 20).astype(np.float32)
+        total = float(fa.sum(fa.asarray(host)))      # the context still launches and reads
+        assert total == pytest.approx(float(host.sum(dtype=np.float64)), rel=1e-4, abs=1e-2)
 
 
 def test_a_gather_of_a_written_argument_reads_the_written_value():
