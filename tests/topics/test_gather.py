@@ -1,14 +1,24 @@
-"""Gathers (fa.take, x[idx]) on the cpu backend at its defaults, against NumPy: negative and
-repeated indices, NumPy and fa index arrays, views with negative steps as the gathered array,
-every axis, shapes reaching every schedule, a gather fused into its consumer, out-of-range
-indices raising IndexError on the host."""
+"""Gathers (fa.take, x[idx]) against NumPy on every tier.
+
+- cpu at its defaults: negative and repeated indices, NumPy and fa index arrays, views with
+  negative steps as the gathered array, every axis, shapes reaching every schedule, a gather
+  fused into its consumer, out-of-range indices raising IndexError on the host, index writes.
+- sim (the CUDA kernel source): flat with 128-bit accesses of the other operands and a tail,
+  rows, nd; negative and repeated indices.
+- cuda: a table lookup fused with its consumer (one launch), embedding rows, every axis,
+  negative and repeated indices; index writes and x[mask] = v into views at sizes that reach
+  the vector walks.
+- ptx (sm_90, no GPU): a mask's selection fused with a 128-bit read of its weights, a gather
+  through several index arrays, and a gather of a pending expression holding a gather (a gather
+  whose index is a gather).
+"""
+
+import re
 
 import numpy as np
 import pytest
 
 import fusedarrays as fa
-
-pytestmark = pytest.mark.usefixtures("cpu_backend")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int8])
@@ -137,3 +147,125 @@ def test_index_writes_match_numpy(shape):
     np.testing.assert_array_equal(x.get(), expect, err_msg=f"{seed=}")
     with pytest.raises(IndexError, match="out of bounds"):
         x[np.array([shape[0]])] = 1.0
+
+
+@pytest.mark.tiers("sim")
+def test_gathers_in_every_walk():
+    seed = 180
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal(700).astype(np.float32)
+    idx = rng.integers(-700, 700, 203).astype(np.int32)
+    w = rng.standard_normal(203).astype(np.float32)
+    flat = fa.asarray(table)[fa.asarray(idx)] * fa.asarray(w)
+    assert fa.explain(flat).vector_width == 4
+    np.testing.assert_array_equal(flat.get(), table[idx] * w, err_msg=f"{seed=}")
+    emb = rng.standard_normal((50, 136)).astype(np.float32)
+    rows = rng.integers(-50, 50, 3)
+    got = fa.asarray(emb)[::-1][rows] + 1
+    assert fa.explain(got).plan.schedule == "rows"
+    np.testing.assert_array_equal(got.get(), emb[::-1][rows] + 1, err_msg=f"{seed=}")
+    cols = np.array([[3, -1], [3, 0]])
+    nd = fa.take(fa.asarray(emb[:4, :6]), cols, axis=1) * 2
+    assert fa.explain(nd).plan.schedule == "nd"
+    np.testing.assert_array_equal(nd.get(), emb[:4, :6].take(cols, axis=1) * 2)
+
+
+@pytest.mark.tiers("cuda")
+def test_table_lookup_fused():
+    seed = 190
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal(1 << 20).astype(np.float32)
+    idx = rng.integers(-(1 << 20), 1 << 20, (1 << 22) + 3).astype(np.int32)
+    w = rng.standard_normal(idx.size).astype(np.float32)
+    g = fa.asarray(table)[fa.asarray(idx)]
+    fa.reset_stats()
+    got = (g * fa.asarray(w)).get()
+    assert fa.stats()["launches"] == 1
+    np.testing.assert_array_equal(got, table[idx] * w, err_msg=f"{seed=}")
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+@pytest.mark.tiers("cuda")
+def test_take_every_axis(axis):
+    seed = 191
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((300, 400)).astype(np.float16)
+    for view, hview in ((fa.asarray(host), host), (fa.asarray(host)[::-1, 1::3], host[::-1, 1::3]),
+                        (fa.asarray(host).T, host.T)):
+        extent = hview.size if axis is None else hview.shape[axis]
+        idx = rng.integers(-extent, extent, (37, 5))
+        np.testing.assert_array_equal(fa.take(view, idx, axis=axis).get(),
+                                      np.take(hview, idx, axis=axis), err_msg=f"{seed=}")
+
+
+@pytest.mark.tiers("cuda")
+def test_take_along_axis():
+    seed = 192
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((512, 300)).astype(np.float32)
+    order = np.argsort(host, axis=0)[::-1].copy()
+    got = fa.take_along_axis(fa.asarray(host).T, order.T, axis=1) + 1
+    np.testing.assert_array_equal(got.get(), np.take_along_axis(host.T, order.T, 1) + 1,
+                                  err_msg=f"{seed=}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+@pytest.mark.tiers("cuda")
+def test_mask_writes(dtype):
+    seed = 193
+    rng = np.random.default_rng(seed)
+    host = (rng.standard_normal((300, 400)) * 20).astype(dtype)
+    x, expect = fa.asarray(host.copy()), host.copy()
+    x[x > 0] = 5
+    expect[expect > 0] = 5
+    view, eview = x[::-1, 1::2], expect[::-1, 1::2]
+    mask = rng.random(eview.shape) < 0.5
+    view[mask] = -3
+    eview[mask] = -3
+    np.testing.assert_array_equal(x.get(), expect, err_msg=f"{seed=}")
+
+
+@pytest.mark.tiers("cuda")
+def test_index_writes():
+    seed = 194
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((1000, 260)).astype(np.float32)
+    x, expect = fa.asarray(host.copy()), host.copy()
+    rows = rng.integers(-1000, 1000, 300)
+    rows[:5] = rows[0]                               # repeated: the last value wins
+    values = rng.standard_normal((300, 260)).astype(np.float32)
+    x[rows] = values
+    expect[rows] = values
+    cols = rng.integers(-260, 260, 17)
+    x[::-1][:, cols] += 1.0
+    expect[::-1][:, cols] += 1.0
+    np.testing.assert_array_equal(x.get(), expect, err_msg=f"{seed=}")
+
+
+# ptx: PTX for sm_90 from arrays on the cpu (no GPU needed)
+
+@pytest.mark.tiers("ptx")
+def test_mask_selection_with_vector_weights():
+    seed = 250
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal((64, 136)).astype(np.float32)
+    mask = rng.random(table.shape) < 0.3
+    w = fa.asarray(rng.standard_normal(int(mask.sum())).astype(np.float32))
+    ex = fa.explain(fa.asarray(table)[mask] * w, arch="sm_90")
+    assert ex.vector_width == 4
+    assert re.search(r"ld\.global\.v4\.(f32|u32|b32)", ex.ptx)     # w and the int32 offsets
+    assert re.search(r"ld\.global(\.nc)?\.f32", ex.ptx)             # the gathered element
+
+
+@pytest.mark.tiers("ptx")
+def test_several_arrays_and_a_gather_of_a_gather():
+    seed = 251
+    rng = np.random.default_rng(seed)
+    x = fa.asarray(rng.standard_normal((30, 8, 17)).astype(np.float32))
+    i, k = rng.integers(-30, 30, (4, 1)), rng.integers(-17, 17, 5)
+    assert fa.explain(x[i, ::-1, k] + 1, arch="sm_90").ptx
+    inner = x[:, 0, 0][rng.integers(0, 30, 200)] * 2            # pending: gathered through
+    outer = fa.take(inner, rng.integers(-200, 200, 50))
+    ex = fa.explain(outer, arch="sm_90")
+    assert [ins.kind for ins in ex.plan.body].count("gather") == 2
+    assert ex.ptx
