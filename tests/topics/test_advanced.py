@@ -1,15 +1,22 @@
-"""NumPy's advanced indexing on the cpu backend at its defaults: several index arrays, integers
-beside arrays, boolean masks read (compacted through the host) and written, ``x[idx] op= v``,
-``ufunc.at``, through views with negative steps and transposes, small shapes (``nd``) and
-large ones (``rows``, ``flat``); errors as NumPy's. The cases are tests/indexcases.py's."""
+"""NumPy's advanced indexing against NumPy (tests/indexcases.py's keys) on every tier: several
+index arrays and masks read and written through views, ``x[idx] += v`` as one kernel,
+``ufunc.at``, nonzero and count_nonzero.
+
+- cpu at its defaults: integers beside arrays, boolean masks read (compacted through the host)
+  and written, ``x[idx] op= v``, through views with negative steps and transposes, small shapes
+  (``nd``) and large ones (``rows``, ``flat``); errors as NumPy's.
+- sim (the CUDA kernel source): small shapes (the simulator runs ~80 ms per 1024 elements) but
+  each walk (a gather through host-made offsets), and permutations equal to the cpu backend's.
+- cuda: ``fa.add.at`` bit for bit, and a permutation equal to the cpu backend's for one seed.
+"""
+
 
 import indexcases
 import numpy as np
 import pytest
 
 import fusedarrays as fa
-
-pytestmark = pytest.mark.usefixtures("cpu_backend")
+from fusedarrays import config
 
 SHAPES = [(4, 5, 6), (6, 8, 300)]
 
@@ -248,3 +255,129 @@ def test_empty_mask_axes_stand_for_any_axis():
             np.testing.assert_array_equal(x.get(), host, err_msg=f"{seed=} {shape} {mask_shape}")
     with pytest.raises(IndexError, match="boolean index did not match"):
         fa.asarray(np.ones((2, 1)))[np.zeros((2, 3), bool)]
+
+
+# sim
+
+@pytest.mark.tiers("sim")
+def test_reads_and_writes_of_chosen_keys_match_numpy():
+    seed = 240
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal((4, 5, 6)).astype(np.float32)
+    chosen = ("two arrays", "int, slice, array", "arrays apart", "None between", "lists",
+              "mask over leading axes", "mask on the last axis")
+    for vname, view in indexcases.VIEWS.items():
+        host, x = base.copy(), fa.asarray(base)
+        hv, xv = view(host), view(x)
+        keys = indexcases.keys(rng, hv.shape)
+        for kname in chosen:
+            key, msg = keys[kname], f"{seed=} {vname} {kname}"
+            np.testing.assert_array_equal((xv[key] * 2).get(), hv[key] * 2, err_msg=msg)
+            values = rng.standard_normal(hv[key].shape).astype(np.float32)
+            hv[key] = values
+            xv[indexcases.as_fa_key(key)] = values
+            hv[key] += 1.5
+            xv[key] += 1.5
+            np.testing.assert_array_equal(x.get(), host, err_msg=msg)
+
+
+@pytest.mark.tiers("sim")
+def test_gathered_walks_and_one_kernel_writes():
+    seed = 241
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal((40, 136)).astype(np.float32)
+    x, want = fa.asarray(table.copy()), table.copy()
+    mask = rng.random(table.shape) < 0.05
+    w = rng.standard_normal(int(mask.sum())).astype(np.float32)
+    flat = x[mask] * fa.asarray(w)                       # 1-D: the vector walk
+    assert fa.explain(flat).vector_width == 4
+    np.testing.assert_array_equal(flat.get(), table[mask] * w, err_msg=f"{seed=}")
+    i, j = rng.integers(-40, 40, 3), rng.integers(-136, 136, 3)
+    rows = x[i[:, None], ::-1][:, 0] + 1                 # rows of 136: the 2-D walk
+    assert fa.explain(rows).plan.schedule == "rows"
+    np.testing.assert_array_equal(rows.get(), table[i[:, None], ::-1][:, 0] + 1)
+    k = rng.integers(-17, 17, 1)
+    nd = x.reshape(40, 8, 17)[i[:, None], :, k] * 2      # arrays apart: their axes first
+    assert fa.explain(nd).plan.schedule == "nd"
+    np.testing.assert_array_equal(nd.get(), table.reshape(40, 8, 17)[i[:, None], :, k] * 2,
+                                  err_msg=f"{seed=}")
+    np.testing.assert_array_equal(x[i[:, None], j].get(), table[i[:, None], j])
+    idx = np.array([3, 3, -1, 0])
+    fa.reset_stats()
+    x[idx] += 2.0
+    want[idx] += 2.0
+    assert fa.stats()["launches"] == 1
+    fa.add.at(x, idx, fa.asarray(np.float32([1, 2, 3, 4])[:, None]))
+    np.add.at(want, idx, np.float32([1, 2, 3, 4])[:, None])
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+
+
+@pytest.mark.tiers("sim")
+def test_nonzero_count_and_permutation():
+    seed = 242
+    rng = np.random.default_rng(seed)
+    host = np.where(rng.random((6, 140)) < 0.5, 0, 1.5).astype(np.float32)
+    with config.override(BACKEND="cpu"):   # the reference backend for the simulator's order
+        cpu_perm = fa.random.default_rng(seed).permutation(300).get()
+    x = fa.asarray(host)
+    for got, want in zip(fa.nonzero(x[::-1]), np.nonzero(host[::-1])):
+        np.testing.assert_array_equal(got.get(), want, err_msg=f"{seed=}")
+    np.testing.assert_array_equal(fa.count_nonzero(x, axis=1).get(),
+                                  np.count_nonzero(host, axis=1), err_msg=f"{seed=}")
+    assert int(fa.count_nonzero(x.T)) == np.count_nonzero(host)
+    perm = fa.random.default_rng(seed).permutation(300).get()
+    np.testing.assert_array_equal(perm, cpu_perm, err_msg=f"{seed=}")
+
+
+# cuda
+
+@pytest.mark.parametrize("shape", [(4, 5, 6), (6, 8, 300)], ids=str)
+@pytest.mark.tiers("cuda")
+def test_reads_and_writes_match_numpy(shape):
+    seed = 260 + shape[-1]
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal(shape).astype(np.float32)
+    for vname, view in indexcases.VIEWS.items():
+        host, x = base.copy(), fa.asarray(base)
+        hv, xv = view(host), view(x)
+        for kname, key in indexcases.keys(rng, hv.shape).items():
+            try:
+                want = hv[key] * 2 + 1
+            except IndexError:
+                continue
+            msg = f"{seed=} {vname} {kname}"
+            np.testing.assert_array_equal((xv[key] * 2 + 1).get(), want, err_msg=msg)
+            values = rng.standard_normal(want.shape).astype(np.float32)
+            hv[key] = values
+            xv[indexcases.as_fa_key(key)] = values
+            hv[key] += 1.5
+            xv[key] += 1.5
+            np.testing.assert_array_equal(x.get(), host, err_msg=msg)
+
+
+@pytest.mark.tiers("cuda")
+def test_one_launch_writes_add_at_and_nonzero():
+    seed = 270
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((1000, 260)).astype(np.float32)
+    x, want = fa.asarray(host.copy()), host.copy()
+    mask = rng.random(host.shape) < 0.5
+    fa.reset_stats()
+    x[mask] += 0.5
+    want[mask] += 0.5
+    assert fa.stats()["launches"] == 1
+    idx = rng.integers(-1000, 1000, 5000)
+    idx[:40] = 3
+    values = rng.standard_normal((5000, 260)).astype(np.float32)
+    fa.add.at(x, idx, values)
+    np.add.at(want, idx, values)
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+    np.testing.assert_array_equal(x[x > 1].get(), want[want > 1], err_msg=f"{seed=}")
+    for got, ref in zip(fa.nonzero(x > 1), np.nonzero(want > 1)):
+        np.testing.assert_array_equal(got.get(), ref, err_msg=f"{seed=}")
+    np.testing.assert_array_equal(fa.count_nonzero(x > 1, axis=0).get(),
+                                  np.count_nonzero(want > 1, axis=0))
+    with config.override(BACKEND="cpu"):   # the reference backend for the permutation
+        cpu_perm = fa.random.default_rng(seed).permutation(100_000).get()
+    np.testing.assert_array_equal(fa.random.default_rng(seed).permutation(100_000).get(),
+                                  cpu_perm, err_msg=f"{seed=}")
