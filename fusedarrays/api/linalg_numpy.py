@@ -31,6 +31,7 @@ from ..errors import LinAlgError
 from . import linalg
 from .array import asarray, ndarray
 from .elementwise import FUNCTIONS
+from .linalg_factor import _float_dtype
 from .manipulation import moveaxis
 from .products import matmul, tensordot, vecdot
 from .reductions import reduce
@@ -147,6 +148,7 @@ def _cond(x, p=None):
     """NumPy's condition number: the ratio of extreme singular values (``p`` None, 2, -2),
     else ``norm(x, p) * norm(inv(x), p)``; a singular matrix's is ``inf``, as NumPy's."""
     x = asarray(x)
+    _float_dtype("cond", x)     # a refused dtype named under this function's name
     if p in (None, 2, -2):
         s = linalg.svdvals(x)
         big, small = s[..., 0], s[..., -1]

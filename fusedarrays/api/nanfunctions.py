@@ -122,6 +122,8 @@ def _arg(name: str, plain: str, fill: float):
         x, valid = _input(name, a, _NO)
         if valid is None:
             return reduce(plain, x, axis, keepdims)
+        if dtypes.is_minifloat(x.dtype):     # float8_e4m3fn has no -inf to fill with
+            x = x.astype(np.float32)
         r = reduce(plain, _filled(x, valid, fill), axis, keepdims)
         if _tracing.tracer is None and x.size:
             # NumPy raises at the call; one bool per slice is read here, r stays lazy

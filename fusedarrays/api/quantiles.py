@@ -314,7 +314,8 @@ def _median(name: str, a, axis, out, keepdims, skip_nan: bool) -> ndarray:
     r = mid if n % 2 else (mid + s[:, n // 2].astype(compute)) / 2
     if dtypes.kind(s.dtype) == "f":
         last = s[:, -1]
-        r = _where(FUNCTIONS["isnan"](last), last, r)
+        r = _where(FUNCTIONS["isnan"](last), last if last.dtype == r.dtype else
+                   last.astype(r.dtype), r)
     return _finish(r.astype(want).reshape((1, rows)), (), shape, keep, keepdims)
 
 
