@@ -244,7 +244,10 @@ class Run:
                         *git, "status", "--porcelain", "--untracked-files=no"))),
                     "time": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                     "backend": self.backend.name, **_environment(self.backend.name),
-                    "sync": synced_by, "host": platform.node(), "cpus": os.cpu_count()}
+                    "sync": synced_by, "host": platform.node(), "cpus": os.cpu_count(),
+                    # host figures depend on it: graphs built in C, or the Python path where
+                    # ir/_fastgraph was not built on this machine (python -m fusedarrays says)
+                    "native_graph": importlib.import_module("fusedarrays.ir.native").NATIVE}
         # the physical bound of COPY_UNIT figures: where the copy is a device-to-device copy by
         # CuPy or PyTorch, in a full-size run (a smoke run's tiny sizes, or a host backend's own
         # copy, bound nothing)
