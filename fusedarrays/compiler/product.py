@@ -221,7 +221,9 @@ def blas_refusal(plan: ProductPlan, blas: Blas | None) -> str:
     if out not in BLAS_DTYPES:
         return (f"the result's dtype is {out} ("
                 + ("NumPy's integer products wrap in the integer type, which no cuBLAS GEMM "
-                   "does)" if out.kind in "iu" else "NumPy's bool product is the or of the ands)"))
+                   "does)" if out.kind in "iu" else "NumPy's bool product is the or of the ands)"
+                   if out.kind == "b" else "CuPy's arrays have no such dtype: the tiled kernel "
+                   "sums in float32 and rounds once)"))
     if a != out or b != out:
         return (f"operands of dtypes {a} and {b} (cuBLAS multiplies operands "
                 f"of the result's dtype, {out}; the tiled kernel converts them as it loads)")
