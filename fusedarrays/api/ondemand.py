@@ -13,6 +13,7 @@ forwards the call to it, so the second call costs nothing extra. The package's o
 from __future__ import annotations
 
 import importlib
+import sys
 
 from ..ir.ops import OPS
 from .array import ndarray
@@ -23,6 +24,12 @@ _PACKAGE = __name__.rpartition(".")[0]
 
 def _load(module: str) -> None:
     importlib.import_module(f"{_PACKAGE}.{module}")
+
+
+def _loaded() -> set[str]:
+    """The modules of this package (``api/``) imported so far, by their short names."""
+    prefix = _PACKAGE + "."
+    return {name[len(prefix):] for name in sys.modules if name.startswith(prefix)}
 
 
 def _method_stub(module: str, name: str):
@@ -50,7 +57,8 @@ _STUBS = {
     "_repr_html_": "display",
 }
 for _name, _module in _STUBS.items():
-    setattr(ndarray, _name, _method_stub(_module, _name))
+    if _module not in _loaded():    # a module imported already installed its members
+        setattr(ndarray, _name, _method_stub(_module, _name))
 
 
 def _ufunc_method_stub(method: str, module: str):
@@ -76,6 +84,7 @@ def _at_stub(name: str):
     return at
 
 
-for _row in OPS.values():
-    if _row.rule == "ufunc" and not _row.module and _row.nin in (1, 2):
-        FUNCTIONS[_row.name].at = _at_stub(_row.name)
+if "scatter" not in _loaded():
+    for _row in OPS.values():
+        if _row.rule == "ufunc" and not _row.module and _row.nin in (1, 2):
+            FUNCTIONS[_row.name].at = _at_stub(_row.name)
