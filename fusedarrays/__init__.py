@@ -83,6 +83,13 @@ from .runtime.realize import cache_info, clear_cache
 from .runtime.records import reset_stats, stats, timings
 from .version import __version__  # noqa: F401
 
+# The subpackage fusedarrays.fuse is loaded now, and its name taken off this module at once: a
+# subpackage's first import sets it as its parent's attribute, which would hide the lazy `fuse`
+# function below (fa.fuse) from then on; once loaded, importing its modules sets nothing here.
+from . import fuse as _fuse_package  # noqa: E402,F401
+
+del globals()["fuse"]
+
 # Loaded on first use (module __getattr__ below): each costs import time that a program computing
 # `a * b + c` never needs. name -> (module under fusedarrays, attribute or None for the module).
 _LAZY = {
