@@ -1,11 +1,24 @@
 """``fa.linalg`` (the Array API 2024.12 extension whole) and NumPy's linear algebra on fa arrays
-against NumPy, on the cpu backend at its default settings: the factorizations and solvers
-through NumPy's LAPACK on fa's memory (tests/linalgcases.py, shared with the gpu tier), the
-views (``diagonal``, ``matrix_transpose``), the fused ones (``outer cross trace vector_norm
-matrix_norm``), ``matrix_power``, ``np.linalg.*`` and ``np.dot inner outer vdot trace diagonal
-cross kron`` with NumPy's signatures, the dtypes and the errors."""
+against NumPy, on every tier: the factorizations and solvers (tests/linalgcases.py) through
+NumPy's LAPACK on fa's memory on cpu and sim, through CuPy's ``cupy.linalg`` (cuSOLVER, cuBLAS)
+on fusedarrays' device memory on cuda; results read by later fused kernels.
 
+- cpu at its default settings: the views (``diagonal``, ``matrix_transpose``), the fused ones
+  (``outer cross trace vector_norm matrix_norm``), ``matrix_power``, ``np.linalg.*`` and
+  ``np.dot inner outer vdot trace diagonal cross kron`` with NumPy's signatures, the dtypes and
+  the errors.
+- sim, small: a factorization's results feed generated CUDA kernels run in numba's simulator (a
+  diagonal view's trace, a matrix norm's fused reductions).
+- cuda: results left on the device; NumPy's LinAlgError for singular and not
+  positive-definite matrices (CuPy's status words checked); without CuPy, one error naming the
+  ``cuda-libs`` extra. The fused functions (diagonal, trace, norms) run as generated kernels
+  there like any other.
+"""
+
+
+import importlib.util
 import math
+import sys
 import warnings
 
 import linalgcases as lc
@@ -13,18 +26,25 @@ import numpy as np
 import pytest
 
 import fusedarrays as fa
-from fusedarrays import config
 from fusedarrays.ir import graph
 
 EXTENSION = ("cholesky cross det diagonal eigh eigvalsh inv matmul matrix_norm matrix_power "
              "matrix_rank matrix_transpose outer pinv qr slogdet solve svd svdvals tensordot "
              "trace vecdot vector_norm").split()
 
+TAG = {"cpu": "cpu", "cuda": "gpu"}     # the tier's name in linalgcases' seeds
+# each tier's shapes: on cuda also past cuSOLVER's batched sizes, and gesvd rather than the
+# batched Jacobi route
+DECOMPOSITIONS = {"cpu": [(4, 4), (2, 3, 5, 5)], "cuda": [(4, 4), (2, 3, 5, 5), (40, 40)]}
+SVD_QR = {"cpu": [(6, 4), (2, 3, 3, 5)], "cuda": [(6, 4), (2, 3, 3, 5), (70, 40)]}
+needs_cupy = pytest.mark.skipif(
+    importlib.util.find_spec("cupy") is None,
+    reason="CuPy is not installed (pip install 'fusedarrays[cuda-libs]')")
 
-@pytest.fixture(autouse=True)
-def _cpu():
-    with config.override(BACKEND="cpu"):
-        yield
+
+def _library(tier):
+    if tier == "cuda" and importlib.util.find_spec("cupy") is None:
+        pytest.skip("CuPy is not installed (pip install 'fusedarrays[cuda-libs]')")
 
 
 def test_the_namespace_has_the_whole_extension():
@@ -34,16 +54,20 @@ def test_the_namespace_has_the_whole_extension():
         assert name in fa.linalg.__all__, name
 
 
+@pytest.mark.tiers("cpu", "cuda")
 @pytest.mark.parametrize("dtype", lc.FLOATS + lc.COMPLEX)
-def test_decompositions_of_matrices_and_stacks(dtype):
-    lc.check_decompositions(dtype, (4, 4), "cpu")
-    lc.check_decompositions(dtype, (2, 3, 5, 5), "cpu")
+def test_decompositions_of_matrices_and_stacks(dtype, tier):
+    _library(tier)
+    for shape in DECOMPOSITIONS[tier]:
+        lc.check_decompositions(dtype, shape, TAG[tier])
 
 
+@pytest.mark.tiers("cpu", "cuda")
 @pytest.mark.parametrize("dtype", lc.FLOATS + lc.COMPLEX)
-def test_svd_qr_pinv_rank_of_wide_tall_and_stacked_matrices(dtype):
-    lc.check_svd_qr(dtype, (6, 4), "cpu")
-    lc.check_svd_qr(dtype, (2, 3, 3, 5), "cpu")
+def test_svd_qr_pinv_rank_of_wide_tall_and_stacked_matrices(dtype, tier):
+    _library(tier)
+    for shape in SVD_QR[tier]:
+        lc.check_svd_qr(dtype, shape, TAG[tier])
 
 
 def test_pending_operands_are_computed_first_and_results_feed_fused_work():
@@ -255,3 +279,69 @@ def test_numpys_signatures_and_results():
                  f"eigvalsh UPLO={uplo}")
     lc.close(np.linalg.cholesky(fa.asarray(sym), upper=True),
              np.linalg.cholesky(sym, upper=True), "float64", "cholesky upper")
+
+
+# sim
+
+@pytest.mark.tiers("sim")
+def test_a_factorization_feeds_simulated_kernels():
+    seed = lc.seed_of("sim")
+    h = lc.hermitian_pd(np.random.default_rng(seed), "float64", (4, 4))
+    low = fa.linalg.cholesky(fa.asarray(h) * 1.0)
+    lc.close(low, np.linalg.cholesky(h), "float64", f"cholesky (seed {seed})")
+    lc.close(fa.linalg.trace(low, offset=-1), np.trace(np.linalg.cholesky(h), -1), "float64",
+             f"trace of the factor (seed {seed})")
+    lc.close(fa.linalg.matrix_norm(low, ord=1), np.linalg.norm(np.linalg.cholesky(h), 1),
+             "float64", f"1-norm of the factor (seed {seed})")
+
+
+# cuda
+
+@needs_cupy
+@pytest.mark.tiers("cuda")
+def test_results_stay_on_the_device_and_feed_fused_work():
+    lc.check_feeds_fused_work("gpu")
+    h = lc.hermitian_pd(np.random.default_rng(3), "float32", (3, 6, 6))
+    w, v = fa.linalg.eigh(fa.asarray(h) + 0.0)
+    for x in (w, v):
+        buffer, *_ = graph.leaf_view(x._resolved())
+        assert buffer.backend.name == "cuda"
+    lc.close(fa.linalg.matrix_norm(fa.asarray(h), ord=2), np.linalg.matrix_norm(h, ord=2),
+             "float32", "matrix_norm ord=2 (svdvals on the device)", 6)
+    lc.close(fa.linalg.trace(fa.asarray(h)), np.linalg.trace(h), "float32", "trace", 6)
+
+
+@needs_cupy
+@pytest.mark.tiers("cuda")
+def test_errors_are_numpys_on_the_device():
+    lc.check_errors()
+    singular = fa.asarray(np.zeros((3, 4, 4), np.float32) + np.eye(4, dtype=np.float32))
+    singular[1, 2, 2] = 0.0
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        fa.linalg.solve(singular, fa.asarray(np.ones((3, 4, 1), np.float32)))
+
+
+@needs_cupy
+@pytest.mark.tiers("cuda")
+def test_numpys_functions_on_device_arrays():
+    rng = np.random.default_rng(lc.seed_of("numpy on gpu"))
+    h = rng.standard_normal((8, 5))
+    a = fa.asarray(h)
+    lc.close(np.linalg.svd(a, compute_uv=False), np.linalg.svd(h, compute_uv=False), "float64",
+             "np.linalg.svd")
+    x, res, rank, s = np.linalg.lstsq(a, fa.asarray(h[:, 0] + 1.0))
+    wx, wres, wrank, ws = np.linalg.lstsq(h, h[:, 0] + 1.0)
+    assert rank == wrank
+    lc.close(x, wx, "float64", "lstsq x")
+    lc.close(res, wres, "float64", "lstsq residuals")
+    lc.close(np.linalg.pinv(a), np.linalg.pinv(h), "float64", "pinv")
+    lc.close(np.linalg.norm(a, "nuc"), np.linalg.norm(h, "nuc"), "float64", "nuclear norm")
+    lc.close(np.dot(a, a.T), np.dot(h, h.T), "float64", "np.dot")
+
+
+@pytest.mark.tiers("cuda")
+def test_without_cupy_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)      # import cupy raises ImportError
+    a = fa.asarray(np.eye(3))
+    with pytest.raises(fa.UnsupportedOperationError, match=r"fusedarrays\[cuda-libs\]"):
+        fa.linalg.inv(a)
