@@ -1,16 +1,14 @@
-"""Differences and whole-array comparisons on the cpu backend, against NumPy: ``fa.diff`` /
-``np.diff`` (n-th differences in one fused kernel, prepend/append, bools), ``np.ediff1d``;
-``isclose`` (one fused expression: infinities, NaN, broadcasting, integers), ``allclose``,
-``array_equal``, ``array_equiv`` (a Python bool after one reduction, or none)."""
+"""Differences and whole-array comparisons against NumPy: ``fa.diff`` / ``np.diff`` (n-th
+differences in one fused kernel, NumPy's values to the bit, prepend/append, bools),
+``np.ediff1d``; ``isclose`` (one fused expression: infinities, NaN, broadcasting, integers),
+``allclose``, ``array_equal``, ``array_equiv`` (a Python bool after one reduction, or none); on
+cpu, on sim (one small case) and on cuda."""
 
 import numpy as np
 import pytest
 
 import fusedarrays as fa
-from fusedarrays import config
 from fusedarrays.api import differences
-
-pytestmark = pytest.mark.usefixtures("cpu_backend")
 
 SEED = 20261202
 
@@ -25,9 +23,6 @@ def _host(shape, dtype, rng):
     if dtype.kind == "c":
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
     return (rng.standard_normal(shape) * 100).astype(dtype)
-
-
-# ---------------------------------------------------------------------------- diff, ediff1d
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8, np.bool_, np.complex128])
@@ -110,8 +105,6 @@ def test_ediff1d_is_numpys():
     with pytest.raises(TypeError, match="ary is bool"):
         np.ediff1d(fa.asarray(np.array([True, False])))
 
-
-# ------------------------------------------------------------------------------- isclose & co.
 
 SPECIAL = np.array([0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-9, 1.0 + 1e-6, 1e300, -0.0])
 
@@ -213,11 +206,48 @@ def test_array_equal_and_equiv_as_numpys():
     assert fa.array_equiv(fa.asarray(np.ones((3, 4))), 1) is True
 
 
+# cuda
+
+CUDA_SEED = 20261203
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.bool_])
+@pytest.mark.tiers("cuda")
+def test_diff_is_numpys_in_one_kernel_on_the_device(dtype):
+    rng = np.random.default_rng(CUDA_SEED)
+    h = (rng.standard_normal((1000, 513)) * 100).astype(dtype)
+    x = fa.asarray(h)
+    for n, axis in ((1, -1), (3, 0)):
+        fa.reset_stats()
+        got = np.diff(x.T, n=n, axis=axis).get()
+        assert fa.stats()["launches"] == 1
+        np.testing.assert_array_equal(got, np.diff(h.T, n=n, axis=axis),
+                                      err_msg=f"seed {CUDA_SEED}")
+    np.testing.assert_array_equal(fa.diff(x, prepend=0, append=h[:, :2]).get(),
+                                  np.diff(h, prepend=0, append=h[:, :2]))
+
+
+@pytest.mark.tiers("cuda")
+def test_isclose_allclose_array_equal_as_numpys():
+    special = np.array([0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-9, 1.0 + 1e-6, 1e300])
+    a, b = np.meshgrid(special, special)
+    for equal_nan in (False, True):
+        got = np.isclose(fa.asarray(a), fa.asarray(b), equal_nan=equal_nan)
+        assert "on cuda" in repr(got.compute())
+        np.testing.assert_array_equal(got.get(), np.isclose(a, b, equal_nan=equal_nan))
+    h = np.random.default_rng(CUDA_SEED).standard_normal((4, 1 << 20)).astype(np.float32)
+    x = fa.asarray(h)
+    fa.reset_stats()
+    assert np.allclose(x, h * (1 + 1e-7)) is True and fa.allclose(x, h + 1e-3) is False
+    assert np.array_equal(x, h) is True and fa.array_equal(x, x[:, ::-1]) is False
+    assert fa.stats()["launches"] <= 8       # one reduction each, two stages at most
+
+
+@pytest.mark.tiers("sim")
 def test_diff_and_isclose_run_on_the_sim_backend_too():
     h = _host((4, 6), np.float32, np.random.default_rng(SEED))
-    with config.override(BACKEND="sim"):
-        x = fa.asarray(h)
-        np.testing.assert_array_equal(fa.diff(x, n=2, axis=0).get(), np.diff(h, n=2, axis=0))
-        np.testing.assert_array_equal(np.isclose(x, x[::-1], atol=50).get(),
-                                      np.isclose(h, h[::-1], atol=50))
-        assert fa.allclose(x, h) is True
+    x = fa.asarray(h)
+    np.testing.assert_array_equal(fa.diff(x, n=2, axis=0).get(), np.diff(h, n=2, axis=0))
+    np.testing.assert_array_equal(np.isclose(x, x[::-1], atol=50).get(),
+                                  np.isclose(h, h[::-1], atol=50))
+    assert fa.allclose(x, h) is True
