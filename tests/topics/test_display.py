@@ -1,4 +1,8 @@
-"""Reprs: NumPy's summarised values, the HTML table and graph SVG, never a compile or a launch."""
+"""Reprs: NumPy's summarised values, the HTML table and graph SVG, never a compile or a launch (on
+cpu); on sim values read without a launch and a profile of the simulated CUDA kernel, which has
+no copy bandwidth to compare with (arrays small)."""
+
+
 
 import html
 import re
@@ -10,8 +14,6 @@ from htmlcheck import check_html
 import fusedarrays as fa
 from fusedarrays.api import graphsvg
 from fusedarrays.ir import graph, walks
-
-pytestmark = pytest.mark.usefixtures("cpu_backend")
 
 SEED = 1601
 
@@ -256,3 +258,29 @@ def test_reprs_inside_a_fused_function_show_the_trace_and_run_nothing():
     for text in shown:
         check_html(text)
     assert "traced argument" in shown[0] and "<svg" in shown[1] and "pending" in shown[1]
+
+
+# sim
+
+SIM_SEED = 1609
+
+
+@pytest.mark.tiers("sim")
+def test_reprs_and_a_profile_on_the_simulator():
+    host = np.random.default_rng(SIM_SEED).standard_normal((40, 30)).astype(np.float32)
+    x = fa.asarray(host)
+    before = fa.stats()
+    for view, hv in ((x, host), (x[::-1, ::7], host[::-1, ::7])):
+        want = np.array2string(hv, separator=", ", prefix="fa.ndarray(")
+        assert repr(view).startswith(f"fa.ndarray({want}, dtype=float32"), SIM_SEED
+        check_html(view._repr_html_())
+    y = x[:4, :8] * 2.0 + 1.0
+    check_html(y._repr_html_())
+    assert fa.stats()["launches"] == before["launches"] and y.pending
+    with fa.profile() as p:
+        got = y.get()
+    np.testing.assert_allclose(got, host[:4, :8] * 2 + 1, rtol=1e-6, err_msg=f"seed {SIM_SEED}")
+    (row,) = p.kernels()
+    assert row["launches"] == 1 and row["elements"] == 32 and row["device_s"] > 0
+    assert p.copy_bandwidth == {"sim": None} and row["of_copy"] is None
+    assert "of copy" in str(p) and check_html(p._repr_html_())
