@@ -1,7 +1,19 @@
-"""Reductions on the cpu backend at its default settings, against NumPy (tests/reductioncases.py):
-every reduction × dtype, every axis choice × layout, the statistics and norms built from them,
-NumPy's entry points, empty reductions, NaN, accuracy, determinism, and how graphs are cut."""
+"""Reductions against NumPy (tests/reductioncases.py) on every tier: every reduction × dtype,
+every axis choice × layout.
 
+- cpu at its default settings: the statistics and norms built from reductions, NumPy's entry
+  points, empty reductions, NaN, accuracy, determinism, and how graphs are cut.
+- sim: the generated CUDA reduction kernels (a block per output with its shared-memory tree,
+  and a thread per output) in numba's simulator. Tiny shapes: every simulated thread is a
+  Python thread.
+- cuda: both cuda schedules, large shapes (the benchmark's), accuracy and determinism of
+  float32 sums, and launch counts.
+- ptx (sm_90, no GPU): both cuda schedules, each reduction kind, float16 accumulating in
+  float32, and no atomics in the accumulation (fixed order).
+Row kernels: tests/topics/test_row_kernels.py; split reductions: test_split_reductions.py.
+"""
+
+import re
 import subprocess
 import sys
 import warnings
@@ -17,6 +29,14 @@ import fusedarrays as fa
 from fusedarrays.ir.reductions import REDUCTIONS
 
 REPO = Path(__file__).resolve().parents[2]
+SHAPE = (2, 3, 8)     # sim's
+# each tier's calls of rc.check_axes_and_layouts
+AXES_AND_LAYOUTS = {"cpu": [(["sum", "max", "argmin", "all"], {})],
+                    "sim": [(["argmax"], {"shape": (2, 3, 4)})],
+                    "cuda": [(["sum", "max", "argmin", "all"], {}),
+                             (["sum", "argmax"], {"shape": (30, 70, 129)})]}
+# (seed, size) of the clipped gradient
+CLIPPING = {"sim": (25, 300), "cuda": (44, 1 << 22)}
 
 
 def test_sum_of_every_dtype_matches_numpy_dtype_and_value():
@@ -28,8 +48,10 @@ def test_every_reduction_of_each_dtype_kind_matches_numpy(name):
     rc.check_reduction_over_dtypes(name, rc.SOME_DTYPES)
 
 
-def test_every_axis_choice_and_layout_matches_numpy():
-    rc.check_axes_and_layouts(["sum", "max", "argmin", "all"])
+@pytest.mark.tiers("cpu", "sim", "cuda")
+def test_every_axis_choice_and_layout_matches_numpy(tier):
+    for names, kwargs in AXES_AND_LAYOUTS[tier]:
+        rc.check_axes_and_layouts(names, **kwargs)
 
 
 def test_large_shapes_split_over_chunks_and_threads():
@@ -214,23 +236,6 @@ def test_float32_sum_is_accurate_and_deterministic():
     assert abs(float(first) - exact) / exact <= 1e-6
 
 
-def test_a_split_sum_is_one_launch_and_its_fixed_order_bit_for_bit():
-    # 2^22 + 5 float32: 513 parts, each summed in order in float64 and stored as float32 by
-    # the chunks' threads, then, once all are done, the partials in order in float64 (the
-    # launch's fold pass): NumPy emulating that order gives the same bits
-    rng = np.random.default_rng(17)
-    x = rng.random((1 << 22) + 5, dtype=np.float32) + np.float32(0.5)   # no -0.0
-    a = fa.asarray(x)
-    (step,) = fa.explain(a.sum()).program.steps
-    assert step.plan.split == 513
-    want = rc.fixed_order_sum(x, step.plan, 0, cpu=True)
-    for _ in range(2):
-        fa.reset_stats()
-        got = fa.sum(a).get()
-        assert fa.stats()["launches"] == 1
-        assert got.tobytes() == want.tobytes(), (got, want, "seed 17")
-
-
 def test_elementwise_producers_run_inside_the_reduction_kernel():
     rng = np.random.default_rng(16)
     x, y = (rng.standard_normal((300, 400)).astype(np.float32) for _ in range(2))
@@ -254,36 +259,6 @@ def test_elementwise_producers_run_inside_the_reduction_kernel():
     got = (a - a.sum(axis=0)).get()          # column sums read along rows: not one block's
     assert fa.stats()["launches"] == 2       # the columns' parts and fold, the subtraction
     rc.check(got, x - x.sum(axis=0), x, "x - column sums")
-
-
-def test_softmax_and_layer_norm_are_one_kernel_per_call():
-    rng = np.random.default_rng(20)
-    x = rng.standard_normal((64, 1000)).astype(np.float32)
-    w, b = (rng.standard_normal(1000).astype(np.float32) for _ in range(2))
-    a, fw, fb = fa.asarray(x)[:, ::-1], fa.asarray(w), fa.asarray(b)
-    x = x[:, ::-1]
-    mu = a.mean(axis=-1, keepdims=True)
-    var = ((a - mu) ** 2).mean(axis=-1, keepdims=True)
-    layer_norm = (a - mu) / fa.sqrt(var + 1e-5) * fw + fb
-    assert fa.explain(layer_norm).launches == 1
-    fa.reset_stats()
-    got = layer_norm.get()
-    assert fa.stats()["launches"] == 1
-    m = x.mean(axis=-1, keepdims=True)
-    want = (x - m) / np.sqrt(((x - m) ** 2).mean(axis=-1, keepdims=True) + 1e-5) * w + b
-    rc.check(got, want, x, "layer norm")
-    fa.reset_stats()
-    got = fa.softmax(a).get()
-    assert fa.stats()["launches"] == 1
-    e = np.exp(x - x.max(-1, keepdims=True))
-    rc.check(got, e / e.sum(-1, keepdims=True), x, "softmax")
-    rows16k = fa.asarray(np.ones((8, 16384), np.float32))   # planned only
-    assert fa.explain(fa.softmax(rows16k)).launches == 1    # rows of 16 K: still one kernel
-    flat = fa.asarray(np.ones(1 << 20, np.float32))
-    assert fa.explain(flat - flat.max(keepdims=True)).launches == 2   # split max, subtract
-    any_row = (a * (a > 3).any(axis=-1, keepdims=True) + a.min(axis=-1, keepdims=True)).get()
-    rc.check(any_row, x * (x > 3).any(axis=-1, keepdims=True) + x.min(axis=-1, keepdims=True),
-             x, "any and min sections in one kernel")
 
 
 def test_a_reduction_written_into_a_view_and_reduced_again():
@@ -408,6 +383,148 @@ def test_reductions_of_draws_and_gathers():
     rc.check(got, table[idx].sum(axis=0), table, "sum of a gather (seed 26)")
 
 
-def test_row_kernels_over_views():
-    # cpu at its defaults: one kernel per case, rows walked element by element
-    rc.check_row_kernels(rc.seed_of("row kernels cpu"), rows=5)
+# sim
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+@pytest.mark.tiers("sim")
+def test_every_reduction_on_both_cuda_schedules(name):
+    # axis -1 of a contiguous array: a block per output (rows); axis 1 of a negative-step view:
+    # a thread per output (cols); None: one block for everything
+    some = [np.dtype(t) for t in ("int8", "float32", "bool", "float16", "uint64")]
+    rc.check_reduction_over_dtypes(name, some[:2], SHAPE, axis=-1, layout="contiguous")
+    rc.check_reduction_over_dtypes(name, some[2:], SHAPE, axis=1, layout="negative")
+    rc.check_reduction_over_dtypes(name, some[1:2], SHAPE, axis=None, layout="transposed")
+
+
+@pytest.mark.tiers("sim")
+def test_ties_and_nan_across_the_threads_of_a_block():
+    # rows longer than the block: each thread folds several elements, the tree merges them;
+    # the first of equal maxima (and the first NaN) must win whichever thread holds it
+    rng = np.random.default_rng(21)
+    x = rng.integers(0, 4, (2, 100)).astype(np.float32)
+    x[1, [40, 90]] = np.nan
+    a = fa.asarray(x)
+    for name in ("argmax", "argmin", "max", "min", "sum"):
+        got = getattr(fa, name)(a, axis=1).get()
+        rc.check(got, getattr(np, name)(x, axis=1), x, f"{name} ties (seed 21)")
+
+
+@pytest.mark.tiers("sim")
+def test_softmax_and_squared_distance():
+    rng = np.random.default_rng(22)
+    x, y = (rng.standard_normal((3, 40)).astype(np.float32) for _ in range(2))
+    a, b = fa.asarray(x), fa.asarray(y)
+    rc.check(((a - b) ** 2).sum().get(), ((x - y) ** 2).sum(), x, "((x-y)**2).sum()")
+    e = np.exp(x - x.max(-1, keepdims=True))
+    rc.check(fa.softmax(a).get(), e / e.sum(-1, keepdims=True), x, "softmax")
+    rc.check(a.var(axis=0).get(), x.var(axis=0), x, "var over columns")
+
+
+@pytest.mark.tiers("sim", "cuda")
+def test_gradient_clipping_inside_fa_fuse(tier):
+    @fa.fuse
+    def clip(g, c):
+        g *= fa.minimum(1.0, c / fa.linalg.vector_norm(g))
+
+    seed, size = CLIPPING[tier]
+    x = np.random.default_rng(seed).standard_normal(size).astype(np.float32)
+    g = fa.asarray(x)
+    fa.reset_stats()
+    clip(g, 0.5)
+    rc.check(g.get(), x * np.float32(0.5) / np.linalg.norm(x), x, f"clip (seed {seed})")
+    if tier == "cuda":
+        assert fa.stats()["launches"] == 2     # the norm's parts and their fold, the scaling
+
+
+# cuda
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+@pytest.mark.tiers("cuda")
+def test_every_reduction_and_dtype_on_both_schedules(name):
+    rc.check_reduction_over_dtypes(name, rc.DTYPES, (6, 5, 300), axis=-1, layout="contiguous")
+    rc.check_reduction_over_dtypes(name, rc.DTYPES, (6, 5, 4), axis=1, layout="negative")
+    rc.check_reduction_over_dtypes(name, rc.SOME_DTYPES, (6, 5, 4), axis=None,
+                                   layout="transposed")
+
+
+@pytest.mark.parametrize("shape,axis", [((1 << 24,), None), ((4096, 4096), 0),
+                                        ((4096, 4096), 1), ((1 << 22, 2), 1),
+                                        ((3, 1 << 20), None), ((1000, 3000), (0,))])
+@pytest.mark.tiers("cuda")
+def test_large_shapes(shape, axis):
+    rng = np.random.default_rng(41)
+    x = rng.standard_normal(shape).astype(np.float32)
+    a = fa.asarray(x)
+    for name in ("sum", "max", "argmax") if not isinstance(axis, tuple) else ("sum", "min"):
+        got = getattr(fa, name)(a, axis=axis).get()
+        rc.check(got, getattr(np, name)(x, axis=axis), x, f"{name} {shape} axis={axis}")
+
+
+@pytest.mark.tiers("cuda")
+def test_float32_sum_of_2_26_is_accurate_and_deterministic():
+    x = np.random.default_rng(42).random(1 << 26, dtype=np.float32)
+    a = fa.asarray(x)
+    first, second = fa.sum(a).get(), fa.sum(a).get()
+    assert first.tobytes() == second.tobytes()
+    exact = np.sum(x, dtype=np.float64)
+    assert abs(float(first) - exact) / exact <= 1e-6
+
+
+@pytest.mark.tiers("cuda")
+def test_launches_and_values_of_the_benchmark_workloads():
+    rng = np.random.default_rng(43)
+    x, y = (rng.standard_normal(1 << 22).astype(np.float32) for _ in range(2))
+    a, b = fa.asarray(x), fa.asarray(y)
+    fa.reset_stats()
+    got = ((a - b) ** 2).sum().get()
+    rc.check(got, ((x - y) ** 2).sum(), x, "((x-y)**2).sum()")
+    assert fa.stats()["launches"] == 1      # split, the partials folded in the same launch
+    sq = rng.standard_normal((4096, 4096)).astype(np.float32)
+    e = np.exp(sq - sq.max(-1, keepdims=True))
+    fa.reset_stats()
+    rc.check(fa.softmax(fa.asarray(sq)).get(), e / e.sum(-1, keepdims=True), sq, "softmax")
+    assert fa.stats()["launches"] == 1
+    long = rng.standard_normal((64, 16384)).astype(np.float32)
+    e = np.exp(long - long.max(-1, keepdims=True))
+    fa.reset_stats()
+    rc.check(fa.softmax(fa.asarray(long)).get(), e / e.sum(-1, keepdims=True), long,
+             "softmax of 16 K rows")
+    assert fa.stats()["launches"] == 1
+    h = sq.astype(np.float16)
+    rc.check(fa.asarray(h).sum(axis=1).get(), h.sum(axis=1), h, "float16 row sums")
+
+
+# ptx: PTX for sm_90 from arrays on the cpu (no GPU needed)
+
+def _ptx_of(array):
+    explanation = fa.explain(array, arch="sm_90")
+    return explanation, explanation.ptx
+
+
+@pytest.mark.tiers("ptx")
+def test_every_reduction_compiles_on_both_schedules_without_atomics():
+    rng = np.random.default_rng(31)
+    x = fa.asarray(rng.standard_normal((8, 256)).astype(np.float32))
+    h = fa.asarray(rng.standard_normal((8, 256)).astype(np.float16))
+    cases = [((x - 1.5) ** 2).sum(axis=1), x.T.argmax(axis=1), x.max(axis=0), h.sum(),
+             (x > 0).any(axis=1), h.argmin(axis=0), x.prod(axis=1), (h < 0).all(axis=0),
+             x.argmax(axis=1), h.argmin(axis=1), x.T.sum(axis=0)]
+    schedules = set()
+    for array in cases:
+        explanation, ptxs = _ptx_of(array)
+        for (plan, _), ptx in zip(explanation.kernels, ptxs):
+            schedules.add((plan.reduction, plan.schedule))
+            assert plan.name in ptx
+            assert not re.search(r"^\s*(@%p\d+\s+)?(atom|red)\.", ptx, re.M)  # no atomics
+            if plan.schedule == "rows":
+                assert "bar.sync" in ptx           # the block's tree waits at each level
+    assert {s for _, s in schedules} == {"rows", "cols"}
+    assert ("argmax", "rows") in schedules and ("argmin", "cols") in schedules
+
+
+@pytest.mark.tiers("ptx")
+def test_float16_sums_accumulate_in_float32():
+    h = fa.asarray(np.ones((4, 300), np.float16))
+    _, (ptx,) = _ptx_of(h.sum(axis=1))
+    assert re.search(r"add\.(rn\.)?f32", ptx)
+    assert not re.search(r"add\.(rn\.)?f16", ptx)
