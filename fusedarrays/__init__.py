@@ -9,6 +9,7 @@ array([1.       , 3.       , 3.828427 , 4.4641013], dtype=float32)
 
 import math as _math
 
+from . import fuse as _fuse_package  # noqa: F401 - see `del` below
 from .api import daskhook as _daskhook
 from .api import elementwise as _elementwise
 from .api import interop as _interop  # noqa: F401 - __dlpack__, __cuda_array_interface__
@@ -83,11 +84,9 @@ from .runtime.realize import cache_info, clear_cache
 from .runtime.records import reset_stats, stats, timings
 from .version import __version__  # noqa: F401
 
-# The subpackage fusedarrays.fuse is loaded now, and its name taken off this module at once: a
+# The subpackage fusedarrays.fuse was loaded above and its name is taken off this module here: a
 # subpackage's first import sets it as its parent's attribute, which would hide the lazy `fuse`
 # function below (fa.fuse) from then on; once loaded, importing its modules sets nothing here.
-from . import fuse as _fuse_package  # noqa: E402,F401
-
 del globals()["fuse"]
 
 # Loaded on first use (module __getattr__ below): each costs import time that a program computing

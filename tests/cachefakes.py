@@ -67,6 +67,7 @@ class FakeCudaBackend(Backend):
     (its optional capabilities absent: None)."""
 
     name = "cuda"
+    target = "cuda"
     arch = "sm_90"
     disk_kind = "cubin"
     alloc_align = None  # address() says

@@ -471,8 +471,7 @@ def to_device(x: ndarray, target: Backend) -> ndarray:
     if target.name != source.name:
         raise ValueError(f"to_device: the array is on {source.device} and {target.device} is "
                          f"another backend's device; go through the host (x.get())")
-    shape = node.shape
-    strides = layout.contiguous_strides(shape)
+    shape, strides = node.shape, layout.contiguous_strides(node.shape)
     if not node.is_leaf or graph.leaf_view(node)[2:] != (strides, 0):
         node = x.copy().compute()._resolved()   # a contiguous result from offset 0
     buffer = graph.leaf_view(node)[0]
@@ -488,9 +487,8 @@ def asarray(obj, dtype=None) -> ndarray:
     if isinstance(obj, ndarray):
         return obj if dtype is None or np.dtype(dtype) == obj.dtype else obj.astype(dtype)
     backend = get_backend()
-    if backend.import_array is not None and (hasattr(obj, "__cuda_array_interface__")
-                                             or hasattr(obj, "__dlpack__")) and not isinstance(
-                                                 obj, np.ndarray):
+    foreign = hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__")
+    if backend.import_array is not None and foreign and not isinstance(obj, np.ndarray):
         # on the device the foreign array lives on, whatever this thread's device scope says
         owner, storage, dt, shape, strides, offset = backend.import_array(obj)
         buffer = Buffer(storage, storage.nbytes, owner)

@@ -16,7 +16,7 @@ import html
 from .. import compiler
 from ..compiler import Plan, plan_evaluation, render, walk_text
 from ..ir import graph, layout
-from ..runtime import realize, records
+from ..runtime import records
 from .array import _backend_of
 
 _OPEN_LINES = 40    # a program kernel's source longer than this starts folded
@@ -291,7 +291,7 @@ def _plan_program(node: graph.Node, arch: str | None):
 
     out = (_Placeholder(), node.dtype, node.shape, layout.contiguous_strides(node.shape), 0)
     backend = None if arch else get_backend()
-    target = "cuda" if arch else realize.target_of(backend)
+    target = "cuda" if arch else backend.target
     align = 256 if arch else (_backend_of(node).alloc_align or 1)
     params = node.params if node.params is not None else {node: 0}
     blas = product_blas(backend) if any(n.kind == "matmul" for n in graph.walk([node])) \

@@ -151,6 +151,7 @@ class CpuBackend(HostMemory):
     with its own memory and loaded kernels, standing in for several GPUs)."""
 
     name = "cpu"
+    target = "cpu"
     device_key = "cpu"
     disk_kind = "src"
     # malloc's alignment (NumPy's allocator), 64 from cpu/memory.py's STAGGER_MIN up; the cpu

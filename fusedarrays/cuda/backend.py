@@ -57,6 +57,7 @@ class CudaBackend(Backend):
     """
 
     name = "cuda"
+    target = "cuda"
     alloc_align = memory.POOL_ALIGN   # the pool's blocks (and zero bytes, address 0)
     # operand_arg(storage, dtype, k) is storage.ptr + k * itemsize: packers compute it without
     # the call (a lazy evaluation's packer in C, fa.fuse's in its generated source)

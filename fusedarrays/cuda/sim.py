@@ -257,6 +257,7 @@ class SimBackend(HostMemory):
     """The CUDA kernels run in numba's simulator, on one host device ``sim``."""
 
     name = "sim"
+    target = "cuda"   # the CUDA kernel source, run by numba's simulator
     device_key = "sim"
     device = Device("sim")
     arch = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..compiler import render as render_plan
-from ..runtime import realize
 from . import foreach
 from .signature import describe
 
@@ -21,7 +20,7 @@ class Explanation:
         entries = list(self.fused._entries.items())
         entries += self.fused._foreach.entries() if self.fused._foreach else []
         for key, entry in entries:
-            target = "cuda" if self.arch else realize.target_of(entry.backend)
+            target = "cuda" if self.arch else entry.backend.target
             if isinstance(entry, foreach.Entry):
                 plans = entry.plans()
             else:

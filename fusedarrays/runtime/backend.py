@@ -89,6 +89,7 @@ class Backend(Protocol):
 
     # -- what it is --------------------------------------------------------------------------
     name: str                  # the kind: "cuda", "cpu", "sim"
+    target: str                # the code it runs: a table of compiler/targets ("cuda", "cpu")
     device: Device             # its device value (x.device of the arrays it holds)
     device_id: int             # the ordinal among its kind's devices
     device_key: str            # what the memory cache is keyed by, e.g. "cuda:0:sm_90"

@@ -147,10 +147,6 @@ def keep_artifact(arch: str, dkey: str | None, plan: Plan, artifact: dict) -> bo
 
 # -- the memory level and compiling ----------------------------------------------------------------
 
-def target_of(backend: Backend) -> str:
-    return "cpu" if backend.name == "cpu" else "cuda"
-
-
 def kernel_for(plan: Plan, backend: Backend):
     """The loaded kernel for ``plan`` (any kind) on ``backend``, compiling it only on a miss of
     both levels; its source from the compiler's :func:`~..compiler.render` (the backend's
@@ -188,7 +184,7 @@ def _compile_and_load(plan, backend, ptypes, dkey):
     if config.get("LOG_COMPILES"):
         log.warning("fusedarrays: compiling %s on %s: %s", plan.name, backend.device_key, why)
     with _timed("codegen"):
-        source = compiler.render(plan, target_of(backend))
+        source = compiler.render(plan, backend.target)
     start = _perf()
     artifact = backend.compile(source, plan.name, ptypes, compiler.helpers())
     times = artifact.get("times") if isinstance(artifact, dict) else None

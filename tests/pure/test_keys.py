@@ -165,6 +165,12 @@ NOT_KERNEL_CODE = {
     "version.py": "the package version is a key part by value",
     "cuda/toolchain.py": "the versions it reads are key parts",
     "runtime/devices.py": "device values (which backend object); no kernel code",
+    "cpu/threads.py": "runs a compiled kernel's chunks on threads; no kernel code",
+    "cpu/memory.py": "allocates the buffers kernels read; no kernel code",
+    "cuda/lowering.py": ("makes a numba-cuda pass linear in time; the same PTX "
+                         "(tests/ptx/test_linear_lowering.py)"),
+    "cuda/nvvmcall.py": ("NVVM without libdevice where the IR calls none of it; the same PTX "
+                         "(tests/ptx/test_linear_lowering.py)"),
     "runtime/backend.py": ("buffers and the seam; the cpu backend takes HostMemory from it, "
                            "no kernel code"),
 }

@@ -179,7 +179,7 @@ def test_object_protocols():
         hash(x)
     assert x.device == fa.asarray(host).device and str(x.device) == fa.backend()
     assert x.to_device(x.device) is x
-    with pytest.raises(ValueError, match="device"):
+    with pytest.raises(fa.DeviceUnavailableError, match="cuda:7 is not available"):
         x.to_device("cuda:7")
 
 
