@@ -23,10 +23,10 @@ def test_shared_chunks_match_numpy_whichever_way():
     n = 40 * 16384 + 123   # 41 chunks of a flat kernel: above MIN_CHUNKS
     a, b, c = (g.standard_normal(n).astype(np.float32) for _ in range(3))
     x, y, z = (fa.asarray(v) for v in (a, b, c))
-    with fa.config.override(CPU_PARALLEL=True):
+    with fa.config.override(CPU_PARALLEL=True):   # the default, set in case the run's env isn't
         for _ in range(2 * threads.RETRY + 3):   # serial, shared, then the faster, and retries
             np.testing.assert_array_equal((x * y + z).get(), a * b + c)
-    with fa.config.override(CPU_PARALLEL=False):
+    with fa.config.override(CPU_PARALLEL=False):  # and the one-thread path, its other side
         np.testing.assert_array_equal((x[::-1] * y - z).get(), a[::-1] * b - c)
 
 
