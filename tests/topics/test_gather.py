@@ -78,7 +78,7 @@ def test_out_of_range_and_unsupported():
         fa.take(x, [0], axis=2)
 
     @fa.fuse
-    def gathered(a):        # inside fa.fuse too (tests/cpu/test_fuse_gather_cpu.py)
+    def gathered(a):        # inside fa.fuse too (tests/topics/test_fuse_gather.py)
         return a[np.array([1, 0])]
 
     np.testing.assert_array_equal(gathered(fa.asarray(np.arange(4.0))).get(), [1.0, 0.0])

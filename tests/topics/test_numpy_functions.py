@@ -91,7 +91,7 @@ if hasattr(np, "unique_all"):   # NumPy 2.0 and later
         np.unique_inverse: lambda a, b: np.unique_inverse(a).values,
         np.unique_values: lambda a, b: np.unique_values(b[::-1]),
     })
-# Reductions (tests/cpu/test_reductions.py has their own): values that every summation order
+# Reductions (tests/topics/test_reductions.py has their own): values that every summation order
 # gives exactly
 CASES.update({
     np.sum: lambda a, b: np.sum(a > 0, axis=1), np.prod: lambda a, b: np.prod(a > 0, axis=0),
@@ -103,7 +103,7 @@ CASES.update({
     np.std: lambda a, b: np.std(b > 0, axis=1),
     np.linalg.norm: lambda a, b: np.linalg.norm(a > 0, axis=1),
 })
-# Scans (tests/cpu/test_scans.py has their own): exact values (integers)
+# Scans (tests/topics/test_scans.py has their own): exact values (integers)
 CASES.update({
     np.cumsum: lambda a, b: np.cumsum(a > 0), np.cumprod: lambda a, b: np.cumprod(
         (a > 0) + 1, axis=1, dtype=np.int16),
@@ -121,7 +121,7 @@ CASES.update({
     np.array_equal: lambda a, b: (np.array_equal(a, a), np.array_equal(a, b[::-1])),
     np.array_equiv: lambda a, b: (np.array_equiv(a[:1], a), np.array_equiv(a[1], a[1:2])),
 })
-# linear algebra (tests/cpu/test_linalg.py has their own): LAPACK's on the same values, products
+# linear algebra (tests/topics/test_linalg.py has their own): LAPACK's on the same values, products
 # and fused sums compared within their rounding (_ROUNDED)
 _LINALG_CASES = {
     np.dot: lambda a, b: np.dot(a, b.T), np.inner: lambda a, b: np.inner(a, b),

@@ -116,7 +116,7 @@ def test_norms_softmax_logsumexp():
     rc.check(fa.log_softmax(a, axis=0).get(), special.log_softmax(x, axis=0), x,
              "log_softmax")
     rc.check(fa.logsumexp(a, axis=1).get(), special.logsumexp(x, axis=1), x, "logsumexp")
-    # a matrix norm: the largest singular value (fa.linalg.svdvals, tests/cpu/test_linalg.py)
+    # a matrix norm: the largest singular value (fa.linalg.svdvals, tests/topics/test_linalg.py)
     rc.check(fa.linalg.norm(a, ord=2, axis=(0, 1)).get(), np.linalg.norm(x, ord=2, axis=(0, 1)),
              x, "spectral norm")
 
