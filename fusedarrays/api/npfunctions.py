@@ -159,7 +159,7 @@ def _dtype_of(a):
 
 # NumPy function → its implementation on fa arrays, which takes NumPy's arguments. The op-table
 # rows whose reference is a NumPy function rather than a ufunc (where, clip, copy) are here too
-# (tests/cpu/test_numpy_functions.py checks it).
+# (tests/topics/test_numpy_functions.py checks it).
 IMPLEMENTED: dict = {
     np.where: _where,
     np.clip: _clip,
