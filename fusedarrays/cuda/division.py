@@ -7,7 +7,7 @@ Where it sits: beside :mod:`.intrinsics`, which puts them in the kernels' namesp
 ``fa_div_f32``/``fa_div_f64`` (the op table's division template), ``fa_divrcp_f32`` and
 ``fa_divby_f32``, and for float16 divisions ``fa_divrcph_f32`` and ``fa_divbyh_f32``
 (``compiler/codegen.py`` chooses, ``compiler/divisions.by_reciprocal``); the cpu and sim
-backends divide with ``/`` under the same names. ``tests/gpu/test_division_gpu.py`` compares
+backends divide with ``/`` under the same names. ``tests/topics/test_division.py`` compares
 every finite float16 pair, random float32 bit patterns and divisions by scalars and by a row's
 constant with NumPy on the device.
 """
