@@ -7,8 +7,8 @@ branches or a branch on the quarter turn.
 Where it sits: beside :mod:`.division`; :mod:`.intrinsics` puts them in the kernels' namespace.
 cpu and sim run the portable helpers of the same names (``compiler/devicelib.py``,
 ``compiler/philox.py``), which give the same words and the same floats:
-``tests/ptx/test_random_ptx.py`` runs this IR on numba's CPU target against Random123's known
-answers and the portable helpers, ``tests/gpu/test_random_gpu.py`` on the device for every word.
+``tests/topics/test_random.py`` runs this IR on numba's CPU target against Random123's known
+answers and the portable helpers (its ptx cases), and on the device for every word (cuda).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _I64 = ir.IntType(64)
 # compiler/devicelib.py computes in numba's 64-bit integers, which NVVM keeps as 64-bit
 # multiplies, ands and xors (~2x the instructions); here the rounds are unrolled i32 operations
 # (one mul.wide.u32 per product). Same words: checked against Random123's
-# known answers on numba's CPU target (tests/ptx/test_random_ptx.py).
+# known answers on numba's CPU target (tests/topics/test_random.py).
 _PHILOX_M = (0xD2511F53, 0xCD9E8D57)
 _PHILOX_W = (0x9E3779B9, 0xBB67AE85)
 
@@ -90,8 +90,8 @@ def floor_log2_typer(typingctx, k):
 # subroutine) and a four-way branch on the quarter turn, which splits nearly every warp (each
 # lane's angle is random): these give the same bits from 32-bit integers, the division's and the
 # square root's fast paths alone, over operands where they are exact, and selects.
-# tests/ptx/test_random_ptx.py runs this IR (less its NVPTX-only asm) on numba's CPU target
-# against the portable helpers; tests/gpu/test_random_gpu.py compares them on the device for
+# tests/topics/test_random.py runs this IR (less its NVPTX-only asm) on numba's CPU target
+# against the portable helpers (ptx), and compares them on the device (cuda) for
 # every 32-bit word.
 _F32 = ir.FloatType()
 _BIT31 = 0x80000000
