@@ -2,7 +2,7 @@
 capabilities, Python scalars on either side of every binary elementwise function the standard
 extended (gh-862) and of ``where``, ``result_type`` with scalars, ``clip`` bounds as arrays,
 ``searchsorted``'s sorter, and the new functions ``reciprocal``, ``count_nonzero``,
-``cumulative_prod``, ``take_along_axis`` (``nextafter``: tests/cpu/test_nextafter.py; ``diff``:
+``cumulative_prod``, ``take_along_axis`` (``nextafter``: tests/topics/test_nextafter.py; ``diff``:
 its own tests), each against NumPy 2 (whose weak Python scalars are the standard's)."""
 
 import numpy as np
