@@ -108,7 +108,7 @@ def test_memoised_basic_indexing_matches_numpy(shape):
                                  (np.array([1]), 2)])
 def test_array_indices_beside_others_are_numpys_advanced_indexing(key):
     h = np.arange(12, dtype=np.float32).reshape(3, 4)
-    got = fa.asarray(h)[key]    # (more cases: tests/cpu/test_advanced_cpu.py)
+    got = fa.asarray(h)[key]    # (more cases: tests/topics/test_advanced.py)
     assert got.shape == h[key].shape
     np.testing.assert_array_equal(got.get(), h[key])
 
