@@ -11,7 +11,7 @@ cupy/cuda/cupy_thrust.cu, cupy/_manipulation/add_remove.py, cupy/_statistics/his
 
 fusedarrays' corrections (positive NaN keys, the descending mapping, the inverse's shape, NaN
 given weight 0, the weights' dtype) must make every result equal NumPy's. The GPU tier runs the
-same functions on CuPy itself (tests/gpu/test_sorting_gpu.py)."""
+same functions on CuPy itself (tests/topics/test_sorting.py)."""
 
 import contextlib
 
