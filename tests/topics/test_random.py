@@ -452,7 +452,7 @@ def test_gather_ptx_loads_through_the_index():
 @pytest.mark.tiers("ptx")
 def test_dropout_draws_with_one_mul_wide_a_product():
     """``x * mask / (1 - p)``: Philox's products are one mul.wide.u32 each (the division:
-    test_division_ptx.py)."""
+    test_division.py's ptx cases)."""
     x = fa.asarray(np.random.default_rng(123).standard_normal(4096).astype(np.float16))
     rng = fa.random.default_rng(4)
     ptx = fa.explain(x * (rng.random(x.shape, dtype=np.float32) > 0.1) / (1 - 0.1),
