@@ -8,15 +8,9 @@ import numpy as np
 import pytest
 
 import fusedarrays as fa
-from fusedarrays import config
 
 SEED = 7041
 
-
-@pytest.fixture(autouse=True)
-def _cpu():
-    with config.override(BACKEND="cpu"):
-        yield
 
 
 def _host(n=32, count=2):
