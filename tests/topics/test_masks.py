@@ -7,8 +7,6 @@ import pytest
 
 import fusedarrays as fa
 
-pytestmark = pytest.mark.usefixtures("cpu_backend")
-
 SHAPES = [(1003,), (6, 136), (3, 5, 8)]
 
 
