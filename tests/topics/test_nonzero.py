@@ -8,8 +8,6 @@ import pytest
 
 import fusedarrays as fa
 
-pytestmark = pytest.mark.usefixtures("cpu_backend")
-
 
 def _data(seed: int, shape: tuple) -> np.ndarray:
     rng = np.random.default_rng(seed)
