@@ -9,8 +9,6 @@ import pytest
 
 import fusedarrays as fa
 
-pytestmark = pytest.mark.usefixtures("cpu_backend")
-
 
 @pytest.mark.parametrize("fn", [operator.add, operator.sub, operator.mul, operator.truediv,
                                 operator.lt, operator.pow])
