@@ -11,7 +11,6 @@ import pytest
 import fusedarrays as fa
 from fusedarrays.errors import DTypeError, UnsupportedOperationError
 
-pytestmark = pytest.mark.usefixtures("cpu_backend")
 SEED = 32
 
 
