@@ -10,7 +10,6 @@ from numpy._core._exceptions import _UFuncInputCastingError, _UFuncOutputCasting
 
 import fusedarrays as fa
 
-pytestmark = pytest.mark.usefixtures("cpu_backend")
 SEED = 3301
 
 
