@@ -14,11 +14,6 @@ from fusedarrays.ir import graph
 SEED = 20261122
 
 
-@pytest.fixture(autouse=True)
-def cpu_default():
-    with config.override(BACKEND="cpu"):
-        yield
-
 
 def launches() -> int:
     return fa.stats()["launches"]
