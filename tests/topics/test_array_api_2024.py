@@ -10,7 +10,6 @@ import pytest
 
 import fusedarrays as fa
 
-pytestmark = pytest.mark.usefixtures("cpu_backend")
 SEED = 3206
 
 # the binary functions 2024.12 extended to Python scalars, with a scalar each accepts
