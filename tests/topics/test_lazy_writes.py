@@ -9,8 +9,6 @@ import pytest
 
 import fusedarrays as fa
 
-pytestmark = pytest.mark.usefixtures("cpu_backend")
-
 
 def rand(*shape, dtype=np.float32):
     return np.random.default_rng(108).standard_normal(shape).astype(dtype)
