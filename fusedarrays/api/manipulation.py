@@ -218,7 +218,8 @@ def tile(x, repetitions, /) -> ndarray:
     """``x`` repeated ``repetitions[i]`` times along axis ``i``, as NumPy's ``tile``: one copy
     kernel of a broadcast view."""
     x = asarray(x)
-    reps = tuple(map(operator.index, repetitions))
+    # NumPy's np.tile (dispatched here) takes one int too; the standard's tile takes a tuple
+    reps = tuple(map(operator.index, np.atleast_1d(np.asarray(repetitions, dtype=object))))
     ndim = max(x.ndim, len(reps))
     reps = (1,) * (ndim - len(reps)) + reps
     shape = (1,) * (ndim - x.ndim) + x.shape

@@ -248,6 +248,7 @@ def test_copy_kernels_match_numpy():
         (fa.concat([x[::-1], x * 2], axis=1), np.concatenate([host[::-1], host * 2], axis=1)),
         (fa.stack([x, x.T.T + 1]), np.stack([host, host + 1])),
         (fa.tile(x[:2, ::-3], (2, 2)), np.tile(host[:2, ::-3], (2, 2))),
+        (fa.tile(x[:2, ::-3], 3), np.tile(host[:2, ::-3], 3)),     # one int, as np.tile takes
         (fa.roll(x, 4, axis=1), np.roll(host, 4, axis=1)),
         (fa.tril(x, k=1) + fa.eye(6, 9, dtype=fa.float32), np.tril(host, 1) + np.eye(6, 9)),
     ]
