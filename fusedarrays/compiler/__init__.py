@@ -103,8 +103,9 @@ def _target(target: str):
 _TARGETS: dict = {}    # target → its module: RENDERERS (plan kind → renderer), walk_text
 
 
-def helpers() -> str:
-    """The source of the device functions every kernel may call (``compiler/devicelib.py``)."""
+def helpers() -> dict:
+    """The device functions every kernel may call (``compiler/devicelib.py``): name → plain
+    Python function, which each backend rebinds to its own namespace and compiles."""
     from . import devicelib
     return devicelib.helpers()
 
