@@ -5,7 +5,7 @@
 Where it sits: beside :mod:`elementwise`. Each primitive (a row of ``ir/reductions.py``) makes one
 lazy reduction node over the expression it is given, with NumPy's axis handling, result dtype and
 empty-reduction rules; the statistics are expressions over those nodes and elementwise ops, so
-the planner cuts and fuses them like anything else (``compiler/reduction.py``).
+the planner cuts and fuses them like anything else (``compiler/planner.py``).
 
 >>> import fusedarrays as fa, numpy as np
 >>> x = fa.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))

@@ -5,7 +5,7 @@
 Where it sits: beside :mod:`reductions`. Each call makes one lazy scan node (``ir/scans.py``)
 over the expression it is given, with NumPy's axis handling and result dtypes (bool and small
 integers give the platform integer, as ``np.cumsum``); the planner cuts the graph there
-(``compiler/reduction.py``, ``compiler/scan.py``): the expression feeding the scan is computed
+(``compiler/planner.py``, ``compiler/scan.py``): the expression feeding the scan is computed
 inside its kernel, what reads the scan reads its result from a buffer.
 
 >>> import fusedarrays as fa, numpy as np

@@ -1,6 +1,6 @@
 """A graph rewritten over the temporaries of the nodes the planner cut.
 
-Pure; beside ``compiler/reduction.py``, whose planner cuts a graph at its reductions, scans and
+Pure; beside ``compiler/planner.py``, whose planner cuts a graph at its reductions, scans and
 products (``CUT_AT``) and computes each into a temporary. What reads a cut node's result is
 rebuilt with the temporary's leaf in its place (:func:`rebuild`): elementwise ops and casts, and
 also draws and gathers. A gather's index may be any integer expression, and so any pending node:

@@ -271,7 +271,7 @@ def instructions(roots: list, var_of: dict) -> tuple[list[Instr], dict[int, int]
             name, loop = n.attrs
             args = tuple(var[i.serial] for i in n.inputs)
             ins = Instr(v, "op", (name, tuple(CODES[d] for d in loop)), args, CODES[n.dtype])
-        else:   # a reduction is cut out of the graph before planning (compiler/reduction.py)
+        else:   # a reduction is cut out of the graph before planning (compiler/planner.py)
             raise ValueError(f"{n.label()} reached an elementwise plan")
         same = _same_as(ins, body)
         found = seen.get(same) if same is not None else None

@@ -17,7 +17,7 @@ float32, float64, complex64, complex128, both operands of the result's dtype) is
 it (``ProductPlan.library``, its layouts in ``ProductPlan.blas``: :func:`blas_refusal` says
 why a product is not); the launch record then calls the library instead of a kernel. It reads
 each matrix in place where one of its axes has unit stride and the other a positive stride
-(:func:`blas_matrix`), else the planner copies it first (``compiler/reduction.py``). Integers
+(:func:`blas_matrix`), else the planner copies it first (``compiler/planner.py``). Integers
 and bools stay on the tiled kernel: NumPy's integer products wrap in the integer type, which no
 cuBLAS GEMM does.
 

@@ -1,7 +1,7 @@
 """A scan node (``ir/scans.py``) → a :class:`ScanPlan`: one kernel computing a cumulative sum or
 product along one axis.
 
-Pure. The planner cuts a graph at its scans as at its reductions (``compiler/reduction.py``):
+Pure. The planner cuts a graph at its scans as at its reductions (``compiler/planner.py``):
 the scan's input expression — every elementwise producer under it — is computed inside the
 scan's kernel as it is read, and what reads the scan's result reads it from a buffer. A scan
 kernel walks *rows*: the other axes, collapsed (each row one output row), and the scanned axis,

@@ -6,7 +6,7 @@ operands first: a product is not fused with what produces its operands) viewed a
 operand repeats). Its attrs say which of NumPy's 1-D promotions to undo: ``drop_rows`` (the
 first operand was a vector, ``M == 1`` and the result has no ``M`` axis) and ``drop_cols`` (the
 second was). Its dtype is NumPy's ``np.matmul`` result dtype. The planner cuts a graph there as
-at a reduction (``compiler/reduction.py``): the product is a kernel of its own
+at a reduction (``compiler/planner.py``): the product is a kernel of its own
 (``compiler/product.py``) writing a buffer that later elementwise work reads as a leaf.
 """
 

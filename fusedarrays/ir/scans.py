@@ -4,7 +4,7 @@ A scan row names the scan, its NumPy reference, the reduction whose identity and
 rule it shares (``cumulative_sum`` widens small integers as ``sum`` does), and the expression
 combining an earlier running value ``{a}`` with a later one ``{b}``. A scan is a graph node
 (:func:`scan_node`: kind ``scan``, attrs ``(name, axis, include_initial)``, its dtype the
-result's); the planner cuts the graph there (``compiler/reduction.py``), as at a reduction.
+result's); the planner cuts the graph there (``compiler/planner.py``), as at a reduction.
 The API (``api/scans.py``), the code generator (``compiler/scan_codegen.py``) and the tests
 iterate this table.
 """
