@@ -6,9 +6,10 @@ written through :mod:`fusedarrays.cpu.intrinsics` as on the cuda target. numba's
 no float16, so float16 elements are loaded and stored as uint16 bits and converted in the kernel
 (:mod:`fusedarrays.cpu.half`).
 
-A kernel (``codegen``'s cpu variant) is one serial function over a range of chunks of its walk,
-compiled with ``nogil``; :func:`.threads.run_chunks` shares the chunks with a pool of Python
-threads, each taking the next piece as it is free, where that pays (``cpu/threads.py``). Not
+A kernel (the cpu target's source, ``compiler/targets/cpu.py``) is one serial function over a
+range of chunks of its walk, compiled with ``nogil``; :func:`.threads.run_chunks` shares the
+chunks with a pool of Python threads, each taking the next piece as it is free, where that pays
+(``cpu/threads.py``). Not
 numba's ``parallel=True``: its parfors pass costs about a second more per kernel compile than
 the serial function, and its OpenMP threading layer kills any ``fork()`` child of a process that
 used it. Python threads survive as a pool that a forked child simply makes anew, and calls from
