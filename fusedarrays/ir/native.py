@@ -1,4 +1,5 @@
-"""The graph's hot path in C, where it was built (``ir/_fastgraph.c``), else its Python path.
+"""The graph's hot path in C, where it was built (``ir/_fastgraph``, from ``ir/fastgraph/*.c``),
+else its Python path.
 
 Building a lazy expression costs Python work per op: an operator call, a node with its sid and
 params, an array around it. ``_fastgraph`` does an operator on arrays and Python scalars whose
