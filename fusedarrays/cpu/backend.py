@@ -9,12 +9,11 @@ no float16, so float16 elements are loaded and stored as uint16 bits and convert
 A kernel (the cpu target's source, ``compiler/targets/cpu.py``) is one serial function over a
 range of chunks of its walk, compiled with ``nogil``; :func:`.threads.run_chunks` shares the
 chunks with a pool of Python threads, each taking the next piece as it is free, where that pays
-(``cpu/threads.py``). Not
-numba's ``parallel=True``: its parfors pass costs about a second more per kernel compile than
-the serial function, and its OpenMP threading layer kills any ``fork()`` child of a process that
-used it. Python threads survive as a pool that a forked child simply makes anew, and calls from
-several user threads at once are safe. Memory is NumPy byte arrays placed and reused as
-``cpu/memory.py`` says.
+(``cpu/threads.py``). Not numba's ``parallel=True``: its parfors pass costs about a second more
+per kernel compile than the serial function, and its OpenMP threading layer kills any ``fork()``
+child of a process that used it. Python threads survive as a pool that a forked child simply
+makes anew, and calls from several user threads at once are safe. Memory is NumPy byte arrays
+placed and reused as ``cpu/memory.py`` says.
 Disk level: a kernel's source is a disk-cache entry (kind ``src``, keyed by the arch
 ``cpu-<machine>-<LLVM host CPU>`` and numba's, llvmlite's and the CPU features' versions), and it is
 loaded as a module file in the arch's folder (written once, by ``os.replace``, with a fixed
