@@ -8,7 +8,8 @@ the generator modules hold (``compiler/codegen.py``'s elements, ``reduction_code
 row of a mask), ``foreach`` (multi-tensor: foreach, across, the per-tensor fold). Names the
 kernels call (``ld_<t>``, ``cv_<t>``, ``sh_<t>``, ``fa_warp_lanes``, ``cuda.*``) are the cuda
 and sim backends' (``cuda/intrinsics.py``, ``cuda/sim.py``). ``RENDERERS``: plan kind → the
-source of that plan's kernel; :func:`walk_text`: the walk in words (``fa.explain``).
+source of that plan's kernel; :func:`walk_text`: the walk in words (``fa.explain``); the
+policy ``WIDE_SUMS`` (``reduce.py``): float32 sums accumulate in float32.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .compact import render_compact
 from .foreach import render_across, render_foreach, render_tensor_fold
 from .kernel import render_kernel
 from .product import render_product
+from .reduce import WIDE_SUMS as WIDE_SUMS  # the target's policy, as cpu.py's
 from .reduce import render_reduce
 from .rows import render_rows
 from .scan import render_scan

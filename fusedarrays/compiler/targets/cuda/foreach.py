@@ -20,6 +20,7 @@ from ...codegen import _function, _indent, _Renderer
 from ...foreach_codegen import AcrossRenderer, ForeachRenderer, merge, start
 from ...foreach_plan import AcrossPlan, ForeachPlan
 from ...tensor_fold import TensorFoldPlan, fold_lines, fold_params
+from .reduce import WIDE_SUMS
 
 _FOLD_SLOTS = 1024        # the largest CUDA block: the prologue's tree has a slot per thread
 
@@ -110,7 +111,7 @@ def render_across(plan: AcrossPlan) -> str:
     """A block per partial (grid-stride), its threads at elements ``lo + tx, lo + tx + bdim,
     …`` of the partial's range, each stepping along the tensors' starts as it crosses them
     (padding between tensors skipped), then the tree, and thread 0 stores."""
-    a = AcrossRenderer(plan, wide_sums=False)
+    a = AcrossRenderer(plan, wide_sums=WIDE_SUMS)
     per = ["lo = op * gc", "hi = min(lo + gc, n)"] + a.starts
     tensor = (["start = ld_i64(meta, t)", "pend = ld_i64(meta, t + 1)",
                "end = start + ld_i64(meta, sz0 + t)"] + a.loads())

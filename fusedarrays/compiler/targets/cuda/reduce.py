@@ -42,8 +42,14 @@ from ...reduction import ROWS_MIN_ELEMENTS, ReducePlan
 from ...reduction_codegen import ReduceRenderer
 
 
+# float32 (complex64) sums accumulate in their own type here, as NumPy's do; the cpu target,
+# one thread summing an output's elements in order, widens them instead
+# (ir/reductions.accumulator_code)
+WIDE_SUMS = False
+
+
 def render_reduce(plan: ReducePlan) -> str:
-    r = _CudaReduce(plan, wide_sums=False)   # float32 sums in float32 here (accumulator_code)
+    r = _CudaReduce(plan, wide_sums=WIDE_SUMS)
     lines = r.block_per_output() if plan.schedule == "rows" else r.thread_per_output()
     return _function(plan.name, kernel_param_names(plan), lines)
 

@@ -17,7 +17,7 @@ from ....ir.reductions import BLOCK_THREADS, REDUCTIONS
 from ...codegen import _function, _indent, _Renderer
 from ...plan import kernel_param_names
 from ...rowfusion import FIRST_TURN, RowPlan, RowRenderer, _renderer, row_bases
-from .reduce import block_tree
+from .reduce import WIDE_SUMS, block_tree
 
 
 def render_rows(plan: RowPlan) -> str:
@@ -40,6 +40,7 @@ def render_rows(plan: RowPlan) -> str:
 
 class _CudaRows(RowRenderer):
     steps = ("j = tx", "j += bdim")
+    wide_sums = WIDE_SUMS
 
     def __init__(self, plan: RowPlan):
         super().__init__(plan)
