@@ -8,7 +8,8 @@
   (``master_weights=True``: master, g, m, v read; master, m, v, p written: 28 bytes), beside
   torch's fused AdamW on float32 masters then ``_foreach_copy_`` into the bfloat16 parameters;
 - LAMB over 200 tensors (three launches: the norms' partials, their fold, the step), as a
-  multiple of the same 28-byte floor (the step reads p, g, m, v twice: 44 bytes);
+  multiple of the same 28-byte floor (the partials' launch reads p, g, m, v and stores m, v;
+  the step reads p, m, v and stores p: 40 bytes, 1.43x the floor by bytes);
 - the AdamW step over the GPT-2-small set captured once (``capturable=True``, ``fa.graph``) and
   replayed: host µs per replay (target ≤ 10), and its device time as a multiple of the floor,
   beside ``torch.optim.AdamW(fused=True, capturable=True)`` replayed as a ``torch.cuda.graph``;

@@ -119,6 +119,7 @@ class AcrossRenderer:
             self.element.append(f"u{j} = {r.convert(var, code, '')}")
             self.element += [s.format(v=f"u{j}").replace("acc", acc)
                              for s in REDUCTIONS[name].combine]
+        self.element += r.stores("", lambda k: "i")   # the writes it makes too, if any
         self.stores = [f"st_{pc}(q{j}, op, cv_{pc}({acc}))"
                        for j, ((_, _, pc), (acc, _)) in enumerate(pairs)]
         shift = plan.chunk_shift

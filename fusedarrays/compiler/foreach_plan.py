@@ -121,7 +121,9 @@ class AcrossPlan(Plan):
     folding elements ``o * gc`` to ``(o + 1) * gc`` of the concatenation in a fixed order (a
     block's threads interleaved, then a tree); the :class:`ForeachPlan` launch folds them.
 
-    ``tensor`` is the per-tensor plan of the inputs (its stores removed); ``reductions`` name
+    ``tensor`` is the per-tensor plan of the inputs and of the writes the launch makes too
+    (``fuse/earlystores.py``: LAMB's ``m`` and ``v``, stored where they are computed for the
+    norms, so the foreach kernel reads them instead of their inputs); ``reductions`` name
     the variable holding each reduction's element. Parameters (cuda and sim): ``n`` (the padded
     concatenation's length), ``meta``, ``ptrs``, ``nt`` as a :class:`ForeachPlan` has them (the
     same tables), the partials' count ``np_`` and ``gc``, one pointer ``q<j>`` per reduction,
@@ -143,7 +145,7 @@ class AcrossPlan(Plan):
     body = property(lambda self: self.tensor.body)
 
     def traffic(self) -> tuple[int, int]:
-        """Per element of the concatenation: each operand's item."""
+        """Per element of the concatenation: each operand's item (loads and stores)."""
         return 0, sum(o.dtype.itemsize for o in self.operands)
 
     def param_types(self) -> tuple[str, ...]:
@@ -154,18 +156,23 @@ class AcrossPlan(Plan):
 def plan_across(tensor: KernelPlan, columns: tuple[int, ...], table: int,
                 names: tuple[str, ...]) -> AcrossPlan:
     """The first launch of a foreach reducing across its list: ``tensor`` computes reduction
-    ``names[j]``'s input into its ``j``-th output (operands contiguous and 1-D)."""
-    inputs = [o for o in tensor.operands if not o.output]
-    bad = [k for k, o in enumerate(inputs) if o.layout not in ("C", "B")]   # B: shared 0-d
-    if bad or len(tensor.dims) != 1:
-        raise ShapeError(f"a reduction across a foreach list reads every operand whole; "
-                         f"operands {bad} of {tensor.name} are not")
-    stores = [i for i in tensor.body if i.kind == "store"]
+    ``names[j]``'s input into its last outputs, in order, after the writes the launch makes
+    too (its other outputs, stored as the foreach kernel would; operands contiguous and
+    1-D)."""
+    kept = len(tensor.operands) - len(names)   # the partials' outputs go
+    inputs = tensor.operands[:kept]
+    bad = [k for k, o in enumerate(inputs) if o.layout not in (("C",) if o.output
+                                                                 else ("C", "B"))]
+    if bad or len(tensor.dims) != 1:   # B: a shared 0-d array
+        raise ShapeError(f"a reduction across a foreach list reads and writes every operand "
+                         f"whole; operands {bad} of {tensor.name} are not")
+    stores = [i for i in tensor.body if i.kind == "store" and i.arg >= kept]
     reductions = tuple((name, ins.inputs[0], partials_code(name, tensor.operands[ins.arg].dtype))
                        for name, ins in zip(names, stores))
     tensor = dataclasses.replace(  # complex by parts, as in plan_foreach
         tensor, operands=tuple(dataclasses.replace(o, by_parts=True) for o in inputs),
-        vector_width=1, body=tuple(i for i in tensor.body if i.kind != "store"))
+        vector_width=1, body=tuple(i for i in tensor.body
+                                   if i.kind != "store" or i.arg < kept))
     parts = tuple((name, "1" if name == "vector_width" else
                    keys.operands_part(tensor.operands)[1] if name == "operands" else value)
                   for name, value in tensor.key_parts)

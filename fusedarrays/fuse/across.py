@@ -85,25 +85,30 @@ class Across:
 
     ``found``: per reduction the trace cut, ``(index, name, input resolved over the arguments'
     values before the step, dtype)``; ``used``: the indices the foreach kernel folds, in its
-    order; ``column``: ``(kind, k)`` of an operand's source → its column of the entry's pointer
-    table (added where the table lacks it); ``check``: the entry's test that every operand
-    reads a list argument whole."""
+    order; ``early``: the ``(node, target)`` writes this launch makes too
+    (:mod:`.earlystores`); ``column``: ``(kind, k)`` of an operand's source → its column of
+    the entry's pointer table (added where the table lacks it); ``check``: the entry's test
+    that every operand reads a list argument whole."""
 
-    def __init__(self, fused, found: list, used: tuple, shape: tuple, column, check):
+    def __init__(self, fused, found: list, used: tuple, shape: tuple, column, check,
+                 early: list = ()):
         message = ("foreach: fa.global_norm in {name} reduces across the list arguments: its "
                    "input must be elementwise over them (every array it reads one of them, read "
                    "whole; no captured arrays, no value of another fa.global_norm)")
         message = message.format(name=fused.__qualname__)
         by_index = {index: (name, node, dtype) for index, name, node, dtype in found}
         self.used = tuple(sorted(set(used)))
-        outputs = []
+        # the writes it makes too (fuse/earlystores.py), before the partials: plan_across
+        # drops the last outputs, the partials'
+        outputs = list(early)
         for index in self.used:
             name, node, dtype = by_index[index]
             if node.shape != shape:
                 raise UnsupportedOperationError(message)
             outputs.append((node, (TempBuffer(256), dtype, shape, (1,), 0)))
         tensor = compiler.plan_kernel(outputs)
-        sources = [_source(o.buffer) for o in tensor.operands if not o.output]
+        kept = len(tensor.operands) - len(self.used)
+        sources = [_source(o.buffer) for o in tensor.operands[:kept]]
         check(tensor, sources, message)
         self.columns = tuple(column(s) for s in sources)
         self.names = tuple(by_index[index][0] for index in self.used)

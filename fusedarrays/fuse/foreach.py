@@ -43,7 +43,7 @@ from ..runtime import realize
 from ..runtime.backend import mixed_devices, new_buffer
 from ..runtime.capture import capturing
 from ..runtime.launch import LaunchRecord
-from . import across, pertensor
+from . import across, earlystores, pertensor
 from .arguments import Imports, classify, hashable
 from .packers import make_scalar_packer
 from .signature import codegen_settings, describe_change, prepare_write, traced_call
@@ -62,7 +62,7 @@ class Entry:
     the launch before it (``across``, :mod:`across`)."""
 
     def __init__(self, fused, program, tracer, backend, why: str, key, lists: list,
-                 found: list = (), shared: tuple = ()):
+                 found: list = (), shared: tuple = (), early: list = ()):
         self.program, self.backend, self.why, self.key = program, backend, why, key
         message = _ELEMENTWISE.format(name=fused.__qualname__)
         self._shared_roots = {tracer.root_of(p) for p in shared}
@@ -104,7 +104,7 @@ class Entry:
                     table.append(found_column)
                 return table.index(found_column)
             self.across = across.Across(fused, found, self.fold_from, plan.shape, column,
-                                        lambda p, s, m: self._check(p, s, m, ("arg",)))
+                                        lambda p, s, m: self._check(p, s, m, ("arg",)), early)
             self.across.compile(len(table), backend)
         self.sources = table
         folds = tuple((k, *self.across.kinds[j]) for k, (kind, j) in enumerate(sources)
@@ -406,8 +406,11 @@ class ForeachState:
         memo: dict = {}   # each reduction across the lists, over the values before the step
         found = [(index, red.attrs[0], tracer.resolve(red.inputs[0], memo), red.dtype)
                  for index, red in tracer.across]
-        entry = Entry(self.fused, tracer.program(result), tracer, backend, why, key, lists,
-                      found, arrays)
+        # the writes that don't need the reductions, made by their launch (earlystores)
+        early = earlystores.Early([node for _, _, node, _ in found])
+        program = tracer.program(result, memo, early.rewrite)
+        entry = Entry(self.fused, program, tracer, backend, why, key, lists, found, arrays,
+                      early.stores)
         self._entries[key] = entry
         self._last_key = key
         return entry

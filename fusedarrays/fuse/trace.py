@@ -451,11 +451,17 @@ class Tracer:
         return copies
 
     # -- step 4: plans ------------------------------------------------------------------------
-    def program(self, result) -> Program:
-        """The launches, outputs and result structure of the traced run."""
-        memo: dict = {}
+    def program(self, result, memo: dict | None = None, rewrite=None) -> Program:
+        """The launches, outputs and result structure of the traced run. ``memo``: resolve's,
+        shared with the caller's own resolved nodes; ``rewrite(stores)``: the stores to plan
+        (``foreach`` moves some into its first launch, ``fuse/earlystores.py``), every store
+        still counting as written."""
+        memo = {} if memo is None else memo
         stores = self._stores(memo)
         outputs, items = self._results(result, stores, memo)
+        written = tuple(sorted({t[0].index for _, _, t in stores if t[0].role == "arg"}))
+        if rewrite is not None:
+            stores = rewrite(stores)
         groups: dict[tuple, list] = {}
         for stage, node, target in stores:
             groups.setdefault((stage, tuple(target[2])), []).append((node, target))
@@ -468,7 +474,6 @@ class Tracer:
         for group in copies + ordered:
             for plan in self._plans(group, temps):
                 launches.append((plan, tuple(_source(o.buffer) for o in plan.operands)))
-        written = tuple(sorted({t[0].index for _, _, t in stores if t[0].role == "arg"}))
         for b in (*self.originals, *self.latest, *self._fresh):
             b.storage = None  # a cached program must not hold the tracing call's memory
         return Program(launches, outputs, temps, items, written, self.sites)
