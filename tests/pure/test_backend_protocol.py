@@ -35,14 +35,17 @@ def backend_class(kind: str):
 
 def test_the_protocol_declares_what_the_runtime_uses():
     members = backend_module.protocol_members()
-    required = {"name", "device", "device_id", "device_key", "arch", "disk_kind", "compile",
-                "load", "launch", "alloc", "from_host", "to_host", "operand_arg", "address",
-                "zero", "receive", "counters", "synchronize", "foreach_args", "memory_info",
-                "free_cached_memory", "array_library", "toolchain"}
+    required = {"name", "target", "device", "device_id", "device_key", "arch", "disk_kind",
+                "compile", "load", "launch", "alloc", "from_host", "to_host", "operand_arg",
+                "address", "zero", "receive", "counters", "synchronize", "foreach_args",
+                "memory_info", "free_cached_memory", "array_library", "toolchain"}
     optional = {"alloc_align", "operand_at", "direct_launch", "first_call", "prepare",
                 "device_timer", "copy_bandwidth", "blas", "load_product", "import_array",
-                "order_stream", "release_after"}
-    assert required <= set(members) and not any(members[m] for m in required)
+                "order_stream", "release_after", "graphs"}
+    # the lists are the whole protocol: a member added to Backend is added here too
+    assert set(members) == required | optional | {"fork_safe"}, set(members) ^ (
+        required | optional | {"fork_safe"})
+    assert not any(members[m] for m in required)
     assert all(members[m] for m in optional), [m for m in optional if not members[m]]
     assert backend_module.Backend.fork_safe is True
 
