@@ -78,6 +78,7 @@ class FakeCudaBackend(Backend):
         self.device_key = device_key
         self.device_id = int(device_key.split(":")[1])
         self.device = Device("cuda", self.device_id)
+        self.dlpack_device = (2, self.device_id)     # as CudaBackend's
         self.loaded: list[tuple[str, str]] = []     # (entry, sha256 of the cubin)
         self.launches: list[tuple[str, int, int]] = []
 

@@ -163,16 +163,9 @@ def _leaf_of(array: ndarray) -> graph.Node:
     return node
 
 
-def _device_of(buffer) -> tuple[int, int]:
-    backend = buffer.backend
-    if backend.name == "cuda":
-        return _KDL_CUDA, backend.device_id
-    return _KDL_CPU, 0
-
-
 def dlpack_device(array: ndarray) -> tuple[int, int]:
     """``(device type, device id)``: ``(2, n)`` for CUDA device n, ``(1, 0)`` for host memory."""
-    return _device_of(graph.leaf_view(_leaf_of(array))[0])
+    return graph.leaf_view(_leaf_of(array))[0].backend.dlpack_device
 
 
 def dlpack(array: ndarray, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -183,7 +176,7 @@ def dlpack(array: ndarray, *, stream=None, max_version=None, dl_device=None, cop
                           f"one of {sorted(d.name for d in dtypes.SUPPORTED)}")
     versioned = max_version is not None and int(tuple(max_version)[0]) >= VERSION[0]
     node = _leaf_of(array)
-    device = _device_of(graph.leaf_view(node)[0])
+    device = graph.leaf_view(node)[0].backend.dlpack_device
     want = device if dl_device is None else tuple(int(v) for v in dl_device)
     if want != device:
         return _host_copy(array, device, want, stream, copy, versioned)
@@ -262,12 +255,13 @@ def from_dlpack(x, *, copy: bool | None = None) -> ndarray:
     ``BufferError``); ``copy=True`` always new memory."""
     kind = int(x.__dlpack_device__()[0])
     backend = get_backend()
-    if backend.name == "cuda" and kind == _KDL_CUDA:
+    on_device = backend.dlpack_device[0] != _KDL_CPU    # the backend's memory is not the host's
+    if on_device and kind == backend.dlpack_device[0]:
         out = _array.asarray(x)      # the backend's zero-copy import (either capsule version)
         # a copy made now: the producer may write its memory before a lazy copy would run
         return out.copy().compute() if copy else out
     host_producer = kind in (_KDL_CPU, _KDL_CUDA_HOST)
-    if copy is False and (backend.name == "cuda" or not host_producer):
+    if copy is False and (on_device or not host_producer):
         raise BufferError(f"from_dlpack(copy=False): a {type(x).__name__} on DLPack device type "
                           f"{kind} reaches the {backend.name} backend's memory only by a copy; "
                           "pass copy=None or True")
@@ -277,7 +271,7 @@ def from_dlpack(x, *, copy: bool | None = None) -> ndarray:
         if not host_producer:
             raise
         host = _import_minifloat(x)     # bfloat16 and float8, which NumPy cannot take
-    if backend.name == "cuda":
+    if on_device:
         return _array.asarray(host)                         # the upload is the copy
     if copy or (copy is None and not host.flags.writeable):
         host = host.copy()          # fusedarrays' memory is writable: a read-only view is copied
@@ -362,7 +356,7 @@ def _host_view(host: np.ndarray, backend) -> ndarray:
 def cuda_array_interface(array: ndarray) -> dict:
     """The CUDA array interface (version 3) of ``array`` (computed first)."""
     backend = _backend_of(array._resolved())
-    if backend.name != "cuda":
+    if backend.dlpack_device[0] != _KDL_CUDA:
         raise AttributeError(f"__cuda_array_interface__: the array is in host memory (the "
                              f"{backend.name} backend); use np.asarray or np.from_dlpack")
     node = _leaf_of(array)

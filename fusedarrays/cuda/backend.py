@@ -96,6 +96,7 @@ class CudaBackend(Backend):
         self._context = context.DeviceContext()   # open_device made it current here
         self.device_id = self._device.device_id
         self.device = Device("cuda", self.device_id)
+        self.dlpack_device = (2, self.device_id)     # kDLCUDA
         cc = self._device.compute_capability
         self.arch = f"sm_{cc.major}{cc.minor}"
         self.device_key = f"cuda:{self.device_id}:{self.arch}"

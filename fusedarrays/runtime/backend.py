@@ -95,6 +95,10 @@ class Backend(Protocol):
     device_key: str            # what the memory cache is keyed by, e.g. "cuda:0:sm_90"
     arch: str | None           # what the disk cache is keyed by; None: no disk level
     disk_kind: str             # the disk-cache entry a hit loads (with arch): "cubin", "src"
+    # its memory as DLPack names it, (device type, id): (kDLCUDA 2, ordinal) for a GPU's memory,
+    # (kDLCPU 1, 0) for host memory; what exports say and imports and the CUDA array interface
+    # test (api/interop.py)
+    dlpack_device: tuple[int, int]
     alloc_align: int | None = None   # every alloc(n > 0) address is a multiple of it (≤ 256)
     # the name of the storage's address attribute where operand_arg is that address plus
     # elem_offset * itemsize (packers then compute it themselves), else None
@@ -181,6 +185,7 @@ class HostMemory(Backend):
     copied in and out; operands are typed views of them."""
 
     device_id = 0
+    dlpack_device = (1, 0)      # kDLCPU: host memory, whichever host device
 
     def alloc(self, nbytes: int) -> np.ndarray:
         # an empty buffer is still passed to kernels (a reduction of an empty array has a

@@ -23,7 +23,8 @@ CLASSES = {"cpu": ("fusedarrays.cpu.backend", "CpuBackend"),
            "cuda": ("fusedarrays.cuda.backend", "CudaBackend")}
 # set in __init__ (per device), so not on the class
 INSTANCE_MEMBERS = {"cpu": {"device_id", "device", "device_key", "arch"},
-                    "sim": set(), "cuda": {"device_id", "device", "device_key", "arch"}}
+                    "sim": set(),
+                    "cuda": {"device_id", "device", "device_key", "arch", "dlpack_device"}}
 
 
 def backend_class(kind: str):
@@ -36,9 +37,10 @@ def backend_class(kind: str):
 def test_the_protocol_declares_what_the_runtime_uses():
     members = backend_module.protocol_members()
     required = {"name", "target", "device", "device_id", "device_key", "arch", "disk_kind",
-                "compile", "load", "launch", "alloc", "from_host", "to_host", "operand_arg",
-                "address", "zero", "receive", "counters", "synchronize", "foreach_args",
-                "memory_info", "free_cached_memory", "array_library", "toolchain"}
+                "dlpack_device", "compile", "load", "launch", "alloc", "from_host", "to_host",
+                "operand_arg", "address", "zero", "receive", "counters", "synchronize",
+                "foreach_args", "memory_info", "free_cached_memory", "array_library",
+                "toolchain"}
     optional = {"alloc_align", "operand_at", "direct_launch", "first_call", "prepare",
                 "device_timer", "copy_bandwidth", "blas", "load_product", "import_array",
                 "order_stream", "release_after", "graphs"}
@@ -73,6 +75,7 @@ def test_the_optional_capabilities_by_backend():
     assert cpu.first_call is not None and cpu.prepare is not None and callable(cpu.direct_launch)
     assert sim.first_call is None and sim.copy_bandwidth is None and sim.import_array is None
     assert cpu.blas is None and sim.blas is None
+    assert cpu.dlpack_device == sim.dlpack_device == (1, 0)     # kDLCPU: host memory
     cuda = backend_class("cuda")
     assert cuda.fork_safe is False and cuda.operand_at == "ptr" and cuda.alloc_align == 256
     for name in ("direct_launch", "device_timer", "copy_bandwidth", "blas", "load_product",
