@@ -64,7 +64,7 @@ class Imports:
                     self.copied[position] = f"{who} (a {type(a).__name__})"
             self._done[id(a)] = found
         if isinstance(a, np.ndarray):
-            if graph.leaf_view(found._node)[0].backend.name == "cuda":
+            if graph.leaf_view(found._node)[0].backend.dlpack_device[0] != _KDL_CPU:
                 self.uploaded.add(position)
             elif not a.flags.writeable:
                 self.readonly[position] = who
@@ -115,7 +115,7 @@ def _import(a, who: str) -> tuple[ndarray, bool]:
     backend = get_backend()
     host_producer = hasattr(a, "__dlpack_device__") and \
         int(a.__dlpack_device__()[0]) in (_KDL_CPU, _KDL_CUDA_HOST)
-    if backend.name == "cuda":
+    if backend.dlpack_device[0] != _KDL_CPU:       # device memory: host memory is uploaded
         return array.asarray(a), host_producer
     if hasattr(a, "__dlpack__"):
         try:
@@ -143,7 +143,7 @@ def wrap_numpy(a: np.ndarray) -> ndarray:
     """``a`` as an fa.ndarray: zero-copy on the cpu and sim backends (a kernel's writes land in
     ``a``), an uploaded copy on cuda."""
     backend = get_backend()
-    if backend.name == "cuda":
+    if backend.dlpack_device[0] != _KDL_CPU:       # device memory: an uploaded copy
         return array.asarray(a)
     owner = a
     while isinstance(owner.base, np.ndarray):
