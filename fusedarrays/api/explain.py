@@ -278,7 +278,7 @@ class ProgramExplanation:
 def kernels_of(node: graph.Node) -> int:
     """How many kernels evaluating ``node`` into a fresh result launches (planned, nothing
     rendered or run: the HTML repr's count)."""
-    if not compiler.has_reduction([node]):
+    if not compiler.has_cut([node]):
         return 1
     return len(_plan_program(node, None)[0].steps)
 

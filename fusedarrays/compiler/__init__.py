@@ -31,7 +31,7 @@ TARGETS = ("cuda", "cpu")
 # name → the module (under compiler/) that defines it, imported on first access
 # ("module:attribute" where the name here is not the module's own)
 _LAZY = {
-    "plan_kernel": "plan", "rebuild": "cuts", "has_reduction": "planner", "CUT_AT": "planner",
+    "plan_kernel": "plan", "rebuild": "cuts", "has_cut": "planner", "CUT_AT": "planner",
     "plan_foreach": "foreach_plan", "plan_across": "foreach_plan",
     "foreach_meta": "foreach_plan", "across_partials": "foreach_plan",
     "CompactPlan": "compact", "ROW": "compact", "SCATTER_CODES": "compact",
@@ -72,7 +72,7 @@ def plan_evaluation(outputs: list, params: dict | None = None, temp_align: int =
     roots = [node for node, _ in outputs]
     if params is None:
         params = roots_params(roots)[0]
-    if planner.has_reduction(roots):
+    if planner.has_cut(roots):
         return planner.plan_program(outputs, params, temp_align, new_temp,
                                     blas() if callable(blas) else blas)
     from .plan import plan_kernel

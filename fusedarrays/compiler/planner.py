@@ -42,8 +42,9 @@ if TYPE_CHECKING:
 CUT_AT = ("reduce", "scan", "matmul")   # node kinds whose result the planner puts in a buffer
 
 
-def has_reduction(roots) -> bool:
-    """Whether the graph of ``roots`` has a node the planner cuts at (a reduction or a scan)."""
+def has_cut(roots) -> bool:
+    """Whether the graph of ``roots`` has a node the planner cuts at (:data:`CUT_AT`: a
+    reduction, a scan or a product), so that evaluating it is a cut program, not one kernel."""
     return any(n.kind in CUT_AT for n in graph.walk(roots))
 
 

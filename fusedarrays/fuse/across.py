@@ -68,7 +68,7 @@ def cut(tracer, node: graph.Node) -> graph.Node:
     for red in graph.walk([node]):
         if red.kind != "reduce":
             continue
-        if compiler.has_reduction([red.inputs[0]]):   # (a norm folds sums, max or min of its input)
+        if compiler.has_cut([red.inputs[0]]):   # (a norm folds sums, max or min of its input)
             raise UnsupportedOperationError(
                 f"fuse: {tracer.name}: fa.global_norm reduces an elementwise expression of the "
                 f"list arguments across the lists; its input has a reduction of its own "

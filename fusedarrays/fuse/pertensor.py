@@ -57,7 +57,7 @@ def cut(tracer, node: graph.Node) -> graph.Node:
     for red in graph.walk([node]):
         if red.kind != "reduce":
             continue
-        if compiler.has_reduction([red.inputs[0]]):
+        if compiler.has_cut([red.inputs[0]]):
             raise UnsupportedOperationError(
                 f"fuse: {tracer.name}: fa.tensor_norm reduces an elementwise expression of the "
                 f"list arguments per tensor; its input has a reduction of its own "
