@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..compiler import render as render_plan
+from ..compiler import render
 from . import foreach
 from .signature import describe
 
@@ -24,9 +24,9 @@ class Explanation:
             if isinstance(entry, foreach.Entry):
                 plans = entry.plans()
             else:
-                plans = [(plan, render_plan) for plan, _ in entry.program.launches]
+                plans = [(plan, render) for plan, _ in entry.program.launches]
             kernels = [{"name": plan.name, "parts": plan.key_parts,
-                        "source": render(plan, target)} for plan, render in plans]
+                        "source": renderer(plan, target)} for plan, renderer in plans]
             out.append({"parts": describe(self.fused, key), "why": entry.why,
                         "kernels": kernels})
         return out
