@@ -207,8 +207,15 @@ def _with_folder(artifact, backend):
 
 # -- evaluating -----------------------------------------------------------------------------------
 # (backend, structure, distinct buffers read, outputs) → launch record. The structure is the
-# root's sid (several roots: their sids and placements); where leaves share a buffer, or an output
-# is read, which ones is part of the key too (_record_for). Everything the planner reads is in it.
+# root's sid (several roots: their sids and placements). The outputs come in two forms, decided
+# by who evaluates: one fresh result (compute_one, _fresh_key) is its alignment class alone, an
+# int (its dtype and shape are the sid's, its strides contiguous, its offset 0, and the graph
+# can't read it), which keeps the hot path's key to four plain values; any other evaluation
+# (run, _run_key) is a tuple, per output, of dtype, shape, strides, offset, alignment class and
+# whether the graph reads it. An int never equals a tuple, so the two never meet (the same
+# evaluation keyed both ways is two records of one loaded kernel); evaluated_before tells them
+# apart by that type. Where leaves share a buffer, or an output is read, which ones is part of
+# the key too (_record_for). Everything the planner reads is in it.
 _records: dict[tuple, LaunchRecord] = {}
 _MAX_RECORDS = 4096                      # then the table starts over (a loop of new shapes)
 _settings_seen: list = [None, None]      # (config generation, codegen settings) of the table
@@ -237,7 +244,8 @@ def run(outputs: list[tuple[graph.Node, tuple]]) -> None:
 
 
 def _run_key(outputs: list) -> tuple[dict, tuple]:
-    """The params :func:`run` binds and the key it looks its record up by."""
+    """The params :func:`run` binds and the key it looks its record up by (its outputs a tuple
+    per output: the table's comment)."""
     if _settings_seen[0] != config._generation:
         _check_settings()
     if len(outputs) == 1:
@@ -255,7 +263,8 @@ def _run_key(outputs: list) -> tuple[dict, tuple]:
 
 def _fresh_key(node: graph.Node, backend: Backend, buffer: Buffer) -> tuple:
     """The key :func:`compute_one` looks its record up by: a fresh result is never read by the
-    graph, so the sid, the distinct buffers and the result's alignment class say it all."""
+    graph, so the sid, the distinct buffers and the result's alignment class (an int, where
+    :func:`_run_key` has a tuple of outputs) say it all."""
     if _settings_seen[0] != config._generation:
         _check_settings()
     return (backend, node.sid, len(node.buffers), graph.align_class(buffer.align))
@@ -390,6 +399,7 @@ def evaluated_before(node: graph.Node) -> bool:
     record table, no planning."""
     backends = {b.backend for b in node.buffers}
     count = len(node.buffers)
-    # a fresh result's key: (backend, sid, buffers, alignment class[, shared buffers])
+    # a fresh result's key: (backend, sid, buffers, alignment class: an int[, shared buffers]);
+    # run's keys have a tuple of outputs there (the table's comment)
     return any(k[0] in backends and k[1] == node.sid and k[2] == count and type(k[3]) is int
                for k in list(_records))
