@@ -285,7 +285,7 @@ def apply(row: ops.Op, *args, out=None):
 
 # The C operator path (ir/native.py): one Operator per row of at most two operands, told each
 # loop the Python path above resolved (build), its fallback that Python path. Its kinds of
-# scalar entries, by (position, Python type), as _fastgraph.c numbers them.
+# scalar entries, by (position, Python type), as ir/fastgraph/operators.c numbers them.
 _NATIVE_KINDS = {(1, float): 0, (1, int): 1, (0, float): 2, (0, int): 3}
 OPERATORS: dict = {} if fastgraph is None else {
     row.name: fastgraph.Operator(row.name, row.nin, functools.partial(apply, row),
