@@ -40,10 +40,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..errors import CompileError
-from ..runtime.backend import HostMemory, MemoryInfo
+from ..runtime.backend import BUFFER_ADDRESS, HostMemory, MemoryInfo
 from ..runtime.devices import Device
 from . import half, memory, vecmath
-from .threads import CPUS, Choice, run_chunks
+from .threads import CPUS, Choice, Prepared, run_chunks
 
 _INT_CASTS = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
               "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
@@ -157,6 +157,9 @@ class CpuBackend(HostMemory):
     # malloc's alignment (NumPy's allocator), 64 from cpu/memory.py's STAGGER_MIN up; the cpu
     # kernels access memory unaligned, so this only spares Buffer an address look-up
     alloc_align = 16
+    # an operand's address is its NumPy array's data pointer plus the offset's bytes: the C
+    # packers read it through the buffer protocol, with no call of operand_arg
+    operand_at = BUFFER_ADDRESS
 
     def __init__(self, device_id: int = 0):
         import llvmlite
@@ -291,12 +294,11 @@ class CpuBackend(HostMemory):
 
     def direct_launch(self, kernel: list, n: int, geometry: tuple = ()):
         """What a launch record calls in place of :meth:`launch` after its first launch
-        (``runtime/launch.py``): ``(call, kernel)``, ``call(kernel, n, args)`` running every
+        (``runtime/launch.py``): ``(call, prepared)``, ``call(prepared, n, args)`` running every
         chunk of the compiled kernel, without :meth:`launch`'s frames and fallbacks (the
-        first launch compiled it, or loaded numba's cache, and ran it)."""
-        if geometry[3:] == ("fold",):
-            return _direct_fold, kernel
-        return _direct, kernel
+        first launch compiled it, or loaded numba's cache, and ran it), its chunk count and
+        compiled function kept (:class:`.threads.Prepared`)."""
+        return Prepared.run, Prepared(kernel, geometry[3:] == ("fold",))
 
     def first_call(self, kernel: list, n: int, args: list) -> dict[str, float]:
         """Before a kernel's first launch: numba's compile for these argument types (or the
@@ -376,15 +378,6 @@ class CpuBackend(HostMemory):
         table = np.array([[self.operand_arg(*operand) for operand in row] for row in rows],
                          dtype=np.uint64)
         return [self.address(meta), self.address(table), len(rows)], (meta, table)
-
-
-def _direct(kernel: list, n: int, args: list) -> None:
-    run_chunks(kernel[0], (n, *args), kernel[3])
-
-
-def _direct_fold(kernel: list, n: int, args: list) -> None:
-    run_chunks(kernel[0], (n, *args), kernel[3])
-    kernel[0](-1, -1, n, *args)   # a split reduction: its partials, once all are in
 
 
 def _module_file(folder, source: str) -> str | None:

@@ -7,9 +7,11 @@ cache figures from here; buffers stay plain ``numpy.uint8`` arrays (every host p
 Three facts measured on the 2-core AMD EPYC (Zen 4) machine of issue #36's cpu rows:
 
 - **Addresses.** ``storage.ctypes.data`` costs ~1 µs (it builds a ctypes object); a cached
-  ``(1000,)`` ``a*b+c`` asked it five times per evaluation. :func:`address` keeps each array's
-  address by ``id`` with a weak reference that proves the entry is that array's (an id is reused
-  once its array is gone): ~0.15 µs, and ~0.4 µs for an array seen the first time.
+  ``(1000,)`` ``a*b+c`` asked it five times per evaluation. Where the C extension is loaded,
+  :func:`address` reads the array's buffer (``_fastgraph.buffer_address``, ~0.05 µs; the lazy
+  path's packer reads it itself, ``Backend.operand_at``); else it keeps each array's address by
+  ``id`` with a weak reference that proves the entry is that array's (an id is reused once its
+  array is gone): ~0.15 µs, and ~0.4 µs for an array seen the first time.
 - **4 KiB aliasing.** Large NumPy allocations are ``mmap``-ed pages plus malloc's 16-byte
   header, so every operand of a kernel starts at the same offset within a page; a store then
   seems to alias the next loads of the other streams (the CPU compares the low 12 address bits)
@@ -35,6 +37,8 @@ from ctypes import c_char
 
 import numpy as np
 
+from ..ir.native import fastgraph
+
 ALIGN = 64                  # a staggered buffer's alignment: a cache line, a 512-bit vector
 STAGGER_MIN = 32 << 10      # from 32 KiB: at most 1/8 more memory for the stagger
 STAGGER_STEP = 1088         # 17 cache lines: 64 distinct offsets, neighbours ~1 KiB apart
@@ -44,6 +48,8 @@ CACHE_MAX = 1 << 30         # freed blocks kept for reuse, at most
 _addresses: dict[int, tuple] = {}   # id(array) → (weak reference to it, its address)
 _purge_at = [4096]                  # entries at which the dead ones are dropped
 _from_buffer = c_char.from_buffer
+# the first byte of a C-contiguous buffer, or None (the C extension; None where not loaded)
+_buffer_address = fastgraph.buffer_address if fastgraph is not None else None
 
 
 def _slow_address(storage) -> int:
@@ -55,6 +61,10 @@ def _slow_address(storage) -> int:
 
 def address(storage) -> int:
     """The address of ``storage``'s first byte (a NumPy array), remembered while it lives."""
+    if _buffer_address is not None:
+        found = _buffer_address(storage)
+        if found is not None:
+            return found
     entry = _addresses.get(id(storage))
     if entry is not None and entry[0]() is storage:
         return entry[1]

@@ -30,6 +30,9 @@ from .capture import capturing
 from .devices import Device, scoped
 
 _MAX_ALIGN = 256
+# Backend.operand_at of a backend whose storage's address is its buffer's first byte (cpu: NumPy
+# arrays); no attribute has this name
+BUFFER_ADDRESS = "<buffer>"
 
 
 class Buffer:
@@ -101,7 +104,9 @@ class Backend(Protocol):
     dlpack_device: tuple[int, int]
     alloc_align: int | None = None   # every alloc(n > 0) address is a multiple of it (≤ 256)
     # the name of the storage's address attribute where operand_arg is that address plus
-    # elem_offset * itemsize (packers then compute it themselves), else None
+    # elem_offset * itemsize (packers then compute it themselves), BUFFER_ADDRESS where it is
+    # the first byte of the buffer the storage exports plus those bytes (the C packers read it;
+    # operand_arg where the storage exports no contiguous buffer), else None
     operand_at: str | None = None
     fork_safe: bool = True     # False: unusable in a forked child (refuse_after_fork)
 

@@ -23,6 +23,7 @@ from ..compiler import Plan
 from ..ir.dtypes import CODES, ROUNDED
 from ..ir.native import fastgraph
 from . import indexflags
+from .backend import BUFFER_ADDRESS
 from .capture import capturing
 from .records import _add_time, _perf, _stats, profiling
 
@@ -178,10 +179,16 @@ class Packer:
     def pointer(self, storage: str, dtype: np.dtype, offset: int, memo: bool = False) -> None:
         """Operand pointer from the storage expression ``storage``: the backend's
         ``operand_arg``, or written out where the backend names the storage's address
-        attribute (``operand_at``)."""
-        at = self.backend.operand_at
-        convert = (f"{{}}.{at} + {offset * dtype.itemsize}" if at else
-                   f"oparg({{}}, {self.name(dtype)}, {offset})")
+        attribute (``operand_at``) or says it is the first byte of the storage's buffer (read
+        by the C extension where it is loaded; ``operand_arg`` where the storage exports no
+        contiguous buffer)."""
+        at, nbytes = self.backend.operand_at, offset * dtype.itemsize
+        convert = f"oparg({{0}}, {self.name(dtype)}, {offset})"
+        if at == BUFFER_ADDRESS and fastgraph is not None:
+            self.names["baddr"] = fastgraph.buffer_address
+            convert = f"(b + {nbytes} if (b := baddr({{0}})) is not None else {convert})"
+        elif at and at != BUFFER_ADDRESS:
+            convert = f"{{0}}.{at} + {nbytes}"
         if memo:
             self.memo(storage, convert.format("s"))
         else:
@@ -269,6 +276,7 @@ def native_graph_packer(plan, nparams: int, backend):
     ints = plan.int_args()
     if ints:
         middle.append(("extend", tuple(ints), None))
+    at = backend.operand_at
     return fastgraph.GraphPacker(
         nparams,
         tuple((position, o.dtype, elem_offset(o)) for o, position in zip(inputs, plan.sources)),
@@ -276,4 +284,4 @@ def native_graph_packer(plan, nparams: int, backend):
         tuple(middle),
         tuple((position, converter(dtype))
               for (_, dtype), position in zip(plan.scalars, plan.scalar_sources)),
-        backend.operand_at or backend.operand_arg)
+        at if at and at != BUFFER_ADDRESS else backend.operand_arg, at == BUFFER_ADDRESS)

@@ -118,6 +118,8 @@ def test_addresses_are_numpys_and_never_a_dead_arrays():
     assert memory.address(y) == y.ctypes.data
     empty = np.empty(0)
     assert memory.address(empty) == empty.ctypes.data
+    strided = g.standard_normal(20)[1::3]   # exports no contiguous buffer: NumPy's answer
+    assert memory.address(strided) == strided.ctypes.data
     backend = get_backend("cpu")
     z = np.arange(10, dtype=np.float32)
     assert backend.operand_arg(z, np.dtype(np.float32), 3) == z.ctypes.data + 12

@@ -123,7 +123,10 @@ def test_a_call_repeating_the_last_arguments_skips_the_signature_and_stays_right
 
 
 def test_packed_arguments_are_those_the_lazy_path_passes(monkeypatch):
-    """The generated packer mirrors runtime's argument order and offsets (strided operands)."""
+    """The generated packer mirrors runtime's argument order and offsets (strided operands):
+    the same pointers, sizes, offsets, strides and scalars, but for the two fresh outputs."""
+    from fusedarrays.runtime import launch
+
     a, b = np.random.default_rng(3).standard_normal((2, 6, 6)).astype(np.float32)
     x, y = fa.asarray(a), fa.asarray(b)
     two_outputs(x, y, 1.5)
@@ -132,20 +135,13 @@ def test_packed_arguments_are_those_the_lazy_path_passes(monkeypatch):
     real = backend.launch
     monkeypatch.setattr(backend, "launch", lambda k, n, args, *g: seen.append(args)
                         or real(k, n, args, *g))
+    monkeypatch.setattr(launch, "_prepared_ok", [False])   # no prepared launch: all through launch
     two_outputs(x, y, 1.5)
     fa.compute(x.T * y + 1.5, x.T - y)
     fused, lazy = seen
     assert len(fused) == len(lazy)
-    arrays = [k for k, f in enumerate(fused) if isinstance(f, tuple)]   # (array, offset)
-    assert arrays == [k for k, z in enumerate(lazy) if isinstance(z, tuple)]
-    for k, (f, z) in enumerate(zip(fused, lazy)):
-        if k in arrays[-2:]:
-            continue                              # the two fresh outputs
-        if k in arrays:                           # the inputs: the same memory and offset
-            assert f[0].ctypes.data == z[0].ctypes.data and f[0].dtype == z[0].dtype
-            assert f[1] == z[1]
-        else:                                     # sizes, offsets, strides, scalars
-            assert f == z and type(f) is type(z)
+    differ = [k for k, (f, z) in enumerate(zip(fused, lazy)) if f != z or type(f) is not type(z)]
+    assert len(differ) <= 2 and all(type(fused[k]) is int for k in differ), (fused, lazy)
 
 
 def test_inplace_through_other_index_maps_matches_numpy():

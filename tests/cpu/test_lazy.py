@@ -293,6 +293,10 @@ def test_the_cpu_backend_prepares_its_launches(monkeypatch):
                                       a[:, ::-2] * np.float32(3) - np.float32(1))
     record, = realize._records.values()
     assert record.direct and callable(record.direct[0])
+    # kept from its first launch through it: the chunk count and numba's compiled function for
+    # the record's argument types (no dispatch on them)
+    prepared = record.direct[1]
+    assert prepared.chunks >= 1 and prepared.entry is not prepared.kernel[0]
     for _ in range(3):   # a full sum: partials, then the fold
         a = rng.standard_normal(300_001, np.float32)
         np.testing.assert_allclose(float(fa.asarray(a).astype(np.float64).sum()),

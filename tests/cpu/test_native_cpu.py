@@ -18,6 +18,7 @@ from fusedarrays.compiler.planner import plan_program
 from fusedarrays.ir import layout, native
 from fusedarrays.runtime import launch, realize
 from fusedarrays.runtime import program as program_module
+from fusedarrays.runtime.backend import BUFFER_ADDRESS
 
 # only a run that chose the Python path skips these (tests/pure/test_native.py fails a run
 # where the extension should be there and is not)
@@ -187,8 +188,11 @@ def test_packers_compute_an_address_attribute_as_operand_arg_would(monkeypatch):
 
     by_attribute = type("AtPtr", (), {"operand_at": "ptr", "operand_arg": staticmethod(
         through_call), "counters": backend.counters})()
-    by_call = type("ByCall", (), {"operand_arg": staticmethod(through_call),
+    by_call = type("ByCall", (), {"operand_at": None, "operand_arg": staticmethod(through_call),
                                   "counters": backend.counters})()
+    # the cpu backend's mode, over storages that export no buffer: operand_arg, as by_call
+    by_buffer = type("ByBuffer", (), {"operand_at": BUFFER_ADDRESS, "operand_arg": staticmethod(
+        through_call), "counters": backend.counters})()
     cases = [a * b + 2.0, a[3:] * 2.0 - b[:61], a[3:, 5:] * 2 - b[::-1, 5:][3:],
              (a[1:] - 3.0).sum(axis=0)]
     reached = []
@@ -204,7 +208,7 @@ def test_packers_compute_an_address_attribute_as_operand_arg_would(monkeypatch):
             monkeypatch.setattr(buffer, "storage",
                                 Storage(0x7F00_0000_0000 + 256 * int(rng.integers(1 << 20))))
         packed = []
-        for stand_in in (by_attribute, by_call):
+        for stand_in in (by_attribute, by_call, by_buffer):
             packed.append(launch.graph_packer(plan, len(params), stand_in)(params, (out,)))
             with monkeypatch.context() as m:
                 m.setattr(launch, "fastgraph", None)
@@ -213,3 +217,34 @@ def test_packers_compute_an_address_attribute_as_operand_arg_would(monkeypatch):
                    for p in packed), packed
         reached.append(any(type(v) is int and v % 256 for v in packed[0]))
     assert any(reached), "no case folds an offset into a pointer"
+
+
+@needs_native
+def test_a_storages_buffer_gives_its_address_and_else_operand_arg_is_asked():
+    """``operand_at = BUFFER_ADDRESS`` (the cpu backend): a storage's pointer is the first byte
+    of the C-contiguous buffer it exports plus the offset's bytes, read in C
+    (``_fastgraph.buffer_address``, the generated Python packer of ``fa.fuse``); a storage that
+    exports none (not contiguous, no buffer at all) is ``operand_arg``'s."""
+    print(f"seed {SEED + 2}")
+    rng = np.random.default_rng(SEED + 2)
+    data = rng.standard_normal(40)
+    f8, f4 = np.dtype(np.float64), np.dtype(np.float32)
+    assert native.fastgraph.buffer_address(data) == data.ctypes.data
+    assert native.fastgraph.buffer_address(data[::2]) is None      # not contiguous
+    assert native.fastgraph.buffer_address(3.5) is None             # no buffer
+    asked = []
+
+    def operand_arg(storage, dtype, k):
+        asked.append(storage)
+        return 1000 + k * dtype.itemsize
+
+    stand_in = type("ByBuffer", (), {"operand_at": BUFFER_ADDRESS,
+                                     "operand_arg": staticmethod(operand_arg)})()
+    packer = launch.Packer(stand_in)
+    packer.pointer("S", f8, 3)
+    packer.pointer("S", f4, 5, memo=True)
+    pack = packer.function("S", "test packer")
+    for storage, want in ((data, [data.ctypes.data + 24, data.ctypes.data + 20]),
+                          (data[1::2], [1024, 1020]), (data[::-1], [1024, 1020])):
+        asked.clear()
+        assert pack(storage) == want and len(asked) == (want[0] == 1024) * 2

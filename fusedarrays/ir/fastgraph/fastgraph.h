@@ -14,12 +14,15 @@
  * and writing a node's shared params (a dict appended in place, the right to append a popped
  * token list): the atomicity ir/params.py relies on.
  *
- * Limited API (3.10): one binary for every CPython from 3.10 on.
+ * Limited API (3.10): one binary for every CPython from 3.10 on. packing.c alone asks for 3.11's
+ * where the headers have it (the buffer protocol: BUFFERS below).
  */
 #ifndef FUSEDARRAYS_FASTGRAPH_H
 #define FUSEDARRAYS_FASTGRAPH_H
 
+#ifndef Py_LIMITED_API
 #define Py_LIMITED_API 0x030A0000
+#endif
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -115,5 +118,6 @@ int install_slot(int slot, PyObject *op);
 
 /* packing.c */
 extern PyType_Spec graph_packer_spec;
+PyObject *py_buffer_address(PyObject *module, PyObject *obj);
 
 #endif

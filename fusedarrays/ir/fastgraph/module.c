@@ -228,6 +228,9 @@ static PyMethodDef module_methods[] = {
      "pending_readers(buffer): the registered arrays still pending that read buffer (None: "
      "only drop those computed), in creation order."},
     {"pending_count", py_pending_count, METH_NOARGS, "How many arrays are registered."},
+    {"buffer_address", py_buffer_address, METH_O,
+     "buffer_address(obj): the address of the first byte of the C-contiguous buffer obj "
+     "exports, or None (no such buffer, or a build without the buffer protocol)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,12 +6,22 @@
  * a list, where a cut graph's temporaries follow them: runtime/program.py), O the output
  * buffers. The list holds, in order: each input operand's pointer (a leaf's buffer's
  * storage through the backend's operand_arg, or its address attribute plus the offset's bytes
- * where the backend names one: operand_at), each output's, the plan's other arguments (a call
+ * where the backend names one: operand_at, or the first byte of the buffer the storage exports
+ * plus the offset's bytes: through_buffer), each output's, the plan's other arguments (a call
  * made per launch, a constant, or constants spliced in), then each scalar parameter converted to
  * its kernel type. A scalar's conversion is kept per position and reused while the value is the
  * same object: a lazy expression's scalars are new nodes at every call but their values mostly
  * the same objects (Black-Scholes passes 40).
  */
+/* The buffer protocol entered the limited API in 3.11 (its two functions and Py_buffer are the
+ * same in every CPython since 3.3, 3.10's included): with 3.11's headers or later this file asks
+ * for it, and a storage's address is read through it (BUFFERS); built with 3.10's, every pointer
+ * is the backend's operand_arg. A NumPy array's ctypes.data costs ~1 us, its buffer ~0.05. */
+#include <patchlevel.h>
+#if PY_VERSION_HEX >= 0x030B0000
+#define Py_LIMITED_API 0x030B0000
+#define BUFFERS 1
+#endif
 #include "fastgraph.h"
 
 typedef struct {
@@ -35,6 +45,7 @@ typedef struct {
     PyObject *oparg;        /* operand_arg(storage, dtype, offset), or the name of the storage's
                                address attribute: then storage.<name> + offset * itemsize here */
     int at_attribute;
+    int through_buffer;     /* the storage's buffer's first byte, else oparg (a callable) */
     Py_ssize_t size;        /* the list's length */
 } GraphPacker;
 
@@ -109,14 +120,20 @@ static int read_operands(PyObject *seq, Operand **ops, Py_ssize_t *n) {
     return 0;
 }
 
-/* GraphPacker(nparams, inputs, outputs, middle, scalars, oparg) */
+/* GraphPacker(nparams, inputs, outputs, middle, scalars, oparg, through_buffer=False) */
 static PyObject *packer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     PyObject *inputs, *outputs, *middle, *scalars, *oparg;
     Py_ssize_t nparams;
-    if (!PyArg_ParseTuple(args, "nO!O!O!O!O:GraphPacker", &nparams, &PyTuple_Type, &inputs,
+    int through_buffer = 0;
+    if (!PyArg_ParseTuple(args, "nO!O!O!O!O|p:GraphPacker", &nparams, &PyTuple_Type, &inputs,
                           &PyTuple_Type, &outputs, &PyTuple_Type, &middle, &PyTuple_Type,
-                          &scalars, &oparg))
+                          &scalars, &oparg, &through_buffer))
         return NULL;
+    if (through_buffer && !PyCallable_Check(oparg)) {
+        PyErr_SetString(PyExc_TypeError, "GraphPacker: through_buffer falls back to oparg, "
+                        "which must be operand_arg (a callable)");
+        return NULL;
+    }
     GraphPacker *self = (GraphPacker *)((allocfunc)PyType_GetSlot(type, Py_tp_alloc))(type, 0);
     if (self == NULL)
         return NULL;
@@ -124,6 +141,7 @@ static PyObject *packer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->middle = ref(middle);
     self->oparg = ref(oparg);
     self->at_attribute = PyUnicode_Check(oparg);
+    self->through_buffer = through_buffer;
     if (read_operands(inputs, &self->inputs, &self->ninputs) < 0 ||
         read_operands(outputs, &self->outputs, &self->noutputs) < 0)
         goto fail;
@@ -179,12 +197,42 @@ static PyObject *attrs_of(PyObject *param, int *owned) {
     return *owned ? PyObject_GetAttrString(param, "attrs") : ((Node *)param)->attrs;
 }
 
-/* oparg(storage of `buffer`, dtype, offset), or storage.<oparg> + the offset's bytes */
+/* The address of the first byte of the one C-contiguous buffer `obj` exports, else 0 (no
+ * error set: the caller asks the backend). The caller holds `obj` while the address is used. */
+static long long first_byte(PyObject *obj) {
+#ifdef BUFFERS
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    long long at = (long long)(intptr_t)view.buf;
+    PyBuffer_Release(&view);
+    return at;
+#else
+    (void)obj;
+    return 0;
+#endif
+}
+
+/* buffer_address(obj): first_byte(obj), None where it is 0 (cpu/memory.address's fast path) */
+PyObject *py_buffer_address(PyObject *module, PyObject *obj) {
+    long long at = first_byte(obj);
+    if (at == 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(at);
+}
+
+/* oparg(storage of `buffer`, dtype, offset), storage.<oparg> + the offset's bytes, or the
+ * storage's buffer's first byte + the offset's bytes */
 static PyObject *pointer(GraphPacker *self, PyObject *buffer, Operand *o) {
     PyObject *storage = PyObject_GetAttr(buffer, s_storage), *arg;
     if (storage == NULL)
         return NULL;
-    if (self->at_attribute) {
+    long long first = self->through_buffer ? first_byte(storage) : 0;
+    if (first != 0) {
+        arg = PyLong_FromLongLong(first + o->bytes);
+    } else if (self->at_attribute) {
         PyObject *address = PyObject_GetAttr(storage, self->oparg);
         arg = NULL;
         if (address != NULL) {
@@ -293,8 +341,9 @@ fail:
 }
 
 static PyType_Slot packer_slots[] = {
-    {Py_tp_doc, "GraphPacker(nparams, inputs, outputs, middle, scalars, oparg): pack(P, O) -> "
-                "a lazy evaluation's launch arguments after n (runtime/launch.graph_packer)."},
+    {Py_tp_doc, "GraphPacker(nparams, inputs, outputs, middle, scalars, oparg, "
+                "through_buffer=False): pack(P, O) -> a lazy evaluation's launch arguments "
+                "after n (runtime/launch.graph_packer)."},
     {Py_tp_new, packer_new},
     {Py_tp_call, packer_call},
     {Py_tp_traverse, packer_traverse},
