@@ -176,9 +176,10 @@ def fixed_order_sum(x, plan, threads: int, cpu: bool = False):
     """The float32 sum of 1-D ``x`` in the exact order a split full sum of ``plan`` (a
     ``ReducePlan``, one output) folds it in (``compiler/reduction_codegen.py``), computed with
     NumPy: each part's elements (cpu and ``cols``: in order; ``rows``: ``threads`` threads
-    interleaved, then the block's tree), then the partials (in order; 128 and more on a GPU
-    schedule: interleaved, then the tree). On cpu the accumulators are float64, each partial
-    rounded to float32 when stored. ``x`` must hold no -0.0: parts are padded with +0.0."""
+    interleaved by vectors of ``plan.vector_width`` elements, then the block's tree), then the
+    partials (in order; 128 and more on a GPU schedule: interleaved, then the tree). On cpu
+    the accumulators are float64, each partial rounded to float32 when stored. ``x`` must hold
+    no -0.0: parts are padded with +0.0."""
     parts, chunk = plan.split, plan.chunk
     padded = np.zeros(parts * chunk, np.float32)
     padded[:x.size] = x
@@ -187,18 +188,23 @@ def fixed_order_sum(x, plan, threads: int, cpu: bool = False):
         partials = np.add.accumulate(by_part.astype(np.float64), axis=1)[:, -1].astype(np.float32)
         return np.float32(np.add.accumulate(partials.astype(np.float64))[-1])
 
-    def block(values, width):   # rows of values: each folded by `width` threads, then the tree
-        steps = -(-values.shape[1] // width)
-        lanes = np.zeros((values.shape[0], steps * width), np.float32)
-        lanes[:, :values.shape[1]] = values
-        acc = np.add.accumulate(lanes.reshape(values.shape[0], steps, width), axis=1)[:, -1]
+    def block(values, width, lanes=1):
+        # rows of values, each folded by `width` threads, then the tree: thread t folds vectors
+        # (of `lanes` elements, each in order) t, t + width, ...
+        group = width * lanes
+        steps = -(-values.shape[1] // group)
+        padded = np.zeros((values.shape[0], steps * group), np.float32)
+        padded[:, :values.shape[1]] = values
+        order = padded.reshape(values.shape[0], steps, width, lanes).transpose(0, 1, 3, 2)
+        acc = np.add.accumulate(order.reshape(values.shape[0], steps * lanes, width),
+                                axis=1)[:, -1]
         while width > 1:
             width //= 2
             acc = acc[:, :width] + acc[:, width:2 * width]
         return acc[:, 0]
 
     if plan.schedule == "rows":
-        partials = block(by_part, threads)
+        partials = block(by_part, threads, plan.vector_width)
     else:
         partials = np.add.accumulate(by_part, axis=1)[:, -1]
     if parts >= 128:

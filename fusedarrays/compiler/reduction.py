@@ -23,8 +23,8 @@ counters (``compiler/reduction_codegen.py`` says how, and why no two launches sh
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,10 +35,10 @@ from ..ir.reductions import REDUCTIONS
 from . import keys
 from .plan import Instr, Operand, instructions, number_params, operand_param_types
 from .protocol import Plan
-from .rowfusion import unit_class
+from .rowfusion import row_vector_width, unit_class
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ReducePlan(Plan):
     kind = "reduce"
     reduction: str          # a row of ir/reductions.py
@@ -56,6 +56,7 @@ class ReducePlan(Plan):
     split: int = 1          # > 1: each output's elements in this many parts, partials stored,
     #                         then folded in the same launch by whoever finishes an output last
     chunk: int = 0          # elements per part (flat C-order index ranges)
+    vector_width: int = 1   # rows: lanes per 16-byte load of every input (reduce_vector_width)
 
     @property
     def size(self) -> int:
@@ -151,6 +152,8 @@ def plan_reduce(node: graph.Node, source: graph.Node, target: tuple,
                              False) for k, (b, dt, _, off) in enumerate(views))
     operands += tuple(Operand(b, np.dtype(dt), kept_sets[len(views) + k], off, "S", True)
                       for k, (b, dt, _, off) in enumerate(outs))
+    width = reduce_vector_width(name, schedule, body, operands[:len(views)], kept, red,
+                                [getattr(b, "align", 256) for b, *_ in views])
     canonical = "\n".join(f"{i.var}={i.kind}:{i.arg}:{','.join(map(str, i.inputs))}:{i.code}"
                           for i in body)
     parts = (
@@ -160,15 +163,36 @@ def plan_reduce(node: graph.Node, source: graph.Node, target: tuple,
         ("scalars", " ".join(CODES[s[1]] for s in scalars) or "-"),
         ("rank", f"{len(kept)} kept, {len(red)} reduced"),
         ("schedule", schedule),
+        ("vector_width", str(width)),
         ("split", "no" if split == 1 else f"parts {'outer' if schedule == 'cols' else 'inner'}, "
                   "folded in the launch"),
         ("config", repr(config.codegen_settings())),
     )
     parts = keys.structure_parts(parts)
-    chunk = -(-layout.size_of(red) // split) if split > 1 else 0
+    # a part starts on a whole vector: its elements in whole 16-byte loads
+    chunk = -(-layout.size_of(red) // (split * width)) * width if split > 1 else 0
     return ReducePlan(name, kept, red, operands, tuple((v, dt) for v, dt, _ in scalars),
                       tuple(body), var[source.serial], parts, keys.digest(parts), schedule,
-                      tuple(sources), tuple(p for _, _, p in scalars), split, chunk)
+                      tuple(sources), tuple(p for _, _, p in scalars), split, chunk, width)
+
+
+def reduce_vector_width(name: str, schedule: str, body, inputs: tuple, kept: tuple, red: tuple,
+                        aligns: list) -> int:
+    """Lanes per 16-byte load of the ``rows`` walk (1: element by element): every input is
+    contiguous along one collapsed reduced axis and aligned as a row kernel's must be
+    (:func:`~.rowfusion.row_vector_width`), the body draws no random numbers and gathers
+    nothing (those index per element), and the reduction keeps no index (argmax counts
+    elements). A thread of a scalar walk has one 4-byte load of each input in flight at a
+    time: 16 KB an SM at full occupancy, which held ``((x - y)**2).sum()`` to half of a copy's
+    rate on the H200 (it needs ~40 KB in flight an SM)."""
+    if schedule != "rows" or REDUCTIONS[name].arg or any(
+            i.kind in ("random", "gather") for i in body):
+        return 1
+    # a kept axis of one output has no next output's start to keep aligned (a full reduction)
+    inputs = tuple(dataclasses.replace(o, strides=tuple(
+        0 if e == 1 else st for e, st in zip(kept, o.strides)) + o.strides[len(kept):])
+        for o in inputs)
+    return row_vector_width(inputs, len(kept), red, aligns)
 
 
 def choose_schedule(red: tuple, red_sets: list) -> str:
@@ -212,4 +236,4 @@ def reduction_row(plan: ReducePlan):
 
 
 __all__ = ["ReducePlan", "choose_schedule", "choose_split", "partials_shape", "plan_reduce",
-           "reduction_row"]
+           "reduce_vector_width", "reduction_row"]

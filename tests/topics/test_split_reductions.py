@@ -7,9 +7,11 @@ order), against NumPy (tests/reductioncases.py).
   split reductions of one program taking the counters in turn.
 - cuda: 2^26 float32 in 1024 parts of 65536, and a strided sum a thread per part.
 - ptx (sm_90, no GPU): the fold in one kernel, counted by an integer atomic after a fence (the
-  only atomic: no float atomics in the accumulation).
+  only atomic: no float atomics in the accumulation); the walks' loads in flight together
+  (16-byte vectors on ``rows``, ``COLS_TURN`` elements a turn on ``cols``).
 """
 
+import dataclasses
 import re
 
 import numpy as np
@@ -18,6 +20,7 @@ import reductioncases as rc
 
 import fusedarrays as fa
 from fusedarrays import config
+from fusedarrays.compiler.targets.cuda.reduce import COLS_TURN, VECTORS_PER_TURN
 
 
 def test_a_split_sum_is_one_launch_and_its_fixed_order_bit_for_bit():
@@ -80,6 +83,27 @@ def test_a_split_full_sum_is_one_launch_and_its_fixed_order_bit_for_bit(view):
         assert fa.stats()["launches"] == 1
     assert runs[0].tobytes() == runs[1].tobytes() == want.tobytes(), (runs, want, "seed 26")
     rc.check(runs[0], x.sum(), x, "split sum (seed 26)")
+
+
+@pytest.mark.tiers("sim")
+def test_a_vectorised_split_sum_folds_each_threads_vectors_in_order():
+    # 40000 float32 over 24 binades: the order shows in the bits. A thread folds the 4 lanes of
+    # its vectors tx, tx + blockDim, ... in order: NumPy emulating that order, not the order of
+    # an element-by-element walk (threads interleaved by element), gives the sim's bits.
+    rng = np.random.default_rng(2)
+    x = (rng.random(40000, dtype=np.float32)
+         * np.float32(2) ** rng.integers(-12, 12, 40000)).astype(np.float32)
+    (step,) = fa.explain(fa.asarray(x).sum()).program.steps
+    assert (step.plan.schedule, step.plan.vector_width, step.plan.chunk % 4) == ("rows", 4, 0)
+    threads = 1 << (min(config.get("SIM_BLOCK"), 256).bit_length() - 1)
+    want = rc.fixed_order_sum(x, step.plan, threads)
+    scalar = rc.fixed_order_sum(x, dataclasses.replace(step.plan, vector_width=1), threads)
+    assert want.tobytes() != scalar.tobytes(), "seed 2: the data no longer tells the orders apart"
+    assert fa.sum(fa.asarray(x)).get().tobytes() == want.tobytes(), (want, "seed 2")
+    # a view whose first element is not 16-byte aligned walks element by element
+    (step,) = fa.explain(fa.asarray(x)[1:].sum()).program.steps
+    assert step.plan.vector_width == 1
+    rc.check(fa.sum(fa.asarray(x)[1:]).get(), x[1:].sum(), x[1:], "unaligned split sum (seed 2)")
 
 
 @pytest.mark.tiers("sim")
@@ -166,3 +190,30 @@ def test_split_reductions_fold_in_one_kernel_counted_by_an_integer_atomic_after_
         fence = min(ptx.find(f) for f in ("membar.gl", "fence.sc.gpu") if f in ptx)
         assert fence < ptx.find("atom.global.add.u32")   # the partial's store fenced first
     assert seen == {"rows", "cols"}
+
+
+@pytest.mark.tiers("ptx")
+def test_split_walks_issue_their_loads_together():
+    """Bytes in flight: the ``rows`` walk of an aligned contiguous sum loads 16-byte vectors,
+    ``VECTORS_PER_TURN`` of each input a turn (an H200 needs ~40 KB in flight an SM; 4-byte
+    loads one at a time gave 16 KB and half a copy's rate); a misaligned view walks element by
+    element; a split ``cols`` walk loads ``COLS_TURN`` elements a turn before folding them."""
+    rng = np.random.default_rng(39)
+    x, y = (fa.asarray(rng.standard_normal(1 << 20).astype(np.float32)) for _ in range(2))
+    explanation, (ptx,) = _ptx_of(((x - y) ** 2).sum())
+    ((plan, _),) = explanation.kernels
+    assert (plan.schedule, plan.vector_width, plan.split) == ("rows", 4, 128)
+    assert _most_in_one_block(r"ld\.global\.v4\.f32", ptx) == 2 * VECTORS_PER_TURN
+    _, (ptx,) = _ptx_of(x[1:].sum())
+    assert "ld.global.v4" not in ptx
+    explanation, (ptx,) = _ptx_of(fa.asarray(rng.standard_normal((4096, 64)).astype(np.float32))
+                                  .sum(axis=0))
+    ((plan, _),) = explanation.kernels
+    assert plan.schedule == "cols" and plan.split > 1
+    assert _most_in_one_block(r"ld\.global\.f32", ptx) >= COLS_TURN   # NVVM's own unroll: 4
+
+
+def _most_in_one_block(pattern: str, ptx: str) -> int:
+    """The most matches of ``pattern`` in one basic block of ``ptx`` (a loop turn's body)."""
+    return max(len(re.findall(pattern, block))
+               for block in re.split(r"^\$L__BB\d+_\d+:", ptx, flags=re.M))
