@@ -141,3 +141,34 @@ def test_the_c_fresh_leaf_is_the_python_one():
     assert made["c"] == made["python"]
     with pytest.raises(TypeError, match="view"):
         NATIVE.fresh_leaf(Buf(), F32, ((3,), (1,)), 1)
+
+
+@needs_native
+@pytest.mark.parametrize("scalars", [3, 20])   # a copied dict; a shared one (from SHARE_FROM)
+def test_an_op_on_two_ops_whose_params_begin_alike_shares_the_longers(scalars):
+    """``t * (c + t * d)``, its mirror and ops on two branches of one node: where one op's params
+    begin with all of the other's, the C path gives the new node the longer one's params (its
+    dict, shared) and the placement the Python path computes; sids, params and counts are the
+    Python path's, and params handed out before never change."""
+    rng = random.Random(scalars)
+    print(f"seed {scalars}")
+    x, y = leaves(rng)[:2]
+    attrs = ("multiply", (F32, F32, F32))
+    aid, sid = attrs_id(attrs), graph.scalar_sid(F32)
+    ways = []
+    for builder in (Builder(NATIVE.op_of, NATIVE.op_scalar, NATIVE.scalar), PYTHON):
+        t = builder.op_of((x, y), attrs, aid)
+        inner = t
+        for k in range(scalars):     # inner: t's params, then new scalars
+            inner = builder.op_scalar(inner, 0.25 + k, F32, sid, attrs, aid, k % 2 == 0)
+        handed = (t.params, list(t.params))
+        other = builder.op_scalar(t, -7.5, F32, sid, attrs, aid, False)   # t's other branch
+        made = [builder.op_of(pair, attrs, aid)
+                for pair in ((t, inner), (inner, t), (inner, other), (other, inner))]
+        if builder is not PYTHON:    # before anything hands their params out (a copy, maybe)
+            assert made[0]._params is inner._params and made[1]._params is inner._params
+            assert made[2]._nparams == inner._nparams + 1   # -7.5 is new: merged, not shared
+        after = builder.op_scalar(made[0], 9.5, F32, sid, attrs, aid, False)
+        assert list(handed[0]) == handed[1] and t.params is handed[0]
+        ways.append([described(n) for n in [*made, after]])
+    assert ways[0] == ways[1]

@@ -323,6 +323,38 @@ fail:
     return NULL;
 }
 
+/* The node of a and b (two ops, a != b) whose params begin with all of the other's, in order
+ * (t * (c + t * d): the right one's are the left one's and then scalars), or NULL where neither
+ * does. merge_node would give that node's params, and the placement (0, 1, ..., nb
+ * - 1): one pass of pointer comparisons over the shorter instead of copying and looking up
+ * every param, and the longer's dict shared (its first nparams entries, the token with them). */
+static Node *longer_params(Node *a, Node *b) {
+    Py_ssize_t na = number(a->nparams), nb = number(b->nparams), pa = 0, pb = 0;
+    Node *longer = na >= nb ? a : b;
+    PyObject *ka, *kb, *v;
+    if (a->params == b->params)         /* one shared dict: each node has its first entries */
+        return longer;
+    for (Py_ssize_t i = 0, n = na < nb ? na : nb; i < n; i++)
+        if (!PyDict_Next(a->params, &pa, &ka, &v) || !PyDict_Next(b->params, &pb, &kb, &v) ||
+            ka != kb)
+            return NULL;
+    return longer;
+}
+
+/* (0, 1, ..., n - 1) */
+static PyObject *positions(Py_ssize_t n) {
+    PyObject *out = PyTuple_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *k = PyLong_FromSsize_t(i);
+        if (k == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SetItem(out, i, k);
+    }
+    return out;
+}
+
 /* ---- sids, counts, buffers ---------------------------------------------------------------- */
 
 /* the sid of `structure` (stolen; NULL passes an error on): ir/sids._sid, its table looked up
@@ -386,6 +418,7 @@ static Node *new_op(PyObject *attrs) {
 
 PyObject *op_of2(Node *a, Node *b, PyObject *attrs, PyObject *aid) {
     PyObject *placement = NULL;
+    Node *longer = NULL;
     Node *node = new_op(attrs);
     if (node == NULL)
         return NULL;
@@ -406,6 +439,13 @@ PyObject *op_of2(Node *a, Node *b, PyObject *attrs, PyObject *aid) {
     PyObject *pa = a->params, *pb = b->params;
     if (!IS_NONE(pb) && IS_NONE(pa) && a != b) {            /* 1.0 - x, y * x: mirrored */
         placement = mirror_param(node, b, a);
+    } else if (!IS_NONE(pb) && a != b && !IS_NONE(pa) &&
+               (longer = longer_params(a, b)) != NULL) {   /* one's params begin the
+                                                                      other's: shared */
+        node->params = ref(longer->params);
+        node->nparams = ref(longer->nparams);
+        set_ref(&node->open, ref(longer->open != NULL ? longer->open : Py_None));
+        placement = positions(number(b->nparams));
     } else if (!IS_NONE(pb)) {                               /* two ops */
         PyObject *ha = handed_params(a), *hb, *params;
         if (ha == NULL && PyErr_Occurred())
