@@ -89,14 +89,18 @@ class Generator:
     def __repr__(self) -> str:
         return f"fa.random.Generator(Philox4x32-10, key {self._seed:#018x})"
 
+    def _next_key(self) -> int:
+        return next(self._keys)
+
     def _draw(self, dist: str, dtype: np.dtype, shape: tuple, extra: tuple = ()) -> ndarray:
-        if _array._tracing.tracer is not None:
-            # A traced draw would replay the key of its first call at every call: the same
-            # numbers each step, silently.
-            raise UnsupportedOperationError(
-                f"fa.random draws inside fa.fuse are not supported (Generator {dist} of shape "
-                f"{shape}): draw outside the fused function and pass the array as an argument")
-        key = next(self._keys)
+        tracer = _array._tracing.tracer
+        if tracer is not None:
+            # inside fa.fuse: the key is a value the call takes from this generator, once per
+            # call (fuse/trace.py host_scalar), never the tracing call's: each call draws fresh
+            # numbers, the ones lazy code making the same draws in the same order would
+            key = tracer.host_scalar(self._next_key, np.uint64(0), f"{dist} key")
+        else:
+            key = next(self._keys)
         inputs = (graph.scalar(self._seed, _U64), graph.scalar(key, _U64)) + extra
         view = (shape, layout.contiguous_strides(shape), 0)
         return _array._wrap(graph.random(dist, dtype, view, inputs))

@@ -30,6 +30,7 @@ from ..ir.reductions import (
     reduction_node,
     result_dtype,
 )
+from . import array as _array
 from .array import _wrap, asarray, ndarray
 from .elementwise import FUNCTIONS
 from .refusals import options_text, refusal
@@ -96,6 +97,12 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None) -> ndarr
     if placed:
         # a draw or gather indexes by the element order of the kernel that reads it, which
         # the reduction kernel's walk is not: its input is computed first
+        if _array._tracing.tracer is not None and any(n.kind == "random"
+                                                       for n in graph.walk([node])):
+            raise UnsupportedOperationError(
+                f"{name}: a reduction of a fa.random draw inside fa.fuse (the draw would be "
+                "computed into memory first, a launch a traced function does not make); draw "
+                "and reduce outside the fused function, or pass the drawn array in")
         node = x.compute()._resolved()
     if cast_to is not None:
         node = graph.cast(node, cast_to)

@@ -38,6 +38,12 @@ class ForeachRenderer:
     def __init__(self, plan: ForeachPlan):
         self.plan = plan
         self.r = r = _Renderer(plan.tensor)
+        # fa.random draws (inside fa.fuse): element i's stream index is its tensor's start in
+        # the concatenation of every tuple (``doff``, after the flags in meta: fuse/foreach.py)
+        # plus i, so no two tensors draw the same numbers
+        self.draws = any(i.kind == "random" for i in plan.tensor.body)
+        if self.draws:
+            r.pos = lambda lane: "(doff + i)"
         self.first: dict[int, int] = {}
         for k, c in enumerate(plan.columns):
             if c >= 0:
@@ -66,6 +72,11 @@ class ForeachRenderer:
         """Tensor ``t``'s operand pointers."""
         return ([f"p{k} = ld_u64({table}, t * {self.plan.width} + {c})"
                  for c, k in self.first.items()] + self.pointers)
+
+    def draw_offset(self, sizes_at: str) -> list[str]:
+        """Tensor ``t``'s start in the draws' stream, where the kernel draws (``sizes_at``: the
+        index of the real sizes in ``meta``; the flags, then the starts follow them)."""
+        return [f"doff = ld_i64(meta, {sizes_at} + 2 * nt + t)"] if self.draws else []
 
     def folds(self) -> list[tuple]:
         """Per reduction across the list folded in the prologue: ``(j, k, name, code)``,

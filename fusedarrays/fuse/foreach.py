@@ -43,7 +43,7 @@ from ..runtime import realize
 from ..runtime.backend import mixed_devices, new_buffer
 from ..runtime.capture import capturing
 from ..runtime.launch import LaunchRecord
-from . import across, earlystores, pertensor
+from . import across, draws, earlystores, pertensor
 from .arguments import Imports, classify, hashable
 from .packers import make_scalar_packer
 from .signature import codegen_settings, describe_change, prepare_write, traced_call
@@ -123,6 +123,10 @@ class Entry:
         self.writes_through = tuple(tuple(c for c, p in enumerate(lists)
                                           if tracer.root_of(p) == r) for r in program.written)
         self.output_dtypes = [dt for dt, _ in program.outputs]
+        self.hosts = tuple(tracer.hosts)    # per call, before any launch: draws' keys
+        # a draw's stream index is the element's in the concatenation of every tuple in list
+        # order (meta holds each tensor's start in it: _draw_offsets)
+        self.draws = any(i.kind == "random" for i in plan.body)
 
     def _check(self, plan, sources, message: str, kinds: tuple) -> None:
         """Every operand of ``plan`` reads a list argument whole or writes an output whole (or,
@@ -226,7 +230,8 @@ class _Group:
         (the kernel's 128-bit accesses need it; other tensors go element by element)."""
         if self.entry.plan.vector_width == 1:
             return
-        flags = self.meta[len(self.meta) - len(rows):]
+        end = len(self.meta) - (len(rows) if self.entry.draws else 0)
+        flags = self.meta[end - len(rows):end]
         for t, row in enumerate(rows):
             flags[t] = all((backend.address(storage) + offset * dtype.itemsize) % 16 == 0
                            for storage, dtype, offset in row)
@@ -293,6 +298,7 @@ class ForeachState:
         groups = last[2]
         for g in groups:
             g.bind(last[0], shared_nodes)
+        values = draws.group_values(groups, values, fused.__qualname__)   # draws' keys
         try:
             if any(g.entry.per_tensor for g in groups):
                 return _assemble(pertensor.run(groups, values), items, count)
@@ -392,6 +398,7 @@ class ForeachState:
                                                           tuple(arrays))
             groups.append(_Group(entry, members, rows))
         _check_overlaps(groups)
+        draws.draw_offsets(groups, columns[0])
         return groups
 
     def _trace(self, key, rows, lists, values, backend, arrays=()) -> Entry:

@@ -68,6 +68,7 @@ from ..runtime.launch import LaunchRecord
 from ..runtime.records import profiling
 from . import trace
 from .arguments import Imports, classify, hashable
+from .draws import host_values
 from .explain import Explanation
 from .foreach import ForeachState
 from .packers import make_packer
@@ -229,7 +230,7 @@ class Fused:
         backend = backends.pop() if backends else get_backend()
         why = describe_change(self, self._last_key, key)
         tracer, result = traced_call(self, backend, leaves, values, key, why)
-        entry = _Entry(tracer.program(result), backend, tracer, why, key)
+        entry = _Entry(tracer.program(result, {}), backend, tracer, why, key)
         if len(self._entries) >= _MAX_SIGNATURES:
             self._entries.clear()
         self._entries[key] = entry
@@ -303,9 +304,13 @@ class _Entry:
         self.launches = [LaunchRecord.of_plan(backend, realize.kernel_for(plan, backend), plan,
                                               make_packer(plan, sources, roots, backend))
                          for plan, sources in program.launches if plan.size]
+        self.hosts = tuple(tracer.hosts)    # per call, before any launch: draws' keys
+        self.name = tracer.name
 
     def run(self, values, args, kwargs):
         backend = self.backend
+        if self.hosts:
+            values = host_values(values, self.hosts, self.name)
         for p in self.written:
             buffer = values[p].attrs[0]
             if pending.any_registered():

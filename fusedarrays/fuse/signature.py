@@ -42,6 +42,7 @@ def traced_call(fused, backend, leaves: dict, values: list, key, why: str,
     _, _, nargs, kwnames, tokens, _ = key
     tracer = trace.Tracer(fused.__qualname__, backend)
     tracer.across = [] if across else None
+    tracer.host_base = len(values)      # host values (a draw's key) follow the arguments
     call = []
     for position, (token, value) in enumerate(zip(tokens, values)):
         if position in leaves:

@@ -187,6 +187,9 @@ class Program:
 
 class Tracer:
     """Records one run of a function on placeholders; see the module docstring."""
+    def host_scalar(self, fn, example, name: str) -> TracedScalar:   # fuse/draws.py
+        self.hosts.append(fn)     # run once per call, its value after the call's (a draw's key)
+        return TracedScalar(("arg", self.host_base + len(self.hosts) - 1), example, name)
 
     def __init__(self, name: str, backend):
         self.name, self.backend = name, backend
@@ -200,6 +203,7 @@ class Tracer:
         self.across: list | None = None  # foreach: the reductions across its lists (fuse.across)
         # the sites of flagged gathers traced (api/indexing.flag_site), named after the function
         self.sites = indexflags.Sites()
+        self.hosts, self.host_base = [], 0   # host_scalar's functions, where their values are
 
     # -- building the call --------------------------------------------------------------------
     def array(self, position: int, leaf: graph.Node) -> ndarray:
@@ -451,17 +455,12 @@ class Tracer:
         return copies
 
     # -- step 4: plans ------------------------------------------------------------------------
-    def program(self, result, memo: dict | None = None, rewrite=None) -> Program:
-        """The launches, outputs and result structure of the traced run. ``memo``: resolve's,
-        shared with the caller's own resolved nodes; ``rewrite(stores)``: the stores to plan
-        (``foreach`` moves some into its first launch, ``fuse/earlystores.py``), every store
-        still counting as written."""
-        memo = {} if memo is None else memo
+    def program(self, result, memo: dict, rewrite=None) -> Program:
+        """The launches, outputs and result of the run (``memo``: resolve's, the caller's)."""
         stores = self._stores(memo)
         outputs, items = self._results(result, stores, memo)
         written = tuple(sorted({t[0].index for _, _, t in stores if t[0].role == "arg"}))
-        if rewrite is not None:
-            stores = rewrite(stores)
+        stores = rewrite(stores) if rewrite else stores    # all counted written
         groups: dict[tuple, list] = {}
         for stage, node, target in stores:
             groups.setdefault((stage, tuple(target[2])), []).append((node, target))
@@ -477,7 +476,6 @@ class Tracer:
         for b in (*self.originals, *self.latest, *self._fresh):
             b.storage = None  # a cached program must not hold the tracing call's memory
         return Program(launches, outputs, temps, items, written, self.sites)
-
 
     def _plans(self, group: list, temps: list) -> list:
         """One launch's plan, or, where it reduces, the kernels the planner cuts it into (their

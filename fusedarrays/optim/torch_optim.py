@@ -12,7 +12,9 @@ State keys and the ``step`` tensor are ``torch.optim``'s own (a float32 0-d cpu 
 ``state_dict`` loads into ``torch.optim.AdamW`` and back. Groups carry torch's keys too
 (``foreach``, ``fused``, ``capturable``, ...; this class ignores them). ``master_weights=True``
 keeps, for bfloat16 and float16 parameters, a float32 copy in ``state["master_param"]`` and
-float32 states; the step updates the copy and stores the parameter from it.
+float32 states; the step updates the copy and stores the parameter from it, rounded to nearest
+even, or with ``stochastic_rounding=True`` up or down at random from a ``fa.random`` generator
+seeded with ``torch.initial_seed()`` (unbiased; its position is not in ``state_dict``).
 
 ``capturable=True`` (Adam, AdamW, LAMB; torch's meaning): the step count lives on the
 parameters' device, one 0-d float32 tensor shared by the parameters of a group on a device
@@ -37,6 +39,7 @@ import torch
 
 from ..api.devices import default_device
 from ..api.interop import from_dlpack
+from ..api.random import default_rng
 from ..errors import CaptureError, DTypeError, UnsupportedOperationError
 from ..runtime.capture import capturing, on_stream
 from . import functional as F
@@ -114,8 +117,17 @@ class _FusedOptimizer(torch.optim.Optimizer):
 
     def __init__(self, params, defaults: dict):
         defaults.setdefault("master_weights", False)
+        defaults.setdefault("stochastic_rounding", False)
+        if defaults["stochastic_rounding"] and not defaults["master_weights"]:
+            raise ValueError(f"fusedarrays.optim.{type(self).__name__}: stochastic_rounding=True "
+                             "rounds parameters from their float32 masters: pass "
+                             "master_weights=True too")
         super().__init__(params, defaults)
         self._views = _Views()
+        # stochastic rounding's stream: seeded from torch's, so torch.manual_seed repeats it
+        self._rounding = None
+        if defaults["stochastic_rounding"]:
+            self._rounding = default_rng(torch.initial_seed())
 
     def _master(self, group: dict, p: torch.Tensor) -> bool:
         return bool(group.get("master_weights")) and p.dtype in _LOW
@@ -225,13 +237,16 @@ class _FusedOptimizer(torch.optim.Optimizer):
                         for k, v in out["state"].items()}
         return out
 
-    def _lists(self, members: list, master: bool, keys: tuple) -> dict:
-        """The fa views of a bucket: ``params``, ``grads``, ``master_params`` and ``keys``."""
+    def _lists(self, members: list, master: bool, keys: tuple, group: dict) -> dict:
+        """The fa views of a bucket: ``params``, ``grads``, ``master_params`` and ``keys``;
+        ``stochastic_rounding``: the generator a master bucket's parameters round from."""
         view = self._views
         out = {"params": [view(p) for p, _ in members],
                "grads": [view(_grad_like(p)) for p, _ in members],
                "master_params": [view(s["master_param"]) for _, s in members] if master
-               else None}
+               else None,
+               "stochastic_rounding": (self._rounding if master and self._rounding is not None
+                                       and group.get("stochastic_rounding") else False)}
         for key in keys:
             out[key] = [view(s[key]) for _, s in members]
         return out
@@ -297,7 +312,7 @@ class Adam(_FusedOptimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=None,
                  amsgrad=False, *, maximize=False, master_weights=False, foreach=None,
-                 capturable=False, differentiable=False, fused=None):
+                 capturable=False, differentiable=False, fused=None, stochastic_rounding=False):
         if weight_decay is None:
             weight_decay = 1e-2 if self._DECOUPLED else 0.0
         _check_hyper(type(self).__name__, lr=lr, eps=eps, weight_decay=weight_decay,
@@ -310,13 +325,13 @@ class Adam(_FusedOptimizer):
                         amsgrad=False, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=self._DECOUPLED,
-                        master_weights=master_weights)
+                        master_weights=master_weights, stochastic_rounding=stochastic_rounding)
         super().__init__(params, defaults)
 
     def _run(self, group, members, step, master):
         beta1, beta2 = _betas(group)
         step_fn = F.adamw if group.get("decoupled_weight_decay", self._DECOUPLED) else F.adam
-        lists = self._lists(members, master, ("exp_avg", "exp_avg_sq"))
+        lists = self._lists(members, master, ("exp_avg", "exp_avg_sq"), group)
         step_fn(**_rename(lists, exp_avg="exp_avgs", exp_avg_sq="exp_avg_sqs"), step=step,
                 lr=self._lr(group), beta1=beta1, beta2=beta2, eps=float(group["eps"]),
                 weight_decay=float(group["weight_decay"]), maximize=group["maximize"])
@@ -336,14 +351,14 @@ class SGD(_FusedOptimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
                  nesterov=False, *, maximize=False, master_weights=False, foreach=None,
-                 differentiable=False, fused=None):
+                 differentiable=False, fused=None, stochastic_rounding=False):
         _check_hyper("SGD", lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         foreach=foreach, differentiable=differentiable, fused=fused,
-                        master_weights=master_weights)
+                        master_weights=master_weights, stochastic_rounding=stochastic_rounding)
         super().__init__(params, defaults)
 
     def _init_state(self, group, p):
@@ -366,7 +381,7 @@ class SGD(_FusedOptimizer):
             key = (p.device, self._master(group, p), self._bucket_key(state))
             buckets.setdefault(key, []).append((p, state))
         for (_, master, first), members in buckets.items():
-            lists = self._lists(members, master, ())
+            lists = self._lists(members, master, (), group)
             momentum = float(group["momentum"])
             F.sgd(**lists, momentum_buffers=[self._views(s["momentum_buffer"])
                                              for _, s in members] if momentum else None,
@@ -384,10 +399,11 @@ class Lion(_FusedOptimizer):
     _COUNTS_STEPS = False
 
     def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *,
-                 maximize=False, master_weights=False):
+                 maximize=False, master_weights=False, stochastic_rounding=False):
         _check_hyper("Lion", lr=lr, weight_decay=weight_decay, beta1=betas[0], beta2=betas[1])
         super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay,
-                                      maximize=maximize, master_weights=master_weights))
+                                      maximize=maximize, master_weights=master_weights,
+                                      stochastic_rounding=stochastic_rounding))
 
     def _step_group(self, group, params):
         states = [self._init_state(group, p) for p in params]
@@ -396,7 +412,8 @@ class Lion(_FusedOptimizer):
             buckets.setdefault((p.device, self._master(group, p)), []).append((p, state))
         beta1, beta2 = _betas(group)
         for (_, master), members in buckets.items():
-            F.lion(**_rename(self._lists(members, master, ("exp_avg",)), exp_avg="exp_avgs"),
+            F.lion(**_rename(self._lists(members, master, ("exp_avg",), group),
+                             exp_avg="exp_avgs"),
                    lr=float(group["lr"]), beta1=beta1, beta2=beta2,
                    weight_decay=float(group["weight_decay"]), maximize=group["maximize"])
 
@@ -408,16 +425,18 @@ class LAMB(_FusedOptimizer):
     _STATES = ("exp_avg", "exp_avg_sq")
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, *,
-                 bias_correction=True, maximize=False, master_weights=False, capturable=False):
+                 bias_correction=True, maximize=False, master_weights=False, capturable=False,
+                 stochastic_rounding=False):
         _check_hyper("LAMB", lr=lr, eps=eps, weight_decay=weight_decay, beta1=betas[0],
                      beta2=betas[1])
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       bias_correction=bias_correction, maximize=maximize,
-                                      master_weights=master_weights, capturable=capturable))
+                                      master_weights=master_weights, capturable=capturable,
+                                      stochastic_rounding=stochastic_rounding))
 
     def _run(self, group, members, step, master):
         beta1, beta2 = _betas(group)
-        F.lamb(**_rename(self._lists(members, master, ("exp_avg", "exp_avg_sq")),
+        F.lamb(**_rename(self._lists(members, master, ("exp_avg", "exp_avg_sq"), group),
                          exp_avg="exp_avgs", exp_avg_sq="exp_avg_sqs"),
                step=step, lr=self._lr(group), beta1=beta1, beta2=beta2,
                eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),

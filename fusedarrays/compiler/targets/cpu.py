@@ -191,7 +191,7 @@ def render_foreach(plan: ForeachPlan) -> str:
     ``ptrs``; the partials of a reduction across the list folded in order first."""
     f = ForeachRenderer(plan)
     params = ["k0", "k1", "n", "meta", "ptrs", "nt"] + f.tail
-    per_tensor = f.loads() + ["for i in range(m):"] + _indent(f.element)
+    per_tensor = f.loads() + f.draw_offset("sz0") + ["for i in range(m):"] + _indent(f.element)
     fold = []
     for j, k, name, code in f.folds():
         acc, want = f"fold{j}", plan.tensor.operands[k].code

@@ -37,7 +37,8 @@ def render_foreach(plan: ForeachPlan) -> str:
     params = ["n", "meta", "ptrs", "nt"] + f.tail
     if plan.vector_width > 1:
         return _foreach_vectors(f, head, params)
-    tensor = ["start = ld_i64(meta, t)", "end = ld_i64(meta, t + 1)"] + f.loads()
+    tensor = (["start = ld_i64(meta, t)", "end = ld_i64(meta, t + 1)"] + f.loads()
+              + f.draw_offset("(cb + chunks)"))
     chunk = ([f"g = (c << {shift}) + tx", f"last = min((c + 1) << {shift}, n)",
               "t = ld_i64(meta, cb + c)"] + tensor
              + ["while g < last:"]
@@ -59,9 +60,11 @@ def _foreach_vectors(f: ForeachRenderer, head: list, params: list) -> str:
     plan = f.plan
     width, shift = plan.vector_width, plan.chunk_shift
     r = _Renderer(dataclasses.replace(plan.tensor, vector_width=width))
+    if f.draws:   # lane L of the group at g: element g - start + L of its tensor
+        r.pos = lambda lane: f"(doff + g - start + {lane[1:]})" if lane else "(doff + i)"
     tensor = (["start = ld_i64(meta, t)", "pend = ld_i64(meta, t + 1)",
                "end = start + ld_i64(meta, sz0 + t)", "aligned = ld_i64(meta, sz0 + nt + t)"]
-              + f.loads())
+              + f.loads() + f.draw_offset("sz0"))
     head = head + ["sz0 = cb + chunks"]
     # every operand a 4-lane dtype (plan.foreach_plan): one access each (per == 1)
     vector = ["j = (g - start) // " + str(width)] + r.vector_block(lambda k, per, m: "j", None)
