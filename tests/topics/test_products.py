@@ -12,8 +12,8 @@ and dtype kind past the tile edges; vecdot (a fused reduction) and tensordot.
 - cuda: the tiled kernel over vectors, broadcast batches, transposed and negative-step views; a
   1024 x 1024 float32 product against NumPy; many tiles over a batch; the same bits every run.
   Where nvmath-python is installed the float and complex products here run through cuBLAS (the
-  default); tests/gpu/test_products_cublas_gpu.py checks the tiled kernel on them with that
-  route switched off.
+  default); tests/topics/test_products_cublas.py's cuda cases check the tiled kernel on them
+  with that route switched off.
 - ptx (sm_90, no GPU): every dtype kind and both load orders, shared-memory slabs with
   barriers, the accumulators in registers (no local memory), float16 summed in float32, and no
   atomics (each output summed in K order: the same bits every run).

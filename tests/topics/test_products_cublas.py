@@ -1,28 +1,41 @@
-"""The cuBLAS route of products, without a GPU: which products the planner gives cuBLAS (through
-nvmath-python) and why the others take the tiled kernel, what ``fa.explain`` says of each, the
-copies planned for views cuBLAS can't read in place, the probe with nvmath-python absent and
-present (faked in ``sys.modules``, CuPy too), and what a launch asks of nvmath (a ``Matmul``
-planned once per signature over addresses of the guaranteed alignment, in place into the
-result, full float32 compute, the legacy default stream), through a fake ``nvmath``. The
-products' values through cuBLAS are checked on the GPU (tests/gpu/test_products_cublas_gpu.py).
+"""The cuBLAS route of products (nvmath-python), by tier.
+
+- cpu (no GPU; skipped where cuda.core is not installed): which products the planner gives
+  cuBLAS and why the others take the tiled kernel, what ``fa.explain`` says of each, the copies
+  planned for views cuBLAS can't read in place, the probe with nvmath-python absent and present
+  (faked in ``sys.modules``, CuPy too), and what a launch asks of nvmath (a ``Matmul`` planned
+  once per signature over addresses of the guaranteed alignment, in place into the result, full
+  float32 compute, the legacy default stream), through a fake ``nvmath``.
+- cuda (skipped where nvmath-python is not installed): the products' values through cuBLAS
+  against NumPy (tests/productcases.py, its tolerances): the shared cases (shapes past any tile,
+  vectors, a broadcast batch, transposed and negative-step views) for each dtype cuBLAS takes,
+  each checked to have run through nvmath; results written into arrays full of NaN (cuBLAS must
+  not read the target: beta = 0) and into a transposed view (a column-major result); pending
+  operands and readers; the same bits every run; and, with the route switched off, the tiled
+  kernel on the same cases.
 """
 
 import sys
 import types
 
 import numpy as np
+import productcases as pc
 import pytest
 
 import fusedarrays as fa
 from fusedarrays import config
-from fusedarrays.compiler.product import Blas, ProductPlan, blas_matrix
 from fusedarrays.compiler.planner import plan_program
+from fusedarrays.compiler.product import Blas, ProductPlan, blas_matrix
+from fusedarrays.cuda import blas as cuda_blas
 from fusedarrays.runtime import backend as runtime_backend
 
-pytest.importorskip("cuda.core")
-from fusedarrays.cuda import blas as cuda_blas  # noqa: E402
-
 CUBLAS = Blas(name="cuBLAS via nvmath-python 1.0.0")
+
+
+@pytest.fixture(autouse=True)
+def _each_tier_needs(tier):
+    """The cpu cases fake nvmath over cuda.core's launcher; the cuda cases need nvmath itself."""
+    pytest.importorskip("nvmath" if tier == "cuda" else "cuda.core")
 
 
 @pytest.fixture
@@ -265,3 +278,69 @@ def test_float64_computes_in_64f_and_old_plans_are_freed(monkeypatch, fresh_prob
         cuda_blas.CublasProduct(plan, 0)(plan.size, [256, 512, 768], ())
     assert [m.options.compute_type for m in record.matmuls] == ["64F"] * 3
     assert [m.freed for m in record.matmuls] == [True, False, False]
+
+
+# cuda
+
+def _route(x) -> list[str]:
+    return [plan.library or "tiled" for plan, _ in fa.explain(x).kernels
+            if isinstance(plan, ProductPlan)]
+
+
+@pytest.mark.tiers("cuda")
+def test_nvmath_is_found_and_products_of_float_dtypes_take_it():
+    assert cuda_blas.probe().name.startswith("cuBLAS via nvmath-python"), cuda_blas.probe()
+    for dtype in ("float16", "float32", "float64", "complex64", "complex128"):
+        assert _route(fa.ones((3, 4), dtype=dtype) @ fa.ones((4, 2), dtype=dtype)) == [
+            cuda_blas.probe().name]
+    assert _route(fa.ones((3, 4), dtype="int32") @ fa.ones((4, 2), dtype="int32")) == ["tiled"]
+
+
+@pytest.mark.tiers("cuda")
+@pytest.mark.parametrize("m, k, n, dtypes", [
+    (67, 130, 45, ["float32"]),
+    (300, 257, 129, ["float64"]),
+    (100, 70, 90, ["float16", "complex64", "complex128"]),
+])
+def test_the_shared_cases_through_cublas_match_numpy(m, k, n, dtypes):
+    cuda_blas.free_plans()
+    pc.check_matmul_cases(m, k, n, dtypes, "gpu cublas")
+    assert cuda_blas._plans, "no product went through nvmath"
+
+
+@pytest.mark.tiers("cuda")
+def test_results_written_over_nan_and_into_a_transposed_view():
+    seed = pc.seed_of("gpu cublas targets")
+    rng = np.random.default_rng(seed)
+    for dtype in ("float32", "float16", "complex128"):
+        a, b = pc.sample(rng, dtype, (130, 70)), pc.sample(rng, dtype, (70, 90))
+        x, y = fa.asarray(a), fa.asarray(b)
+        out = fa.asarray(np.full((130, 90), np.nan, dtype))
+        out[...] = x @ y
+        pc.check(out.get(), a, b, f"{dtype} into NaN (seed {seed})")
+        column_major = fa.asarray(np.full((90, 130), np.nan, dtype))
+        column_major.T[...] = x @ y
+        pc.check(column_major.get().T, a, b, f"{dtype} into a transposed view (seed {seed})")
+
+
+@pytest.mark.tiers("cuda")
+def test_pending_operands_readers_and_the_same_bits_every_run():
+    seed = pc.seed_of("gpu cublas pending")
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((512, 384)).astype(np.float32)
+    b = rng.standard_normal((384, 640)).astype(np.float32)
+    x, y = fa.asarray(a), fa.asarray(b)
+    got = ((x * 2) @ y.T.T + 1).get() - np.float32(1)
+    np.testing.assert_allclose(got, (a * 2) @ b, rtol=1e-4, atol=1e-3, err_msg=f"seed {seed}")
+    first = (x @ y).get()
+    pc.check(first, a, b, f"512 x 384 x 640 (seed {seed})")
+    assert first.tobytes() == (x @ y).get().tobytes()
+
+
+@pytest.mark.tiers("cuda")
+def test_the_tiled_kernel_where_cublas_is_switched_off():
+    # FUSEDARRAYS_CUBLAS=0: the tiled kernel every float product takes without nvmath-python,
+    # checked on the device that has nvmath too
+    with config.override(CUBLAS=False):
+        assert _route(fa.ones((3, 4)) @ fa.ones((4, 2))) == ["tiled"]
+        pc.check_matmul_cases(67, 130, 45, ["float32", "complex64"], "gpu tiled")
