@@ -8,6 +8,8 @@ a write whose old value the step still reads stays in the last launch.
 - sim: LAMB's partials kernel, rendered for CUDA, also stores m and v (inside its block walk,
   padding skipped), and the step reads them; against NumPy. Tiny arrays: every simulated thread
   is a Python thread.
+- cuda: the same on the device, tensors up to 70001 elements with misaligned tails, 40 bytes a
+  parameter by the plans.
 """
 
 import numpy as np
@@ -19,6 +21,8 @@ from fusedarrays.optim import functional as F
 
 SEED = 34081
 SIM_SEED = 34083
+CUDA_SEED = 34097
+CUDA_SIZES = [5, 4097, 3, 70_001, 1 << 16]     # misaligned tails, several chunks
 SIZES = [1, 3, 4097, 9000, 70]
 
 
@@ -157,3 +161,29 @@ def test_lamb_first_launch_stores_m_and_v():
                                 ("p", p[k], P[k] - f(1e-2 * trust) * u)):
             np.testing.assert_allclose(got.get(), want, rtol=1e-5, atol=1e-7,
                                        err_msg=f"{name} of tensor {k} (seed {SIM_SEED})")
+
+
+# cuda
+
+@pytest.mark.tiers("cuda")
+def test_lamb_first_launch_stores_m_and_v_on_the_device():
+    def data(n, k):
+        return np.random.default_rng(CUDA_SEED + k).standard_normal(n).astype(np.float32)
+
+    P, G, M = ([data(n, k + 10 * s) for k, n in enumerate(CUDA_SIZES)] for s in range(3))
+    p, g, m = ([fa.asarray(a.copy()) for a in X] for X in (P, G, M))
+    v = [fa.zeros(n, np.float32) for n in CUDA_SIZES]
+    before = fa.stats()["launches"]
+    F.lamb(p, g, m, v, step=1, lr=1e-2, weight_decay=0.1)
+    assert fa.stats()["launches"] - before == 3
+    f = np.float32
+    for k in range(len(CUDA_SIZES)):
+        mm, vv = M[k] * f(0.9) + G[k] * f(0.1), G[k] * G[k] * f(1 - 0.999)
+        u = (mm / f(0.1)) / (np.sqrt(vv / f(1 - 0.999)) + f(1e-6)) + f(0.1) * P[k]
+        trust = np.linalg.norm(P[k].astype(np.float64)) / np.linalg.norm(u.astype(np.float64))
+        for name, got, want in (("m", m[k], mm), ("v", v[k], vv),
+                                ("p", p[k], P[k] - f(1e-2 * trust) * u)):
+            np.testing.assert_allclose(got.get(), want, rtol=2e-5, atol=1e-7,
+                                       err_msg=f"{name} of tensor {k} (seed {CUDA_SEED})")
+    for entry in [e for _, e in F.kernels()["lamb"]._foreach.entries()]:
+        assert [plan.traffic()[1] for plan, _ in entry.plans()] == [24, 0, 16]

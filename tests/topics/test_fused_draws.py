@@ -1,9 +1,17 @@
-"""fa.random draws inside fa.fuse: each call takes its keys from the generator (a host value the
-packer reads per call), so every call draws fresh numbers, the very ones lazy code making the
-same draws in the same order gets; several launches of one call share a key; foreach draws what
-the function draws on the concatenation of the tensors; stochastic rounding inside a fused step
-(and fusedarrays.optim's stochastic_rounding=True); refusals: inside fa.capture, a reduction of a
-draw, stochastic_rounding without master weights."""
+"""fa.random draws inside fa.fuse, by tier: each call takes its keys from the generator (a host
+value the packer reads per call), so every call draws fresh numbers, the very ones lazy code
+making the same draws in the same order gets.
+
+- cpu: several launches of one call share a key; foreach draws what the function draws on the
+  concatenation of the tensors; stochastic rounding inside a fused step (and
+  fusedarrays.optim's stochastic_rounding=True); refusals: inside fa.capture, a reduction of a
+  draw, stochastic_rounding without master weights.
+- sim (the CUDA kernels in numba's simulator, tiny arrays) and cuda: foreach's draws by the
+  tensors' places in the concatenation, on the element walk (a bfloat16 store) and the 128-bit
+  vector walk (float32 only, lanes at g - start + L), the same bits as lazy code on the same
+  backend; on the device also a 2^20-element fused call and stochastic rounding of bfloat16
+  parameters from float32 masters in fusedarrays.optim's torch class.
+"""
 
 import numpy as np
 import pytest
@@ -14,6 +22,10 @@ from fusedarrays.optim import functional as F
 
 SEED = 34091
 SIZES = [5, 4097, 3, 300]
+SIM_SEED = 34093
+SIM_SIZES = [5, 9, 3]
+CUDA_SEED = 34097
+CUDA_SIZES = [5, 4097, 3, 70_001, 1 << 16]     # misaligned tails, several chunks
 
 
 def data(shape, dtype=np.float32, seed=SEED):
@@ -198,5 +210,93 @@ def test_torch_class_stochastic_rounding():
         w = opt.state[q]["master_param"]
         ulp = (w.abs() * 2.0 ** -7).clamp_min(2.0 ** -133)
         assert bool(((q.float() - w).abs() <= ulp).all())
+        differs += int((q != w.to(torch.bfloat16)).sum())
+    assert differs > 0          # some parameters rounded away from nearest
+
+
+# sim and cuda
+
+@fa.fuse
+def noisy(x, rng):
+    x += rng.random(x.shape, dtype=np.float32)
+
+
+@fa.fuse
+def rounded(w, p, rng):
+    p[...] = rng.stochastic_round(w, fa.bfloat16)
+
+
+@pytest.mark.parametrize("tier, sizes, seed, key", [
+    ("sim", SIM_SIZES, SIM_SEED, 1), ("cuda", CUDA_SIZES, CUDA_SEED, 2)], indirect=["tier"],
+    ids=["sim", "cuda"])
+def test_foreach_vector_walk_draws_the_concatenation(tier, sizes, seed, key):
+    host = [data(n, seed=seed + k) for k, n in enumerate(sizes)]
+    xs = [fa.asarray(a.copy()) for a in host]
+    noisy.foreach(xs, fa.random.default_rng(key))
+    u = fa.random.default_rng(key).random(sum(sizes), dtype=np.float32).get()
+    starts = np.cumsum([0] + sizes)
+    for k, (x, a) in enumerate(zip(xs, host)):
+        np.testing.assert_array_equal(x.get(), a + u[starts[k]:starts[k + 1]],
+                                      err_msg=f"tensor {k} (seed {seed})")
+
+
+@pytest.mark.tiers("sim")
+def test_stochastic_round_fused_and_foreach():
+    ws = [fa.asarray(data(n, seed=SIM_SEED + k)) for k, n in enumerate(SIM_SIZES)]
+    ps = [fa.zeros(n, fa.bfloat16) for n in SIM_SIZES]
+    rounded.foreach(ws, ps, fa.random.default_rng(2))
+    want = fa.random.default_rng(2).stochastic_round(fa.concat(ws), fa.bfloat16)
+    got = np.concatenate([p.astype(np.float32).get() for p in ps])
+    np.testing.assert_array_equal(got, want.astype(np.float32).get())
+    rng, lazy = fa.random.default_rng(3), fa.random.default_rng(3)
+    rounded(ws[1], ps[1], rng)
+    np.testing.assert_array_equal(ps[1].astype(np.float32).get(),
+                                  lazy.stochastic_round(ws[1], fa.bfloat16)
+                                  .astype(np.float32).get())
+
+
+@pytest.mark.tiers("cuda")
+def test_fused_call_draws_as_lazy_code():
+    x = fa.asarray(data(1 << 20, seed=CUDA_SEED).reshape(1024, 1024))
+    rng, lazy = fa.random.default_rng(1), fa.random.default_rng(1)
+    for _ in range(2):
+        y = x.copy()
+        noisy(y, rng)
+        np.testing.assert_array_equal(y.get(), (x + lazy.random(x.shape, dtype=np.float32))
+                                      .get())
+
+
+@pytest.mark.tiers("cuda")
+def test_foreach_stochastic_round_equals_lazy():
+    ws = [fa.asarray(data(n, seed=CUDA_SEED + k)) for k, n in enumerate(CUDA_SIZES)]
+    ps = [fa.zeros(n, fa.bfloat16) for n in CUDA_SIZES]
+    rng, lazy = fa.random.default_rng(3), fa.random.default_rng(3)
+    for _ in range(2):
+        rounded.foreach(ws, ps, rng)
+        want = lazy.stochastic_round(fa.concat(ws), fa.bfloat16).astype(np.float32).get()
+        np.testing.assert_array_equal(
+            np.concatenate([p.astype(np.float32).get() for p in ps]), want)
+
+
+@pytest.mark.tiers("cuda")
+def test_torch_adamw_master_weights_stochastic_rounding():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without cuda")
+    import fusedarrays.optim as fo
+
+    torch.manual_seed(CUDA_SEED)
+    lin = torch.nn.Linear(256, 300).cuda().to(torch.bfloat16)
+    opt = fo.AdamW(lin.parameters(), lr=1e-3, master_weights=True, stochastic_rounding=True)
+    lin(torch.randn(8, 256, device="cuda", dtype=torch.bfloat16)).float().square().sum() \
+        .backward()
+    opt.step()
+    torch.cuda.synchronize()
+    differs = 0
+    for q in lin.parameters():
+        w = opt.state[q]["master_param"]
+        gap = (q.float() - w).abs()
+        ulp = (w.abs() * 2.0 ** -7).clamp_min(2.0 ** -133)
+        assert bool((gap <= ulp).all())
         differs += int((q != w.to(torch.bfloat16)).sum())
     assert differs > 0          # some parameters rounded away from nearest
