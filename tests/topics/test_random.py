@@ -152,7 +152,7 @@ def test_dtypes_and_errors():
         fa.random.default_rng(-1)
 
     @fa.fuse
-    def noisy(x):   # a draw inside fa.fuse: fresh numbers each call (tests/cpu/test_fused_draws.py)
+    def noisy(x):   # a draw inside fa.fuse: fresh numbers each call (test_fused_draws.py)
         return x + rng.standard_normal(x.shape)
 
     ones = fa.asarray(np.ones(4))
