@@ -1,10 +1,18 @@
-"""fa.fuse on the cpu backend: one launch per step, in place, aliasing, foreach, retraces.
+"""fa.fuse, by tier: one launch per step, in place, aliasing, foreach, retraces.
 
-Each new kernel costs seconds to compile on CI, so the tests share functions and signatures.
+- cpu: every case. Each new kernel costs seconds to compile on CI, so the tests share functions
+  and signatures.
+- sim: the generated CUDA kernels (single and multi-tensor, with the pointer table) in numba's
+  simulator, against NumPy, and the multi-tensor kernel compiled to PTX for sm_90. Arrays stay
+  small: every simulated thread is a Python thread.
+- cuda (skipped without PyTorch): against torch.optim: SGD with momentum, Adam, AdamW, RMSprop,
+  in place on PyTorch tensors (zero-copy through fa.asarray), one launch per step; foreach over
+  many tensors in one launch against torch's multi-tensor Adam.
 """
 
 import importlib
 import math
+import re
 import weakref
 
 import fuse_examples as ex
@@ -21,9 +29,18 @@ signature_module = importlib.import_module("fusedarrays.fuse.signature")
 
 ADAM = fa.fuse(ex.adam)
 SGD = fa.fuse(ex.sgd)
+SIM_ADAM = fa.fuse(ex.adam)     # the sim tier's own, its cache entries apart from the cpu's
+
+try:
+    import torch
+except ImportError:     # the cuda cases skip (_cuda_needs_torch)
+    torch = None
 
 
-pytestmark = pytest.mark.usefixtures("cpu_backend")
+@pytest.fixture(autouse=True)
+def _cuda_needs_torch(tier):
+    if tier == "cuda" and torch is None:
+        pytest.skip("the cuda cases run against torch.optim: PyTorch is not installed")
 
 
 def run_adam(n=1000, steps=ex.ADAM_STEPS, seed=0):
@@ -449,3 +466,233 @@ def test_a_fused_functions_new_array_is_the_leaf_its_buffer_would_make():
         np.testing.assert_array_equal((got[::-1] * 2.0).get(),
                                       (a * b - np.float32(0.5))[::-1] * np.float32(2.0))
     assert f.traces == 1
+
+
+# sim
+
+def sim_close(got, want):
+    # the simulator evaluates float32 ops in float32 like NumPy; no fused multiply-adds
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.tiers("sim")
+def test_adam_in_place_one_launch_per_step():
+    ref = ex.state(40)
+    arrays = [fa.asarray(a) for a in ref]
+    for kw in ex.ADAM_STEPS[:3]:
+        fa.reset_stats()
+        SIM_ADAM(*arrays, **kw)
+        ex.adam(*ref, **kw)
+        assert fa.stats()["launches"] == 1 and fa.backend() == "sim"
+    for a, r in zip(arrays, ref):
+        sim_close(a.get(), r)
+
+
+@pytest.mark.parametrize("name", ["sgd", "adamw", "rmsprop"])
+@pytest.mark.tiers("sim")
+def test_optimizers_match_numpy(name):
+    fn = getattr(ex, name)
+    kw = {"sgd": dict(lr=0.1, momentum=0.9, dampening=0.0, weight_decay=1e-2, nesterov=True),
+          "adamw": dict(lr=1e-2, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.1, step=2),
+          "rmsprop": dict(lr=1e-2, alpha=0.99, eps=1e-8)}[name]
+    ref = ex.state(33, 1, count=4 if name == "adamw" else 3)
+    arrays = [fa.asarray(a) for a in ref]
+    fa.fuse(fn)(*arrays, **kw)
+    fn(*ref, **kw)
+    for a, r in zip(arrays, ref):
+        sim_close(a.get(), r)
+
+
+@pytest.mark.tiers("sim")
+def test_foreach_uses_the_pointer_table_in_one_launch():
+    sizes = [1, 17, 40, 3, 64]
+    states = [ex.state(n, seed) for seed, n in enumerate(sizes)]
+    refs = [[a.copy() for a in s] for s in states]
+    lists = [[fa.asarray(s[j]) for s in states] for j in range(4)]
+    for kw in ex.ADAM_STEPS[:2]:
+        fa.reset_stats()
+        SIM_ADAM.foreach(*lists, **kw)
+        assert fa.stats()["launches"] == 1
+        for r in refs:
+            ex.adam(*r, **kw)
+    for j in range(4):
+        for got, r in zip(lists[j], refs):
+            sim_close(got.get(), r[j])
+
+
+@pytest.mark.tiers("sim")
+def test_aliasing_and_two_outputs():
+    @fa.fuse
+    def both(x, y):
+        x += x.T
+        return x * y, x - y
+
+    a, b = np.random.default_rng(3).standard_normal((2, 6, 6)).astype(np.float32)
+    x = fa.asarray(a)
+    prod, diff = both(x, fa.asarray(b))
+    new = a + a.T
+    np.testing.assert_array_equal(x.get(), new)
+    np.testing.assert_array_equal(prod.get(), new * b)
+    np.testing.assert_array_equal(diff.get(), new - b)
+
+
+@pytest.mark.tiers("sim")
+def test_foreach_kernel_compiles_to_ptx_for_sm_90():
+    """The multi-tensor kernel the sim just ran, as the cuda backend compiles it (no GPU)."""
+    pytest.importorskip("numba.cuda")
+    from fusedarrays.compiler import devicelib, render
+    from fusedarrays.cuda.compile import compile_ptx
+
+    lists = [[fa.asarray(a)] for a in ex.state(8, 2)]
+    SIM_ADAM.foreach(*lists, **ex.ADAM_STEPS[0])
+    plans = [entry.plan for _, entry in SIM_ADAM._foreach.entries()]
+    source = render(plans[0], "cuda")
+    ptx, _ = compile_ptx(source, plans[0].name, plans[0].param_types(), "sm_90",
+                         devicelib.helpers())
+    body = ptx[ptx.index(".entry"):]
+    # four arrays per tensor (p, g, m, v: loaded and stored through one table column each)
+    assert len(set(re.findall(r"ld\.global\.u64\s+%rd\d+, \[%rd\d+\+?(\d*)\]", body))) == 4
+    # aligned tensors: one 128-bit access per array and group of four; the element-by-element
+    # path (NVVM may unroll it) keeps four loads per three stores
+    assert body.count("ld.global.v4.f32") == 4 and body.count("st.global.v4.f32") == 3
+    assert body.count("st.global.f32") >= 3
+    assert body.count("ld.global.f32") * 3 == body.count("st.global.f32") * 4
+
+
+@pytest.mark.tiers("sim")
+def test_foreach_walks_chunks_that_cross_tensor_boundaries():
+    @fa.fuse
+    def descend(p, g, lr):
+        p -= lr * g
+
+    sizes = [4095, 2, 4200, 1]             # three 4096-element chunks, each crossing tensors
+    rng = np.random.default_rng(4)
+    ps = [rng.standard_normal(n).astype(np.float32) for n in sizes]
+    gs = [rng.standard_normal(n).astype(np.float32) for n in sizes]
+    fp, fg = [fa.asarray(p) for p in ps], [fa.asarray(g) for g in gs]
+    fa.reset_stats()
+    descend.foreach(fp, fg, 0.5)
+    assert fa.stats()["launches"] == 1
+    for got, p, g in zip(fp, ps, gs):
+        np.testing.assert_array_equal(got.get(), p - np.float32(0.5) * g)
+
+
+@pytest.mark.tiers("sim")
+def test_foreach_vector_groups_tails_and_a_misaligned_tensor():
+    """Sizes that are not whole vectors, and one tensor starting 4 bytes off alignment (it must
+    take the element-by-element path): every element updated exactly as NumPy's Adam."""
+    sizes = [1, 5, 8, 13, 6]
+    refs = [ex.state(n, seed=k) for k, n in enumerate(sizes)]
+    arrays = [[fa.asarray(a) for a in ref] for ref in refs]
+    shifted = ex.state(10, seed=99)
+    refs.append([a[1:].copy() for a in shifted])
+    arrays.append([fa.asarray(a)[1:] for a in shifted])      # a view one element in
+    lists = [list(column) for column in zip(*arrays)]
+    fa.reset_stats()
+    SIM_ADAM.foreach(*lists, **ex.ADAM_STEPS[0])
+    assert fa.stats()["launches"] == 1
+    for ref in refs:
+        ex.adam(*ref, **ex.ADAM_STEPS[0])
+    for got_row, ref in zip(arrays, refs):
+        for got, want in zip(got_row, ref):
+            sim_close(got.get(), want)
+
+
+# cuda
+
+STEPS = 4
+
+
+def tensors(n, count, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return [torch.randn(n, device="cuda", generator=g) for _ in range(count)]
+
+
+def torch_close(ours, theirs):
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(ours.cpu().numpy(), theirs.detach().cpu().numpy(),
+                               rtol=2e-5, atol=2e-6)
+
+
+CASES = {
+    "sgd": (ex.sgd, lambda p: torch.optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=1e-2,
+                                              nesterov=True, foreach=False),
+            dict(lr=0.1, momentum=0.9, dampening=0.0, weight_decay=1e-2, nesterov=True),
+            ["momentum_buffer"]),
+    "adam": (ex.adam, lambda p: torch.optim.Adam([p], lr=1e-2, foreach=False),
+             dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8), ["exp_avg", "exp_avg_sq"]),
+    "adamw": (ex.adamw, lambda p: torch.optim.AdamW([p], lr=1e-2, weight_decay=0.1,
+                                                    foreach=False),
+              dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.1),
+              ["exp_avg", "exp_avg_sq"]),
+    "rmsprop": (ex.rmsprop, lambda p: torch.optim.RMSprop([p], lr=1e-2, alpha=0.99, eps=1e-8,
+                                                          foreach=False),
+                dict(lr=1e-2, alpha=0.99, eps=1e-8), ["square_avg"]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.tiers("cuda")
+def test_matches_torch_optim_in_place_one_launch_per_step(name):
+    fn, make, kw, state_names = CASES[name]
+    fused = fa.fuse(fn)
+    n = 100_003
+    p_ref, *grads = tensors(n, 1 + STEPS, seed=len(name))
+    p_ours = p_ref.clone()
+    states = [torch.zeros_like(p_ours) for _ in state_names]
+    p_ref.requires_grad_(True)
+    opt = make(p_ref)
+    ours = [fa.asarray(t) for t in (p_ours, grads[0], *states)]   # zero-copy views
+    compiles = None
+    for step in range(1, STEPS + 1):
+        p_ref.grad = grads[step - 1].clone()
+        opt.step()
+        ours[1] = fa.asarray(grads[step - 1])
+        extra = {"step": step} if "adam" in name else {}
+        fa.reset_stats()
+        fused(*ours, **kw, **extra)
+        assert fa.stats()["launches"] == 1
+        if compiles is not None:
+            assert fa.stats()["compiles"] == 0     # new step values never recompile
+        compiles = fa.stats()["compiles"]
+    torch_close(p_ours, p_ref)
+    for state, key in zip(states, state_names):
+        torch_close(state, opt.state[p_ref][key])
+
+
+@pytest.mark.tiers("cuda")
+def test_foreach_adam_over_200_tensors_is_one_launch_and_matches_torch():
+    gen = np.random.default_rng(0)
+    sizes = [int(s) for s in gen.integers(1_000, 30_000, 200)]
+    params = [torch.randn(s, device="cuda") for s in sizes]
+    grads = [torch.randn_like(p) for p in params]
+    refs = [p.clone().requires_grad_(True) for p in params]
+    opt = torch.optim.Adam(refs, lr=1e-2, foreach=True)
+    ms = [torch.zeros_like(p) for p in params]
+    vs = [torch.zeros_like(p) for p in params]
+    lists = [[fa.asarray(t) for t in ts] for ts in (params, grads, ms, vs)]
+    fused = fa.fuse(ex.adam)
+    for step in range(1, STEPS + 1):
+        for r, g in zip(refs, grads):
+            r.grad = g
+        opt.step()
+        fa.reset_stats()
+        fused.foreach(*lists, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, step=step)
+        assert fa.stats()["launches"] == 1
+    for k in (0, 77, 199):
+        torch_close(params[k], refs[k])
+        torch_close(ms[k], opt.state[refs[k]]["exp_avg"])
+
+
+@pytest.mark.tiers("cuda")
+def test_returned_outputs_are_device_arrays_from_one_launch():
+    @fa.fuse
+    def both(x, y, s):
+        return x * y + s, x - y
+
+    a, b = tensors(4097, 2, seed=9)
+    fa.reset_stats()
+    first, second = both(fa.asarray(a), fa.asarray(b), 1.5)
+    assert fa.stats()["launches"] == 1
+    torch_close(torch.from_numpy(first.get()), a * b + 1.5)
+    torch_close(torch.from_numpy(second.get()), a - b)
