@@ -1,18 +1,35 @@
-"""Masks compacted on the device (api/compaction.py, compiler/compact.py) on the cpu backend at
-its defaults, against NumPy: ``x[mask]``, ``fa.flatnonzero``, ``fa.nonzero``, ``fa.argwhere``.
+"""Masks compacted on the device (api/compaction.py, compiler/compact.py) against NumPy:
+``x[mask]``, ``fa.flatnonzero``, ``fa.nonzero``, ``fa.argwhere`` and ``x[mask] = values``, by
+tier; the count is the only value read by the host, so a mask's bytes never travel.
 
-Sizes around the kernels' rows (4096 mask elements each: one row, exactly two, two and one
-element, many), masks that are pending expressions, strided views with negative steps and
-transposes, masks over leading and trailing axes, every true and none; the count is the only
-value read by the host, so a mask's bytes never travel."""
+- cpu (the cpu backend at its defaults): sizes around the kernels' rows (4096 mask elements
+  each: one row, exactly two, two and one element, many), masks that are pending expressions,
+  strided views with negative steps and transposes, masks over leading and trailing axes, every
+  true and none.
+- sim: a mask of two rows and a bit (the simulator's blocks have 32 threads, so each thread's
+  run is 128 elements and the block's scan of the runs' counts takes five steps), a pending mask
+  over a view with negative steps, a mask over the leading axes of a 3-D array, and
+  ``x[mask] = values`` both ways (scattered, into an array and a view one stride apart, and by
+  ranks).
+- cuda: sizes of many blocks' rows (a grid-stride over rows past one wave of blocks), pending
+  masks over views with negative steps, masks over leading and trailing axes, int32 and int64
+  indices, and ``x[mask] += v``.
+- ptx (sm_90, no GPU): the count, the indices of both index types, the ranks and the scatter of
+  values, a block per row through shared memory (barriers, no atomics: the output's order is
+  fixed by the scan), a full row's loads issued before their uses, the index stored as the type
+  asked for.
+"""
+
+import re
 
 import numpy as np
 import pytest
 
 import fusedarrays as fa
+from fusedarrays.compiler import CompactPlan, devicelib, render
 from fusedarrays.compiler.compact import ROW
-
-pytestmark = pytest.mark.usefixtures("cpu_backend")
+from fusedarrays.compiler.targets.cuda.compact import UNROLL
+from fusedarrays.runtime.backend import arch_compiler
 
 SIZES = [1, 7, ROW - 1, ROW, 2 * ROW, 2 * ROW + 1, 30011]
 
@@ -230,3 +247,156 @@ def test_a_mask_beside_an_index_array_written_in_place():
     x[fa.asarray(rows), cols] += 1.5
     want[rows, cols] += np.float32(1.5)
     np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+
+
+# sim
+
+@pytest.mark.tiers("sim")
+def test_rows_in_order_across_the_block():
+    seed = 460
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal(2 * ROW + 37).astype(np.float32)
+    x = fa.asarray(host)
+    np.testing.assert_array_equal(fa.flatnonzero(x > 0.2).get(), np.flatnonzero(host > 0.2),
+                                  err_msg=f"{seed=}")
+    np.testing.assert_array_equal(x[x < -1.0].get(), host[host < -1.0], err_msg=f"{seed=}")
+
+
+@pytest.mark.tiers("sim")
+def test_views_and_leading_axes():
+    seed = 461
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((6, 9, 4)).astype(np.float32)
+    x = fa.asarray(host)
+    view, hview = x[::-1, ::-2], host[::-1, ::-2]
+    np.testing.assert_array_equal(view[view > 0].get(), hview[hview > 0], err_msg=f"{seed=}")
+    lead = host[:, :, 0] > 0
+    np.testing.assert_array_equal(x[fa.asarray(lead)].get(), host[lead], err_msg=f"{seed=}")
+    for got, want in zip(fa.nonzero(view > 0.5), np.nonzero(hview > 0.5)):
+        np.testing.assert_array_equal(got.get(), want, err_msg=f"{seed=}")
+
+
+@pytest.mark.tiers("sim")
+def test_masked_writes():
+    """Into a contiguous array and into a view whose C order is one stride (a negative one)
+    the selected elements are scattered in one kernel (the count, its running sum, the
+    scatter: three launches); into a view no one stride walks each element's rank picks its
+    value (four)."""
+    seed = 462
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal(2 * ROW + 600).astype(np.float32)
+    x, want = fa.asarray(host.copy()), host.copy()
+    for view, wview, launches in ((x, want, 3), (x[::-2], want[::-2], 3),
+                                  (x.reshape(8, -1)[::-1], want.reshape(8, -1)[::-1], 4)):
+        mask = rng.random(wview.shape) < 0.3
+        values = rng.standard_normal(int(mask.sum())).astype(np.float32)
+        fa.reset_stats()
+        view[fa.asarray(mask)] = values
+        assert fa.stats()["launches"] == launches
+        wview[mask] = values
+        np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+
+
+# cuda
+
+@pytest.mark.parametrize("size", [1, ROW - 1, ROW + 1, (1 << 24) + 5])
+@pytest.mark.tiers("cuda")
+def test_flat_indices_and_selections(size):
+    seed = 470 + size % 89
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal(size).astype(np.float32)
+    x = fa.asarray(host)
+    for threshold in (0.3, -100.0, 100.0):
+        want = np.flatnonzero(host > threshold)
+        got = fa.flatnonzero(x > threshold)
+        assert got.dtype == np.intp
+        np.testing.assert_array_equal(got.get(), want, err_msg=f"{seed=} {threshold=}")
+        np.testing.assert_array_equal(x[x > threshold].get(), host[host > threshold],
+                                      err_msg=f"{seed=} {threshold=}")
+
+
+@pytest.mark.tiers("cuda")
+def test_views_axes_and_writes():
+    seed = 480
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((3000, 700)).astype(np.float32)
+    x = fa.asarray(host)
+    for view, hview in ((x, host), (x[::-1, ::-3], host[::-1, ::-3]), (x.T, host.T)):
+        mask, hmask = view > 0.5, hview > 0.5
+        np.testing.assert_array_equal(view[mask].get(), hview[hmask], err_msg=f"{seed=}")
+        for got, want in zip(fa.nonzero(mask), np.nonzero(hmask)):
+            np.testing.assert_array_equal(got.get(), want, err_msg=f"{seed=}")
+        np.testing.assert_array_equal(fa.argwhere(mask).get(), np.argwhere(hmask),
+                                      err_msg=f"{seed=}")
+    rows = host[:, 0] > 0
+    np.testing.assert_array_equal(x[fa.asarray(rows)].get(), host[rows], err_msg=f"{seed=}")
+    cols = host[0] > 0
+    np.testing.assert_array_equal((x[:, fa.asarray(cols)] * 2).get(), host[:, cols] * 2,
+                                  err_msg=f"{seed=}")
+    y, want = fa.asarray(host.copy()), host.copy()
+    y[y > 1.0] += 0.5
+    want[want > 1.0] += 0.5
+    np.testing.assert_array_equal(y.get(), want, err_msg=f"{seed=}")
+
+
+@pytest.mark.tiers("cuda")
+def test_masked_array_writes():
+    seed = 481
+    rng = np.random.default_rng(seed)
+    host = rng.standard_normal((2000, 900)).astype(np.float32)
+    x, want = fa.asarray(host.copy()), host.copy()
+    # scattered: the whole array, a view reversed whole, every third element of its flat
+    # view, a column (one stride apart); by ranks: the others
+    for view, wview in ((x, want), (x[::-1, ::-1], want[::-1, ::-1]),
+                        (x.reshape(-1)[1::3], want.reshape(-1)[1::3]), (x[:, 5], want[:, 5]),
+                        (x[::-1, ::-2], want[::-1, ::-2]), (x.T, want.T)):
+        mask = rng.random(wview.shape) < 0.3
+        values = rng.standard_normal(int(mask.sum())).astype(np.float32)
+        view[fa.asarray(mask)] = values
+        wview[mask] = values
+        np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+    rows = rng.random(2000) < 0.5
+    x[fa.asarray(rows)] = fa.asarray(host[:1])       # one row broadcast over the selection
+    want[rows] = host[:1]
+    np.testing.assert_array_equal(x.get(), want, err_msg=f"{seed=}")
+
+
+# ptx
+
+_ATOMIC = re.compile(r"^\s*(@%p\d+\s+)?(atom|red)\.(\w+)", re.M)
+
+
+@pytest.mark.parametrize("mode,code", [("count", "i64"), ("index", "i32"), ("index", "i64"),
+                                       ("rank", "i32"), ("scatter", "f32"), ("scatter", "f16"),
+                                       ("scatter", "f64"), ("scatter", "b1")])
+@pytest.mark.tiers("ptx")
+def test_compaction_kernels_compile(mode, code):
+    plan = CompactPlan(mode, code)
+    ptx, entry = arch_compiler().ptx(render(plan, "cuda"), plan.name,
+                                     plan.param_types(), "sm_90", devicelib.helpers())
+    assert plan.name in entry
+    assert "bar.sync" in ptx and ".shared" in ptx
+    assert not _ATOMIC.search(ptx)
+    body = ptx[ptx.index(".entry"):]
+    loads = [ln for ln in body.splitlines() if re.search(r"ld\.global(\.nc)?\.u8", ln)]
+    assert len(loads) >= UNROLL + 1                 # a full row's, then the last row's
+    # the full row's loads follow one another, no use of a loaded byte between them
+    first = body.index(loads[0])
+    window = body[first:body.index(loads[UNROLL - 1]) + len(loads[UNROLL - 1])]
+    assert window.count("ld.global") == UNROLL and "st.shared" not in window
+    assert re.search(r"ld\.global(\.nc)?\.u8", ptx)               # the mask, a byte at a time
+    stored = {"i32": "(s|u|b)32", "i64": "(s|u|b)64", "f32": "(f|b)32", "f16": "(u|b)16",
+              "f64": "(f|b)64", "b1": "(u|s|b)8"}["i64" if mode == "count" else code]
+    assert re.search(rf"st\.global\.{stored}", ptx), ptx[-2000:]
+
+
+@pytest.mark.tiers("ptx")
+def test_plans_are_keyed_by_kernel():
+    plans = [CompactPlan(m, c) for m, c in (("count", "i64"), ("index", "i32"),
+                                            ("index", "i64"), ("rank", "i32"),
+                                            ("scatter", "f32"), ("scatter", "i32"))]
+    assert len({p.key for p in plans}) == 6 and len({p.name for p in plans}) == 6
+    with pytest.raises(ValueError, match="no compaction kernel"):
+        CompactPlan("index", "f32")
+    with pytest.raises(ValueError, match="no compaction kernel"):
+        CompactPlan("scatter", "c64")
