@@ -131,7 +131,7 @@ def promotion(seed: int, n: int, dtype: np.dtype):
     af = a.astype(np.float32)
     want = [_ml(lambda: (af + k.astype(np.float32)).astype(dtype)),
             _ml(lambda: (af * np.float32(3)).astype(dtype))]
-    if dtype == BF16:       # the float8 types refuse other floats (tests/cpu/test_minifloat.py)
+    if dtype == BF16:       # the float8 types refuse other floats (tests/topics/test_minifloat.py)
         got.append((x * fa.asarray(f)).get())
         want.append(_ml(lambda: af * f))
         h = np.random.default_rng(seed + 2).standard_normal((n, 9)).astype(np.float16)
