@@ -214,6 +214,40 @@ static int append_param(Node *into, Node *node, Node *new) {
     return set_token(into, n + 1);
 }
 
+/* (0, 1, ..., n - 1), and ("<", k): one tuple per n or k below POSITIONS, kept (a sid's part
+   that sid_cached can find by identity) */
+#define POSITIONS 256
+static PyObject *kept_positions[POSITIONS], *kept_mirrored[POSITIONS];
+
+/* ("<", found) (new reference): the kept one where found is below POSITIONS */
+static PyObject *mirrored(PyObject *found) {
+    Py_ssize_t k = PyLong_AsSsize_t(found);
+    if (k == -1 && PyErr_Occurred())
+        return NULL;
+    if (k >= 0 && k < POSITIONS && kept_mirrored[k] != NULL)
+        return ref(kept_mirrored[k]);
+    PyObject *pair = PyTuple_Pack(2, s_mirrored, found);
+    if (pair != NULL && k >= 0 && k < POSITIONS)
+        kept_mirrored[k] = ref(pair);
+    return pair;
+}
+
+/* whether a placement is the same object whenever it is equal: not a tuple, or a kept one */
+static int is_kept(PyObject *p) {
+    if (!PyTuple_Check(p))
+        return 1;
+    Py_ssize_t n = PyTuple_Size(p);
+    if (n < POSITIONS && kept_positions[n] == p)
+        return 1;
+    if (n != 2 || PyTuple_GetItem(p, 0) != s_mirrored)
+        return 0;
+    Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GetItem(p, 1));
+    if (k == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    return k >= 0 && k < POSITIONS && kept_mirrored[k] == p;
+}
+
+
 /* `into` = op(new, node), new a leaf or scalar, node with params: node's params then new.
    Returns the placement ("<" or ("<", k)), a new reference. */
 static PyObject *mirror_param(Node *into, Node *node, Node *new) {
@@ -230,7 +264,7 @@ static PyObject *mirror_param(Node *into, Node *node, Node *new) {
             set_ref(&into->params, ref(params));
             set_ref(&into->nparams, ref(node->nparams));
             set_ref(&into->open, ref(node->open != NULL ? node->open : Py_None));
-            return PyTuple_Pack(2, s_mirrored, found);
+            return mirrored(found);
         }
     }
     if (IS_NONE(node->open)) {
@@ -341,8 +375,9 @@ static Node *longer_params(Node *a, Node *b) {
     return longer;
 }
 
-/* (0, 1, ..., n - 1) */
 static PyObject *positions(Py_ssize_t n) {
+    if (n < POSITIONS && kept_positions[n] != NULL)
+        return ref(kept_positions[n]);
     PyObject *out = PyTuple_New(n);
     for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
         PyObject *k = PyLong_FromSsize_t(i);
@@ -352,6 +387,8 @@ static PyObject *positions(Py_ssize_t n) {
         }
         PyTuple_SetItem(out, i, k);
     }
+    if (out != NULL && n < POSITIONS)
+        kept_positions[n] = ref(out);
     return out;
 }
 
@@ -369,6 +406,46 @@ static PyObject *sid_of(PyObject *structure) {
         found = PyObject_CallFunctionObjArgs(SidFn, structure, NULL);
     Py_DECREF(structure);
     return found;
+}
+
+/* The sid of (k0, k1, k2, k3) (k2, k3 NULL: of (k0, k1)), found first in a table keyed by the
+ * parts' identities: an op's attrs id, its inputs' sids and a placement (None, a marker, a
+ * param's position, a kept positions tuple) are the same objects every time a graph is built
+ * again, and looking them up by address costs a fraction of a tuple built, hashed, compared
+ * and freed (sid_of: a seventh of Black-Scholes' graph building). The table holds its parts
+ * (no address is reused while an entry names it). A sid found here after ir/sids cleared its
+ * table is the structure's old number, which numbers nothing else (sids are never reused):
+ * at most a record missed. A placement tuple that is not kept (is_kept) is looked up in
+ * ir/sids' table alone. */
+#define SID_CACHE 4096
+typedef struct {
+    PyObject *part[4], *sid;
+} SidEntry;
+static SidEntry sid_cache[SID_CACHE];
+
+static PyObject *sid_cached(PyObject *k0, PyObject *k1, PyObject *k2, PyObject *k3) {
+    PyObject *parts[4] = {k0, k1, k2, k3};
+    int keep = k3 == NULL || is_kept(k3);
+    uint64_t h = 0;     /* Fibonacci hashing of the addresses: the high bits mix them all */
+    for (int i = 0; i < 4; i++)
+        h = (h ^ ((uint64_t)(uintptr_t)parts[i] >> 4)) * 0x9E3779B97F4A7C15ULL;
+    SidEntry *e = &sid_cache[(h >> 40) & (SID_CACHE - 1)];
+    if (keep && e->sid != NULL && e->part[0] == k0 && e->part[1] == k1 && e->part[2] == k2 &&
+        e->part[3] == k3)
+        return ref(e->sid);
+    PyObject *sid = sid_of(k2 == NULL ? PyTuple_Pack(2, k0, k1) : PyTuple_Pack(4, k0, k1, k2, k3));
+    if (sid == NULL || !keep)
+        return sid;
+    SidEntry old = *e;
+    for (int i = 0; i < 4; i++) {
+        Py_XINCREF(parts[i]);
+        e->part[i] = parts[i];
+    }
+    e->sid = ref(sid);
+    for (int i = 0; i < 4; i++)
+        Py_XDECREF(old.part[i]);
+    Py_XDECREF(old.sid);
+    return sid;
 }
 
 static int in_inputs(Node *n, Node *of) {
@@ -505,7 +582,7 @@ PyObject *op_of2(Node *a, Node *b, PyObject *attrs, PyObject *aid) {
     }
     if (placement == NULL)
         goto fail;
-    node->sid = sid_of(PyTuple_Pack(4, aid, a->sid, b->sid, placement));
+    node->sid = sid_cached(aid, a->sid, b->sid, placement);
     Py_CLEAR(placement);
     if (node->sid == NULL)
         goto fail;
@@ -544,7 +621,7 @@ PyObject *op_of1(Node *a, PyObject *attrs, PyObject *aid) {
         node->nparams = ref(a->nparams);
         set_ref(&node->open, ref(a->open != NULL ? a->open : Py_None));
     }
-    if ((node->sid = sid_of(PyTuple_Pack(2, aid, a->sid))) == NULL)
+    if ((node->sid = sid_cached(aid, a->sid, NULL, NULL)) == NULL)
         goto fail;
     return (PyObject *)node;
 fail:
@@ -667,11 +744,11 @@ PyObject *op_scalar(Node *node, PyObject *value, PyObject *sdtype, PyObject *ssi
         op->params = ref(node->params);
         op->nparams = ref(node->nparams);
         set_ref(&op->open, ref(node->open != NULL ? node->open : Py_None));
-        PyObject *placement = scalar_first ? PyTuple_Pack(2, s_mirrored, found) : ref(found);
+        PyObject *placement = scalar_first ? mirrored(found) : ref(found);
         if (placement == NULL)
             goto fail;
-        op->sid = sid_of(scalar_first ? PyTuple_Pack(4, aid, ssid, node->sid, placement)
-                                      : PyTuple_Pack(4, aid, node->sid, ssid, placement));
+        op->sid = scalar_first ? sid_cached(aid, ssid, node->sid, placement)
+                               : sid_cached(aid, node->sid, ssid, placement);
         Py_DECREF(placement);
         if (op->sid == NULL)
             goto fail;
@@ -697,9 +774,8 @@ PyObject *op_scalar(Node *node, PyObject *value, PyObject *sdtype, PyObject *ssi
         goto fail;
     }
     /* a scalar first follows the op's params too (op_of's "<", mirrored) */
-    op->sid = sid_of(scalar_first
-                         ? PyTuple_Pack(4, aid, ssid, node->sid, leaf ? Py_None : s_mirrored)
-                         : PyTuple_Pack(4, aid, node->sid, ssid, Py_None));
+    op->sid = scalar_first ? sid_cached(aid, ssid, node->sid, leaf ? Py_None : s_mirrored)
+                           : sid_cached(aid, node->sid, ssid, Py_None);
     if (op->sid == NULL)
         goto fail;
     Py_DECREF(s);
