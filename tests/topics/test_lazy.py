@@ -1,12 +1,11 @@
-"""Laziness, fusion, recompiles, in-place safety and errors, on the cpu backend."""
+"""Laziness, fusion, recompiles, in-place safety and errors, on the cpu tier (the tier fixture
+sets the cpu backend at its defaults); the cpu backend's prepared launches."""
 
 import numpy as np
 import pytest
 
 import fusedarrays as fa
 from fusedarrays import config
-
-pytestmark = pytest.mark.usefixtures("cpu_backend")
 
 
 def rand(*shape, dtype=np.float32):
