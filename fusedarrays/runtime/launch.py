@@ -73,7 +73,8 @@ class LaunchRecord:
         self.backend, self.kernel, self.pack = backend, kernel, pack
         self.size, self.geometry, self.name = size, geometry, name
         self.launched = False
-        self.result_sid = None   # lazy evaluation's fresh result: its leaf's sid, made once
+        # lazy evaluation's fresh result: its leaf's sid (a tuple of them for several), made once
+        self.result_sid = None
         # (bytes moved by a launch over `size` elements, bytes per element of a launch sized
         # per call): what fa.profile() reports as bytes moved
         self.traffic = traffic

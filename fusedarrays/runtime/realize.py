@@ -232,8 +232,9 @@ def _check_settings() -> None:
         _settings_seen[:] = [generation, settings]
 
 
-def run(outputs: list[tuple[graph.Node, tuple]]) -> None:
-    """Compute each node into its ``(buffer, dtype, shape, strides, offset)`` in one launch."""
+def run(outputs: list[tuple[graph.Node, tuple]]) -> LaunchRecord:
+    """Compute each node into its ``(buffer, dtype, shape, strides, offset)`` in one launch;
+    return the record launched."""
     params, key = _run_key(outputs)
     record = _records.get(key)
     if record is None:
@@ -241,6 +242,7 @@ def run(outputs: list[tuple[graph.Node, tuple]]) -> None:
     else:
         _stats["memory_hits"] += 1
     record.launch(params, [target[0] for _, target in outputs])
+    return record
 
 
 def _run_key(outputs: list) -> tuple[dict, tuple]:
@@ -328,28 +330,34 @@ def compute_nodes(nodes: list[graph.Node], backend: Backend) -> list[graph.Node]
         if node.is_leaf:
             results.append(node)
             continue
-        strides = layout.contiguous_strides(node.shape)
-        buffer = new_buffer(backend, layout.size_of(node.shape) * node.dtype.itemsize)
+        strides, size = _contiguous(node.shape)
+        buffer = new_buffer(backend, size * node.dtype.itemsize)
         outputs.append((node, (buffer, node.dtype, node.shape, strides, 0)))
         results.append(None)
-    if outputs:
-        run(outputs)
-    done = iter(outputs)
+    if not outputs:
+        return results
+    record = run(outputs)
+    # The results' leaf sids are the record's: its key holds all they are made of (dtype, view,
+    # alignment class, device), as compute_one's does; made once, a tuple here
+    sids = record.result_sid
+    if sids is None:
+        sids = record.result_sid = tuple([graph.leaf_sid(t[0], t[1], (t[2], t[3], 0))
+                                          for _, t in outputs])
+    done = iter(zip(outputs, sids))
     for k, result in enumerate(results):
         if result is None:
-            node, (buffer, dtype, shape, strides, _) = next(done)
-            results[k] = node.realized = graph.fresh_leaf(buffer, dtype, (shape, strides, 0))
+            (node, (buffer, dtype, shape, strides, _)), sid = next(done)
+            results[k] = node.realized = graph.fresh_leaf_with_sid(
+                buffer, dtype, (shape, strides, 0), sid)
     return results
 
 
 def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
     """:func:`compute_nodes` of one pending node, kept short: every evaluation runs it."""
     shape, dtype = node.shape, node.dtype
-    found = _strides.get(shape)
+    found = _strides.get(shape)     # _contiguous, written out
     if found is None:
-        if len(_strides) > 1024:
-            _strides.clear()
-        found = _strides[shape] = (layout.contiguous_strides(shape), layout.size_of(shape))
+        found = _contiguous(shape)
     strides = found[0]
     buffer = new_buffer(backend, found[1] * dtype.itemsize)
     if _settings_seen[0] != config._generation:
@@ -374,6 +382,16 @@ def compute_one(node: graph.Node, backend: Backend) -> graph.Node:
 
 
 _strides: dict[tuple, tuple] = {}  # shape → (contiguous element strides, size)
+
+
+def _contiguous(shape: tuple) -> tuple:
+    """``(contiguous element strides, size)`` of ``shape``, kept."""
+    found = _strides.get(shape)
+    if found is None:
+        if len(_strides) > 1024:
+            _strides.clear()
+        found = _strides[shape] = (layout.contiguous_strides(shape), layout.size_of(shape))
+    return found
 
 
 def reads_through_other_map(node: graph.Node, buffer: Buffer, target: tuple) -> bool:

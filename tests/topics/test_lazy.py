@@ -300,3 +300,27 @@ def test_the_cpu_backend_prepares_its_launches(monkeypatch):
         a = rng.standard_normal(300_001, np.float32)
         np.testing.assert_allclose(float(fa.asarray(a).astype(np.float64).sum()),
                                    a.astype(np.float64).sum(), rtol=1e-12)
+
+
+def test_several_results_computed_again_take_their_leaf_sids_from_the_record():
+    """``fa.compute(a, b)`` of fresh results (``realize.compute_nodes``): the leaves' sids are
+    kept on the launch record after its first evaluation, and are what ``graph.leaf_sid``
+    gives (their dtype, view, alignment class and device); NumPy's values every time, float32
+    and float64 results of one launch."""
+    from fusedarrays.ir import graph
+
+    seed = 139
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        a, b = rng.standard_normal((2, 37, 5)).astype(np.float32)
+        c = rng.standard_normal(5)
+        x, y, z = fa.asarray(a), fa.asarray(b), fa.asarray(c)
+        u, v, w = fa.compute(x * y + 1.5, x - y * z, y[::-1] * 2.0)
+        for got, want in ((u, a * b + np.float32(1.5)), (v, a - b * c),
+                          (w, b[::-1] * np.float32(2.0))):
+            np.testing.assert_allclose(got.get(), want, rtol=1e-6)
+            node = got._node
+            buffer, view = node.attrs
+            assert node.sid == graph.leaf_sid(buffer, node.dtype, view)
+            assert graph.leaf(buffer, node.dtype, *view) is node
