@@ -25,7 +25,7 @@ from ..ir.native import fastgraph
 from . import indexflags
 from .backend import BUFFER_ADDRESS
 from .capture import capturing
-from .records import _add_time, _perf, _stats, profiling
+from .records import _add_time, _launched, _perf, _stats, profiling
 
 
 def scalar_arg(value, dtype: np.dtype):
@@ -109,8 +109,8 @@ class LaunchRecord:
         if direct and profiling[0] is None and _prepared_ok[0] and capturing[0] is None:
             start = _perf()
             if direct[0](direct[1], self.size, self.pack(*inputs)) is None:
-                _add_time("launch", _perf() - start)
-                _stats["launches"] += 1
+                _launched[0] += 1
+                _launched[1] += _perf() - start
                 return
         if self.size:
             self.launch_with(self.pack(*inputs), self.size, self.geometry)
@@ -141,9 +141,13 @@ class LaunchRecord:
         host = _perf() - start
         if profiler is not None:
             profiler.launched(self, size, timer, host)
-        _add_time("launch" if self.launched else "first launch", host)
+        if self.launched:
+            _launched[0] += 1
+            _launched[1] += host
+        else:
+            _add_time("first launch", host)
+            _stats["launches"] += 1
         self.launched = True
-        _stats["launches"] += 1
 
     def _first_call(self, args: list, size: int) -> None:
         first_call = self.backend.first_call
