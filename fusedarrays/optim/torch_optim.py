@@ -6,10 +6,13 @@ on first use). The class only groups, stores state and schedules; the math is
 :mod:`.functional`'s. Parameters, gradients and states are viewed through DLPack without a copy
 (the views cached while the tensors live, :class:`_Views`), so the kernels read ``p.grad`` and
 write ``p`` and the states in place. A step's parameters are bucketed by device and step count
-(``foreach`` makes the dtype groups itself): one launch per bucket and dtype.
+(``foreach`` makes the dtype groups itself): one launch per bucket and dtype. The buckets and
+their view lists are kept per param group between steps (:mod:`.plan`): a step whose
+parameters and gradients are the ones of the last makes no Python call per tensor.
 
-State keys and the ``step`` tensor are ``torch.optim``'s own (a float32 0-d cpu tensor), so
-``state_dict`` loads into ``torch.optim.AdamW`` and back. Groups carry torch's keys too
+State keys and the ``step`` tensor are ``torch.optim``'s own (a float32 0-d cpu tensor, one
+object shared by the parameters stepped together: a step adds 1 once per bucket; ``state_dict``
+gives each parameter its own copy), so ``state_dict`` loads into ``torch.optim.AdamW`` and back. Groups carry torch's keys too
 (``foreach``, ``fused``, ``capturable``, ...; this class ignores them). ``master_weights=True``
 keeps, for bfloat16 and float16 parameters, a float32 copy in ``state["master_param"]`` and
 float32 states; the step updates the copy and stores the parameter from it, rounded to nearest
@@ -43,6 +46,7 @@ from ..api.random import default_rng
 from ..errors import CaptureError, DTypeError, UnsupportedOperationError
 from ..runtime.capture import capturing, on_stream
 from . import functional as F
+from .plan import GRAD, Bucket, Plan
 
 _LOW = (torch.bfloat16, torch.float16)
 
@@ -97,8 +101,7 @@ def _on_current_stream(devices: set):
             current.wait_stream(default)
 
 
-def _check_device(t: torch.Tensor) -> None:
-    here = default_device().kind
+def _check_device(t: torch.Tensor, here: str) -> None:
     want = "cuda" if t.device.type == "cuda" else "cpu"
     if (want == "cuda") != (here == "cuda"):
         raise UnsupportedOperationError(
@@ -110,9 +113,12 @@ def _check_device(t: torch.Tensor) -> None:
 class _FusedOptimizer(torch.optim.Optimizer):
     """What the five optimizers share: the step loop, state creation, bucketing, views,
     master weights and the state-dict policy. A subclass names its ``_STATES`` (tensors like
-    the parameter) and implements ``_run(group, bucket, step)``."""
+    the parameter) and implements ``_run(group, bucket, step, rounding)``; ``_NAMES`` renames
+    a state key to its functional step's argument."""
 
     _STATES: tuple[str, ...] = ()
+    _NAMES = {"exp_avg": "exp_avgs", "exp_avg_sq": "exp_avg_sqs",
+              "momentum_buffer": "momentum_buffers"}
     _COUNTS_STEPS = True
 
     def __init__(self, params, defaults: dict):
@@ -124,6 +130,7 @@ class _FusedOptimizer(torch.optim.Optimizer):
                              "master_weights=True too")
         super().__init__(params, defaults)
         self._views = _Views()
+        self._plans: dict[int, Plan] = {}     # id(param group) → its kept step (plan.py)
         # stochastic rounding's stream: seeded from torch's, so torch.manual_seed repeats it
         self._rounding = None
         if defaults["stochastic_rounding"]:
@@ -162,60 +169,116 @@ class _FusedOptimizer(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        work = []
-        for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            for p in params:
-                if p.grad.is_sparse:
-                    raise UnsupportedOperationError(
-                        f"fusedarrays.optim.{type(self).__name__}: sparse gradients are not "
-                        "supported; use a dense gradient")
-                _check_device(p)
-            if params:
-                work.append((group, params))
-        devices = {p.device for _, params in work for p in params}
+        here = default_device().kind
+        work = [plan for plan in [self._plan(g, here) for g in self.param_groups]
+                if plan.buckets]
+        devices = set().union(*(plan.devices for plan in work))
         graphed = any(d.type == "cuda" for d in devices) and \
             torch.cuda.is_current_stream_capturing()
         if (graphed or capturing[0] is not None) and not all(
-                g.get("capturable") or not self._COUNTS_STEPS for g, _ in work):
+                p.group.get("capturable") or not self._COUNTS_STEPS for p in work):
             raise CaptureError(
                 f"fusedarrays.optim.{type(self).__name__}: a step captured into a graph needs "
                 "capturable=True (its step count on the device; a host count would stay the "
                 "captured one at every replay)")
         # inside torch.cuda.graph: fa's launches on PyTorch's capturing stream
         with on_stream(torch.cuda.current_stream()) if graphed else _on_current_stream(devices):
-            for group, params in work:
-                self._step_group(group, params)
+            for plan in work:
+                self._step_plan(plan)
         return loss
 
-    def _step_group(self, group: dict, params: list) -> None:
-        states = [self._init_state(group, p) for p in params]
-        if self._COUNTS_STEPS and group.get("capturable"):
-            self._step_on_device(group, params, states)
-            return
-        if self._COUNTS_STEPS:
-            steps = [s["step"] for s in states]
-            torch._foreach_add_(steps, 1)
-            counts = torch.stack([s.to("cpu", torch.float32) for s in steps]).tolist()
-        else:
-            counts = [0.0] * len(params)
-        buckets: dict[tuple, list] = {}
-        for p, state, count in zip(params, states, counts):
-            key = (p.device, count, self._master(group, p), self._bucket_key(state))
-            buckets.setdefault(key, []).append((p, state))
-        for (_, count, master, _), members in buckets.items():
-            self._run(group, members, count, master)
+    def _shape(self, group: dict) -> tuple:
+        """The group's keys that change its buckets or lists (a change builds the plan again)."""
+        return bool(group.get("master_weights")), bool(group.get("capturable"))
 
-    def _step_on_device(self, group: dict, params: list, states: list) -> None:
-        """capturable: per shared step count, one launch adds 1, then the step reads it."""
-        buckets: dict[tuple, list] = {}
-        for p, state in zip(params, states):
-            key = (id(state["step"]), self._master(group, p), self._bucket_key(state))
-            buckets.setdefault(key, []).append((p, state))
-        for (_, master, _), members in buckets.items():
-            step = self._views(members[0][1]["step"])
-            F.increment(step)
-            self._run(group, members, step, master)
+    def _plan(self, group: dict, here: str) -> Plan:
+        """``group``'s plan, checked against its parameters and gradients (plan.py)."""
+        params = group["params"]
+        grads = list(map(GRAD, params))
+        shape = self._shape(group)
+        plan = self._plans.get(id(group))
+        fits = 0 if plan is None else plan.fits(group, shape, self.state, here, params, grads)
+        if fits == 1:
+            self._regrad(plan, grads)
+        elif fits == 0:
+            plan = self._plans[id(group)] = self._build(group, shape, here, params, grads)
+        return plan
+
+    def _checked_grad(self, p: torch.Tensor) -> torch.Tensor:
+        if p.grad.is_sparse:
+            raise UnsupportedOperationError(
+                f"fusedarrays.optim.{type(self).__name__}: sparse gradients are not "
+                "supported; use a dense gradient")
+        return _grad_like(p)
+
+    def _regrad(self, plan: Plan, grads: list) -> None:
+        """New gradient tensors for the same parameters: only their views made again."""
+        for bucket in plan.buckets:
+            bucket.lists["grads"] = [self._views(self._checked_grad(p)) for p, _ in
+                                     bucket.members]
+        plan.remember(grads)
+
+    def _build(self, group: dict, shape: tuple, here: str, params: list, grads: list) -> Plan:
+        plan = Plan(group, shape, self.state, here, params, grads)
+        for p in plan.params:
+            self._checked_grad(p)
+            _check_device(p, here)
+        capturable = group.get("capturable")
+        buckets: dict[tuple, Bucket] = {}
+        for p in plan.params:
+            state = self._init_state(group, p)
+            master = self._master(group, p)
+            count = None
+            if self._COUNTS_STEPS:
+                count = id(state["step"]) if capturable else float(state["step"])
+            key = (p.device, count, master, self._bucket_key(state))
+            if key not in buckets:
+                buckets[key] = Bucket([], master, key[3])
+            buckets[key].members.append((p, state))
+        for (_, count, _, _), bucket in buckets.items():
+            self._prepare(group, bucket, count, capturable)
+        plan.buckets = list(buckets.values())
+        plan.once = any(bool(b.key) for b in plan.buckets)
+        return plan
+
+    def _prepare(self, group: dict, bucket: Bucket, count, capturable) -> None:
+        """A bucket's view lists and its one step count (shared by its members)."""
+        members = bucket.members
+        if self._COUNTS_STEPS and capturable:
+            bucket.step = members[0][1]["step"]
+            bucket.step_view = self._views(bucket.step)
+        elif self._COUNTS_STEPS:
+            bucket.step = torch.tensor(count, dtype=torch.float32)
+            for _, state in members:
+                state["step"] = bucket.step
+        view = self._views
+        lists = bucket.lists
+        lists["params"] = [view(p) for p, _ in members]
+        lists["grads"] = [view(_grad_like(p)) for p, _ in members]
+        lists["master_params"] = ([view(s["master_param"]) for _, s in members]
+                                  if bucket.master else None)
+        for key in self._state_keys(group):
+            lists[self._NAMES.get(key, key)] = [view(s[key]) for _, s in members]
+
+    def _state_keys(self, group: dict) -> tuple:
+        return self._STATES
+
+    def _step_plan(self, plan: Plan) -> None:
+        group = plan.group
+        for bucket in plan.buckets:
+            if not self._COUNTS_STEPS:
+                step = 0.0
+            elif bucket.step_view is not None:      # capturable: one launch adds 1
+                F.increment(bucket.step_view)
+                step = bucket.step_view
+            else:
+                bucket.step.add_(1)
+                step = bucket.step.item()
+            rounding = (self._rounding if bucket.master and self._rounding is not None
+                        and group.get("stochastic_rounding") else False)
+            self._run(group, bucket, step, rounding)
+        if plan.once:
+            del self._plans[id(group)]
 
     def _bucket_key(self, state: dict):
         return None
@@ -228,42 +291,30 @@ class _FusedOptimizer(torch.optim.Optimizer):
         return float(lr)
 
     def state_dict(self) -> dict:
-        """torch's, with each parameter's own copy of a shared device step count (torch keeps
-        one per parameter; a shared one would be counted once per parameter there)."""
+        """torch's, with each parameter's own copy of a shared step count (torch keeps one
+        per parameter; a shared one would be counted once per parameter there)."""
         out = super().state_dict()
         out["state"] = {k: ({**v, "step": v["step"].clone()} if torch.is_tensor(v.get("step"))
-                            and v["step"].dim() == 0 and any(
-                                g.get("capturable") for g in self.param_groups) else v)
+                            and v["step"].dim() == 0 else v)
                         for k, v in out["state"].items()}
         return out
 
-    def _lists(self, members: list, master: bool, keys: tuple, group: dict) -> dict:
-        """The fa views of a bucket: ``params``, ``grads``, ``master_params`` and ``keys``;
-        ``stochastic_rounding``: the generator a master bucket's parameters round from."""
-        view = self._views
-        out = {"params": [view(p) for p, _ in members],
-               "grads": [view(_grad_like(p)) for p, _ in members],
-               "master_params": [view(s["master_param"]) for _, s in members] if master
-               else None,
-               "stochastic_rounding": (self._rounding if master and self._rounding is not None
-                                       and group.get("stochastic_rounding") else False)}
-        for key in keys:
-            out[key] = [view(s[key]) for _, s in members]
-        return out
-
-    def _run(self, group: dict, members: list, step: float, master: bool) -> None:
+    def _run(self, group: dict, bucket: Bucket, step, rounding) -> None:
         raise NotImplementedError
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         super().zero_grad(set_to_none)
         if set_to_none:
             self._views.clear()   # the views held the old gradients' memory
+            for plan in self._plans.values():
+                plan.forget_grads()
 
     def load_state_dict(self, state_dict: dict) -> None:
         """torch's, then two corrections: torch casts every float state to its parameter's
         dtype, so a master group's float32 masters and states are taken again from
         ``state_dict``; and ``step`` becomes a cpu float32 tensor (torch's fused optimizers
         keep it on the device; this one reads it on the host)."""
+        self._plans.clear()
         super().load_state_dict(state_dict)
         saved = [i for g in state_dict["param_groups"] for i in g["params"]]
         shared: dict = {}       # capturable: (group, device) → its step count
@@ -328,12 +379,11 @@ class Adam(_FusedOptimizer):
                         master_weights=master_weights, stochastic_rounding=stochastic_rounding)
         super().__init__(params, defaults)
 
-    def _run(self, group, members, step, master):
+    def _run(self, group, bucket, step, rounding):
         beta1, beta2 = _betas(group)
         step_fn = F.adamw if group.get("decoupled_weight_decay", self._DECOUPLED) else F.adam
-        lists = self._lists(members, master, ("exp_avg", "exp_avg_sq"), group)
-        step_fn(**_rename(lists, exp_avg="exp_avgs", exp_avg_sq="exp_avg_sqs"), step=step,
-                lr=self._lr(group), beta1=beta1, beta2=beta2, eps=float(group["eps"]),
+        step_fn(**bucket.lists, stochastic_rounding=rounding, step=step, lr=self._lr(group),
+                beta1=beta1, beta2=beta2, eps=float(group["eps"]),
                 weight_decay=float(group["weight_decay"]), maximize=group["maximize"])
 
 
@@ -372,23 +422,19 @@ class SGD(_FusedOptimizer):
     def _bucket_key(self, state):
         return bool(state.pop("_fa_first", False))
 
-    def _step_group(self, group, params):
-        # the buffers' first step (PyTorch starts them as the gradient) is a parameter of the
-        # step, so buckets split on it: _bucket_key pops the mark
-        states = [self._init_state(group, p) for p in params]
-        buckets: dict[tuple, list] = {}
-        for p, state in zip(params, states):
-            key = (p.device, self._master(group, p), self._bucket_key(state))
-            buckets.setdefault(key, []).append((p, state))
-        for (_, master, first), members in buckets.items():
-            lists = self._lists(members, master, (), group)
-            momentum = float(group["momentum"])
-            F.sgd(**lists, momentum_buffers=[self._views(s["momentum_buffer"])
-                                             for _, s in members] if momentum else None,
-                  lr=float(group["lr"]), momentum=momentum,
-                  dampening=float(group["dampening"]),
-                  weight_decay=float(group["weight_decay"]), nesterov=group["nesterov"],
-                  maximize=group["maximize"], first=first)
+    def _shape(self, group):
+        return (*super()._shape(group), bool(group["momentum"]))
+
+    def _state_keys(self, group):
+        return ("momentum_buffer",) if group["momentum"] else ()
+
+    def _run(self, group, bucket, step, rounding):
+        # a buffer's first step (PyTorch starts it as the gradient) is a parameter of the
+        # step, so buckets split on it (_bucket_key pops the mark; the plan is built again)
+        F.sgd(**bucket.lists, stochastic_rounding=rounding, lr=float(group["lr"]),
+              momentum=float(group["momentum"]), dampening=float(group["dampening"]),
+              weight_decay=float(group["weight_decay"]), nesterov=group["nesterov"],
+              maximize=group["maximize"], first=bool(bucket.key))
 
 
 class Lion(_FusedOptimizer):
@@ -405,17 +451,11 @@ class Lion(_FusedOptimizer):
                                       maximize=maximize, master_weights=master_weights,
                                       stochastic_rounding=stochastic_rounding))
 
-    def _step_group(self, group, params):
-        states = [self._init_state(group, p) for p in params]
-        buckets: dict[tuple, list] = {}
-        for p, state in zip(params, states):
-            buckets.setdefault((p.device, self._master(group, p)), []).append((p, state))
+    def _run(self, group, bucket, step, rounding):
         beta1, beta2 = _betas(group)
-        for (_, master), members in buckets.items():
-            F.lion(**_rename(self._lists(members, master, ("exp_avg",), group),
-                             exp_avg="exp_avgs"),
-                   lr=float(group["lr"]), beta1=beta1, beta2=beta2,
-                   weight_decay=float(group["weight_decay"]), maximize=group["maximize"])
+        F.lion(**bucket.lists, stochastic_rounding=rounding, lr=float(group["lr"]),
+               beta1=beta1, beta2=beta2, weight_decay=float(group["weight_decay"]),
+               maximize=group["maximize"])
 
 
 class LAMB(_FusedOptimizer):
@@ -434,17 +474,12 @@ class LAMB(_FusedOptimizer):
                                       master_weights=master_weights, capturable=capturable,
                                       stochastic_rounding=stochastic_rounding))
 
-    def _run(self, group, members, step, master):
+    def _run(self, group, bucket, step, rounding):
         beta1, beta2 = _betas(group)
-        F.lamb(**_rename(self._lists(members, master, ("exp_avg", "exp_avg_sq"), group),
-                         exp_avg="exp_avgs", exp_avg_sq="exp_avg_sqs"),
-               step=step, lr=self._lr(group), beta1=beta1, beta2=beta2,
-               eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
+        F.lamb(**bucket.lists, stochastic_rounding=rounding, step=step, lr=self._lr(group),
+               beta1=beta1, beta2=beta2, eps=float(group["eps"]),
+               weight_decay=float(group["weight_decay"]),
                bias_correction=group["bias_correction"], maximize=group["maximize"])
-
-
-def _rename(lists: dict, **names) -> dict:
-    return {names.get(k, k): v for k, v in lists.items()}
 
 
 def _check_hyper(name: str, **values) -> None:
