@@ -15,9 +15,10 @@ object shared by the parameters stepped together: a step adds 1 once per bucket;
 gives each parameter its own copy), so ``state_dict`` loads into ``torch.optim.AdamW`` and back.
 Groups carry torch's keys too (``foreach``, ``fused``, ``capturable``, ...; this class ignores
 them). ``master_weights=True`` keeps, for bfloat16 and float16 parameters, a float32 copy in
-``state["master_param"]`` and float32 states; the step updates the copy and stores the parameter from it, rounded to nearest
-even, or with ``stochastic_rounding=True`` up or down at random from a ``fa.random`` generator
-seeded with ``torch.initial_seed()`` (unbiased; its position is not in ``state_dict``).
+``state["master_param"]`` and float32 states; the step updates the copy and stores the
+parameter from it, rounded to nearest even, or with ``stochastic_rounding=True`` up or down at
+random from a ``fa.random`` generator seeded with ``torch.initial_seed()`` (unbiased; its
+position is not in ``state_dict``).
 
 ``capturable=True`` (Adam, AdamW, LAMB; torch's meaning): the step count lives on the
 parameters' device, one 0-d float32 tensor shared by the parameters of a group on a device
