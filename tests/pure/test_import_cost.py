@@ -117,5 +117,6 @@ def test_fa_fuse_stays_the_function_whatever_is_imported_first():
     # a subpackage's first import sets it as its parent's attribute: importing one of
     # fusedarrays.fuse's modules (as fusedarrays.optim does) must not turn fa.fuse into it
     got = _child("import json, fusedarrays.fuse.pertensor, fusedarrays.optim, fusedarrays as fa\n"
-                 "print(json.dumps({'callable': callable(fa.fuse), 'kind': type(fa.fuse).__name__}))")
+                 "print(json.dumps({'callable': callable(fa.fuse),\n"
+                 "                  'kind': type(fa.fuse).__name__}))")
     assert got == {"callable": True, "kind": "function"}
