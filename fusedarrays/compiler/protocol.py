@@ -5,9 +5,9 @@ that stand for its temporaries while planning, what a backend offers products (:
 Pure and light (imported with the package). A plan is the compiler's description of one kernel:
 nine kinds (``kernel``, ``reduce``, ``rows``, ``scan``, ``product``, ``compact``, ``foreach``,
 ``across``, ``tensor_fold``), each a frozen dataclass that subclasses :class:`Plan` and names its
-``kind``. The runtime reads a plan only through the members listed here, and each target's code generator
-takes a plan's source from its table by ``kind`` (``compiler/__init__.py``'s ``render``): a new
-plan kind is a class implementing these members and a row in each target's table.
+``kind``. The runtime reads a plan only through the members listed here, and each target's code
+generator takes a plan's source from its table by ``kind`` (``compiler/__init__.py``'s ``render``):
+a new plan kind is a class implementing these members and a row in each target's table.
 """
 
 from __future__ import annotations
