@@ -168,6 +168,7 @@ class CpuBackend(HostMemory):
 
         self._numba = numba
         self._namespace: dict | None = None
+        self._math_calls = None   # vecmath as calls, made on first need (_called_math)
         self._memory = memory.HostPool()
         self.device_id = device_id
         self.device = Device("cpu", device_id)
@@ -240,6 +241,12 @@ class CpuBackend(HostMemory):
             _SHARED_NAMESPACE.append(ns)
         return ns
 
+    def _called_math(self):
+        """``vecmath``'s functions as calls (not inlined), for kernels with many of them."""
+        if self._math_calls is None:
+            self._math_calls = vecmath.math_module(self._jit, inline=False)
+        return self._math_calls
+
     def compile(self, source: str, fn_name: str, param_types: tuple[str, ...], helpers: dict):
         """The kernel module's source (numba compiles at the first call, which knows the
         argument types); a source that does not parse fails here."""
@@ -267,6 +274,8 @@ class CpuBackend(HostMemory):
         # environment by importing the function's module.
         module = types.ModuleType(f"fusedarrays_kernels.{name}")
         module.__dict__.update(self.namespace(kernel_helpers()))
+        if vecmath.inlined_calls(source) > vecmath.INLINE_LIMIT:
+            module.__dict__["math"] = self._called_math()
         module.__file__ = path
         sys.modules[module.__name__] = module
         try:

@@ -165,11 +165,24 @@ def cos_f32(x):
 FLOAT32 = {"exp": exp_f32, "log": log_f32, "tanh": tanh_f32, "sin": sin_f32, "cos": cos_f32}
 
 
-def math_module(jit) -> types.ModuleType:
+# A kernel calling more of FLOAT32's functions than this gets them as calls, not inlined: numba
+# inlines at the level of its IR, whose passes grow with the square of a function's length (60
+# inlined sin and cos took minutes to compile); such a kernel's loop then stays scalar.
+INLINE_LIMIT = 8
+
+
+def inlined_calls(source: str) -> int:
+    """How many calls of :data:`FLOAT32`'s functions a kernel's source makes."""
+    return sum(source.count(f"math.{name}(") for name in FLOAT32)
+
+
+def math_module(jit, inline: bool = True) -> types.ModuleType:
     """A module standing in for ``math`` in the kernel namespace: ``math``'s own attributes,
     with the functions of :data:`FLOAT32` replaced by dispatchers that take the float32 version
     for a float32 argument and ``math``'s for any other (``jit(fn, names)`` compiles ``fn``
-    with ``names`` as its globals)."""
+    with ``names`` as its globals); inlined into the kernel, or called where ``inline`` is
+    False (a kernel with more than :data:`INLINE_LIMIT` of them)."""
+    how = "always" if inline else "never"
     from numba import types as nbtypes
     from numba.extending import overload
 
@@ -180,13 +193,13 @@ def math_module(jit) -> types.ModuleType:
     names.update({f"W{k}": WORDS[k] for k in range(2, 12)}, S_MIN=S_MIN)
     names["_exp64"] = jit(_exp64, names)
     for fn in (_word, _quadrant, _sin_cos):   # inlined by numba: too large for LLVM's inliner
-        names[fn.__name__] = jit(fn, names, inline="always")
+        names[fn.__name__] = jit(fn, names, inline=how)
     for name, fn in FLOAT32.items():
         stub = _stub(name)
         # inlined into the kernel by numba: LLVM's inliner leaves a call this large, and a call
         # keeps the loop from vectorising
-        fast = jit(fn, names, inline="always")
-        overload(stub, inline="always")(_chooser(nbtypes.float32, fast, getattr(math, name)))
+        fast = jit(fn, names, inline=how)
+        overload(stub, inline=how)(_chooser(nbtypes.float32, fast, getattr(math, name)))
         setattr(module, name, stub)
     return module
 

@@ -56,3 +56,19 @@ def test_views_and_float64_arguments_keep_their_routes():
     np.testing.assert_allclose(got, exact, rtol=0, atol=4e-7)
     d = rng.standard_normal(1000) * 1e6   # float64: numba's math, as before
     np.testing.assert_allclose(fa.sin(fa.asarray(d)).get(), np.sin(d), rtol=1e-15, atol=1e-15)
+
+
+def test_a_kernel_with_many_calls_takes_them_as_calls():
+    # past vecmath.INLINE_LIMIT the functions are called, not inlined (numba's IR passes grow with
+    # the square of an inlined kernel's length): the same values, a compile of seconds
+    from fusedarrays.cpu import vecmath
+
+    seed = 3621
+    print("seed", seed)
+    a = (np.random.default_rng(seed).standard_normal(5000) * 30).astype(np.float32)
+    x, got, want = fa.asarray(a), fa.asarray(a), a
+    for k in range(6):   # 12 calls of sin and cos in one kernel, each rounded to float32
+        got = fa.sin(got) + fa.cos(x * np.float32(k))
+        want = np.sin(want) + np.cos(a * np.float32(k))
+    assert vecmath.inlined_calls(fa.explain(got).source) > vecmath.INLINE_LIMIT
+    np.testing.assert_allclose(got.get(), want, rtol=0, atol=1e-5)
