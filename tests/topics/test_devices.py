@@ -29,11 +29,11 @@ SEED = 33
 
 @pytest.fixture(autouse=True)
 def two_host_devices(tier):
-    # cpu: two host devices stand in for two GPUs (the default is one): every case here is about
-    # several devices; the default single device runs in every other test
     if tier != "cpu":
         yield
         return
+    # cpu: two host devices stand in for two GPUs (the default is one): every case here is about
+    # several devices; the default single device runs in every other test
     with config.override(CPU_DEVICES=2):
         yield
 
