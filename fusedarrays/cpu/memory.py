@@ -117,9 +117,12 @@ class HostPool:
 
     def _staggered(self, n: int) -> tuple:
         self.step = (self.step + 1) % 64
-        raw = np.empty(n + 4096 + ALIGN, np.uint8)
+        raw = np.empty(n + 4096, np.uint8)
         base = _slow_address(raw)
-        start = (-base) % ALIGN + (self.step * STAGGER_STEP) % 4096 // ALIGN * ALIGN
+        # the offset within a page is set, not stepped from the base's: below malloc's mmap
+        # threshold a block's base may sit anywhere in its page
+        offset = (self.step * STAGGER_STEP) % 4096 // ALIGN * ALIGN
+        start = (offset - base) % 4096
         storage = raw[start:start + n]
         remember(storage, base + start)
         return raw, storage

@@ -105,6 +105,18 @@ def test_large_buffers_are_aligned_and_staggered():
     assert all(a % memory.ALIGN == 0 for a in addresses)
     assert len({a % 4096 for a in addresses}) == 8
     assert [b.nbytes for b in blocks] == [memory.STAGGER_MIN + k for k in range(8)]
+    # below malloc's mmap threshold a block's base may sit anywhere in its page: small
+    # allocations between them move the bases, and the offsets stay distinct (CI found it)
+    g = rng(3)
+    held, sizes = [], [int(s) for s in g.integers(memory.STAGGER_MIN, 3 * memory.STAGGER_MIN, 64)]
+    for _ in range(8):
+        moved = []
+        for n in sizes[:8]:
+            held.append(np.empty(int(g.integers(1, 5000)), np.uint8))
+            moved.append(pool.alloc(n))
+        sizes = sizes[8:]
+        assert len({memory.address(b) % 4096 for b in moved}) == 8
+        assert all(memory.address(b) % memory.ALIGN == 0 for b in moved)
 
 
 def test_addresses_are_numpys_and_never_a_dead_arrays():
