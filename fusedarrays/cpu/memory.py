@@ -20,7 +20,8 @@ Three facts measured on the 2-core AMD EPYC (Zen 4) machine of issue #36's cpu r
   offset within its page that steps by :data:`STAGGER_STEP` from one allocation to the next.
 - **Fresh pages.** The kernel hands out an ``mmap``-ed block's pages zeroed at first touch:
   writing a new (10^7,) float32 result cost ~2.5 ms of a 8.2 ms evaluation (the kernel itself
-  5.7 ms). From :data:`REUSE_MIN` bytes a freed block is kept and handed out again for the same
+  5.7 ms); a smaller block handed out again is still in the cache (a (10^6,) ``a*b+c`` 5-13 %
+  faster). From :data:`REUSE_MIN` bytes a freed block is kept and handed out again for the same
   size, up to :data:`CACHE_MAX` bytes kept (``fa.free_cached_memory()`` gives them back). A block
   is free when nothing else references it: its array's reference count, which every view,
   memoryview, DLPack capsule or ctypes object made from it raises.
@@ -40,9 +41,11 @@ import numpy as np
 from ..ir.native import fastgraph
 
 ALIGN = 64                  # a staggered buffer's alignment: a cache line, a 512-bit vector
-STAGGER_MIN = 32 << 10      # from 32 KiB: at most 1/8 more memory for the stagger
+# from 128 KiB, malloc's first mmap threshold, where blocks start at one offset in their page
+# (below it they start anywhere, and staggering a (10^4,) float32 result cost 1.2 µs of ~6.5)
+STAGGER_MIN = 128 << 10
 STAGGER_STEP = 1088         # 17 cache lines: 64 distinct offsets, neighbours ~1 KiB apart
-REUSE_MIN = 4 << 20         # from 4 MiB: above malloc's usual mmap threshold
+REUSE_MIN = 256 << 10       # from 256 KiB: a reused (10^6,) float32 result is warm in cache
 CACHE_MAX = 1 << 30         # freed blocks kept for reuse, at most
 
 _addresses: dict[int, tuple] = {}   # id(array) → (weak reference to it, its address)
@@ -118,13 +121,14 @@ class HostPool:
     def _staggered(self, n: int) -> tuple:
         self.step = (self.step + 1) % 64
         raw = np.empty(n + 4096, np.uint8)
-        base = _slow_address(raw)
+        base = _buffer_address(raw) if _buffer_address is not None else _slow_address(raw)
         # the offset within a page is set, not stepped from the base's: below malloc's mmap
         # threshold a block's base may sit anywhere in its page
         offset = (self.step * STAGGER_STEP) % 4096 // ALIGN * ALIGN
         start = (offset - base) % 4096
         storage = raw[start:start + n]
-        remember(storage, base + start)
+        if _buffer_address is None:   # else address() reads it from the buffer
+            remember(storage, base + start)
         return raw, storage
 
     def cached(self) -> int:
