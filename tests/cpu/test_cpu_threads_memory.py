@@ -3,6 +3,8 @@ pool give NumPy's results whichever thread takes them, a kernel learns whether t
 large freed block is reused only when nothing holds it, large buffers are staggered within their
 page, and addresses are remembered per array without ever naming a dead one's."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -59,6 +61,28 @@ def test_run_shared_runs_every_chunk_once_and_raises_a_kernel_error():
 
     with pytest.raises(ValueError, match="chunk 40"):
         threads.run_shared(failing, (0,), 50, 2)
+
+
+def test_the_callers_spin_sees_the_last_piece_and_gives_up_after_its_polls():
+    spin = threads._spinner()
+    assert spin is not None   # numba is a core dependency: the loop compiles
+    count = np.full(1, 3, np.int64)
+    assert not spin(count.ctypes.data, 1000)   # never reaches 0: it gives up (then blocks)
+    count[0] = 0
+    assert spin(count.ctypes.data, 1000)
+    seen = []
+
+    def slow(k0, k1, n):   # a helper's pieces finish while the caller spins
+        if k0 >= k1:
+            return 8
+        time.sleep(0.001)
+        seen.extend(range(k0, k1))
+        return 8
+
+    for _ in range(5):
+        seen.clear()
+        threads.run_shared(slow, (0,), 8, 2)
+        assert sorted(seen) == list(range(8))
 
 
 def test_a_large_block_is_reused_only_when_nothing_holds_it():
