@@ -94,12 +94,27 @@ class ReduceRenderer:
 
     def fold(self) -> list[str]:
         """The element's lines (loads at index ``i<k>``) and its folding into ``acc``."""
+        return self.value() + self.combine()
+
+    def value(self) -> list[str]:
+        """The element's lines (loads at index ``i<k>``), its value as the accumulator's type
+        in ``v``."""
         def load(ins, ln):
             return f"ld_{self.plan.operands[ins.arg].access}(p{ins.arg}, i{ins.arg})"
         lines = self.element.lines_at(2, "", load)
         value = self.element.convert(self.plan.value, self.acc, "")
-        lines.append(f"v = {value}")
-        return lines + [s.format(v="v") for s in self.row.combine]
+        return lines + [f"v = {value}"]
+
+    def combine(self) -> list[str]:
+        """``v`` folded into ``acc``."""
+        return [s.format(v="v") for s in self.row.combine]
+
+    def base(self, j: int) -> list[str]:
+        """Each input's base ``r<k>_<j>`` at coordinate ``x<j>`` of reduced axis ``j``."""
+        rank = len(self.plan.red)
+        prev = "o" if j == 0 else "r"
+        return [f"r{k}_{j} = {prev}{k}{'' if j == 0 else f'_{j - 1}'} + "
+                + step(self.plan.operands[k], k, j, rank) for k in self.inputs]
 
     def kept_bases(self, o: str) -> list[str]:
         """Coordinates of output ``o`` over the kept axes, and each operand's base there."""
@@ -117,15 +132,17 @@ class ReduceRenderer:
     def nested(self) -> list[str]:
         """Every element of one output in C order: nested loops over the reduced axes."""
         rank = len(self.plan.red)
-        inner = [f"i{k} = r{k}_{rank - 1}" for k in self.inputs] + self.fold()
+        inner = self.innermost(rank - 1)
+        for j in range(rank - 2, -1, -1):
+            inner = [f"for x{j} in range(e{j}):"] + _indent(self.base(j) + inner)
+        return (["j = cv_i64(0)"] if self.row.arg else []) + inner
+
+    def innermost(self, last: int) -> list[str]:
+        """The loop over the last reduced axis (a target may block it: ``targets/cpu.py``)."""
+        inner = [f"i{k} = r{k}_{last}" for k in self.inputs] + self.fold()
         if self.row.arg:
             inner.append("j += 1")
-        for j in range(rank - 1, -1, -1):
-            prev = "o" if j == 0 else "r"
-            base = [f"r{k}_{j} = {prev}{k}{'' if j == 0 else f'_{j - 1}'} + "
-                    + step(self.plan.operands[k], k, j, rank) for k in self.inputs]
-            inner = [f"for x{j} in range(e{j}):"] + _indent(base + inner)
-        return (["j = cv_i64(0)"] if self.row.arg else []) + inner
+        return [f"for x{last} in range(e{last}):"] + _indent(self.base(last) + inner)
 
     def store(self, acc: str = "acc", idx: str = "idx") -> str:
         """The item's result: an output's, or, split, its part's partial."""

@@ -142,6 +142,13 @@ def _reduce_split_cols():
     return program(_sum((1 << 16, 3), (0,)))
 
 
+def _reduce_blocked():
+    """A row sum of exp(x - top), top broadcast along the rows: the cpu target computes a block
+    of elements, then folds them, in a loop of its own where top's stride is zero."""
+    x, top = leaf((300, 257)), leaf((300, 1))
+    return program(reduction_node("sum", op("exp", op("subtract", x, top)), (1,), True, F32))
+
+
 def _reduce_argmax():
     x = leaf((300, 257))
     return program(reduction_node("argmax", x, (1,), False, I64))
@@ -172,6 +179,11 @@ def _layernorm_rows():
 
 def _scan_rows():
     return program(scan_node("cumulative_sum", leaf((8, 5000)), 1, False, F32))
+
+
+def _scan_blocked():
+    x, top = leaf((8, 5000)), leaf((8, 1))
+    return program(scan_node("cumulative_sum", op("exp", op("subtract", x, top)), 1, False, F32))
 
 
 def _scan_cols():
@@ -235,10 +247,11 @@ CASES = {
     "reduce_rows": (_reduce_rows, "rows"), "reduce_cols": (_reduce_cols, "cols"),
     "reduce_split_rows": (_reduce_split_rows, "rows"),
     "reduce_split_cols": (_reduce_split_cols, "cols"),
-    "reduce_argmax": (_reduce_argmax, "rows"),
+    "reduce_argmax": (_reduce_argmax, "rows"), "reduce_blocked": (_reduce_blocked, "rows"),
     "reduce_then_elementwise": (_reduce_then_elementwise, None),
     "rows_softmax": (_softmax_rows, "rows"), "rows_layernorm": (_layernorm_rows, "rows"),
     "scan_rows": (_scan_rows, "rows"), "scan_cols": (_scan_cols, "cols"),
+    "scan_blocked": (_scan_blocked, "rows"),
     "product": (_product, "tiled"), "product_batched": (_product_batched, None),
     "compact": (_compact, None), "foreach": (_foreach, None),
     "foreach_complex": (_foreach_complex, None), "across": (_across, None),

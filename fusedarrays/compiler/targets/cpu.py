@@ -13,6 +13,8 @@ words (``fa.explain``).
 
 from __future__ import annotations
 
+import re
+
 from ...ir.layout import TILE
 from ..codegen import _function, _indent, _Renderer
 from ..compact import ROW, CompactPlan
@@ -35,6 +37,9 @@ WIDE_SUMS = True
 # a thread's hand-off costs nothing next to a chunk, small enough to balance threads.
 CPU_CHUNK = 1 << 14
 
+_NUMPY = {"f32": "np.float32", "f64": "np.float64", "i64": "np.int64", "u64": "np.uint64",
+          "c64": "np.complex64", "c128": "np.complex128"}
+
 
 def _chunked(total: str, grain: str, hoisted: list[str], item: str, per_item: list[str],
              head: list[str] = (), before: list[str] = ()) -> list[str]:
@@ -49,11 +54,81 @@ def _chunked(total: str, grain: str, hoisted: list[str], item: str, per_item: li
             + _indent(per_item, 2) + ["return chunks"])
 
 
+# A reduction's or a scan's elements along the last axis are computed a block at a time into a
+# buffer, then folded in order: the block's loop carries no dependence, so LLVM vectorises its
+# arithmetic, and the fold keeps the order, so the bits, of one loop. A strided operand's stride
+# along that axis is unknown to LLVM, which then keeps the loop scalar; the common one, zero (a
+# row's mean or max broadcast along it), gets a loop of its own. Only elements that call a math
+# function or divide are blocked: it doubles numba's compile of a reduction (~0.15 s to ~0.3),
+# and a plain sum's time is its fold's. (2000, 300) float32 row sums of exp(x - max): 3.5 ms to
+# 0.7 on the 2-core machine.
+FOLD_BLOCK = 64
+_COSTLY = re.compile(r"\bmath\.|\bfa_div|\bfa_pow|\bfa_exp")
+
+
+def _worth_blocking(value: list[str]) -> bool:
+    """Whether an element's lines call a math function or divide (what vectorising speeds)."""
+    return any(_COSTLY.search(line) for line in value)
+
+
+def _blocked(length: str, value: list[str], fold: list[str], strides: list[str]) -> list[str]:
+    """Elements ``0 … length - 1``: ``value`` (the element ``xb + t``'s lines, its value in
+    ``v``) for a block of them into ``vb``, then ``fold`` (over ``v``) for each in order; where
+    every one of ``strides`` (names in ``value``) is zero, a copy of the loop with them 0."""
+    loop = [f"for xb in range(0, {length}, {FOLD_BLOCK}):",
+            f"    m = min({FOLD_BLOCK}, {length} - xb)", "    for t in range(m):"] + _indent(
+        value + ["vb[t] = v"], 2) + ["    for t in range(m):", "        v = vb[t]"] + _indent(
+        fold, 2)
+    if not strides:
+        return loop
+    zero = re.compile(r"\b(" + "|".join(map(re.escape, strides)) + r")\b")
+    return ([f"if {' == 0 and '.join(strides)} == 0:"] + _indent([zero.sub("0", ln) for ln in loop])
+            + ["else:"] + _indent(loop))
+
+
+class _CpuReduce(ReduceRenderer):
+    def blocked(self) -> bool:
+        """Whether the last axis is walked in blocks: an element worth it, not an arg reduction
+        (its index counts along), not a split one (a part's elements are walked by flat
+        index)."""
+        return (not self.row.arg and not self.split and self.acc in _NUMPY
+                and _worth_blocking(self.value()))
+
+    def innermost(self, last: int) -> list[str]:
+        if not self.blocked():
+            return super().innermost(last)
+        strides = [f"t{k}_{last}" for k in self.inputs if self.plan.operands[k].layout != "U"]
+        return _blocked(f"e{last}", [f"x{last} = xb + t"] + self.base(last) + [
+            f"i{k} = r{k}_{last}" for k in self.inputs] + self.value(), self.combine(), strides)
+
+    def hoisted(self) -> list[str]:
+        return super().hoisted() + ([f"vb = np.empty({FOLD_BLOCK}, {_NUMPY[self.acc]})"]
+                                    if self.blocked() else [])
+
+
+class _CpuScan(ScanRenderer):
+    def blocked(self) -> bool:
+        return self.acc in _NUMPY and _worth_blocking(self.value("j"))
+
+    def serial(self) -> list[str]:
+        if not self.blocked():
+            return super().serial()
+        strides = [f"t{k}" for k in self.inputs if self.plan.operands[k].layout != "U"]
+        return self.initial() + [f"acc = {self.start}"] + _blocked(
+            "e0", ["j = xb + t"] + self.value("j"),
+            [f"acc = {self.combine('acc', 'v')}", self.store("(xb + t)", "acc")], strides)
+
+    def hoisted(self) -> list[str]:
+        return super().hoisted() + ([f"vb = np.empty({FOLD_BLOCK}, {_NUMPY[self.acc]})"]
+                                    if self.blocked() else [])
+
+
 def render_reduce(plan: ReducePlan) -> str:
     """Chunks of the outputs (or, split, of the outputs' parts), each output's elements in C
-    order; split, a fold pass (``k0 < 0``: ``cpu/backend.py`` calls it once every chunk is
-    done) folds each output's partials in order."""
-    r = ReduceRenderer(plan, WIDE_SUMS)
+    order, computed a block at a time (:data:`FOLD_BLOCK`); split, a fold pass (``k0 < 0``:
+    ``cpu/backend.py`` calls it once every chunk is done) folds each output's partials in
+    order."""
+    r = _CpuReduce(plan, WIDE_SUMS)
     size = " * ".join(f"e{j}" for j in range(len(plan.red)))
     fold = []
     if r.split:   # the fold pass, each output in turn
@@ -120,14 +195,11 @@ def render_rows(plan: RowPlan) -> str:
 
 
 def render_scan(plan) -> str:
-    r = ScanRenderer(plan)
+    r = _CpuScan(plan)
     lines = _chunked("n", f"max(1, {CPU_CHUNK} // max(e0, 1))", r.hoisted(), "op",
                      row_bases(plan) + r.serial())
     return _function(plan.name, ["k0", "k1"] + kernel_param_names(plan), lines)
 
-
-_NUMPY = {"f32": "np.float32", "f64": "np.float64", "i64": "np.int64", "u64": "np.uint64",
-          "c64": "np.complex64", "c128": "np.complex128"}
 
 
 def render_product(plan) -> str:
