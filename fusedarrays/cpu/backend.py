@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 import types
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -325,8 +326,13 @@ class CpuBackend(HostMemory):
 
     def prepare(self, kernel: list, n: int, args: list) -> None:
         """Compile ``kernel`` for these argument types without running it (``k0 == k1``: the
-        kernel returns its chunk count before touching memory), so numba's cache holds it."""
-        kernel[0](0, 0, n, *args)
+        kernel returns its chunk count before touching memory), so numba's cache holds it.
+        numba's own check of its IR warns, asking for a bug report, of the variables that its
+        inlining of the float32 math (``cpu/vecmath.py``) renames: a user has nothing to do
+        about it, and the kernels are tested against NumPy."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", self._numba.core.errors.NumbaIRAssumptionWarning)
+            kernel[0](0, 0, n, *args)
 
 
     def copy_bandwidth(self) -> float:
