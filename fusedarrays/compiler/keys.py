@@ -72,7 +72,7 @@ KERNEL_CODE = (
     "cpu/backend.py",         # the cpu target's casts and math, operands, compile options
     "cpu/intrinsics.py",      # the cpu target's loads, stores and compare-and-swap
     "cpu/half.py",            # float16 emulated on the cpu target
-    "cpu/vecmath.py",         # the cpu target's vectorisable float32 exp, log, tanh
+    "cpu/vecmath.py",         # the cpu target's vectorisable float32 exp, log, tanh, sin, cos
 )
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fusedarrays/

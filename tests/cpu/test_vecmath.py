@@ -45,6 +45,47 @@ def test_float32_within_half_an_ulp_over_the_whole_range(name):
     assert np.nanmax(err) <= np.nanmax(ulps(mine, exact)) + 0.01   # no worse than NumPy's
 
 
+def hard_reductions() -> np.ndarray:
+    """float32 values nearest to a multiple of pi/2 for each binary exponent of the range: for
+    x = m * 2**s, m * frac(2**s * 2/pi) nearest an integer, m a multiple of a convergent's
+    denominator of that fraction (its continued fraction, from 2/pi's first 320 bits)."""
+    from fractions import Fraction
+
+    from fusedarrays.cpu.vecmath import TWO_OVER_PI   # floor(2/pi * 2**320)
+
+    found = []
+    for s in range(-23, 105):
+        alpha = Fraction(TWO_OVER_PI * 2 ** max(s, 0), 2 ** (320 - min(s, 0))) % 1
+        h0, h1, q0, q1, rest = 0, 1, 1, 0, alpha
+        while rest and q1 < 2**24:
+            t = int(rest)
+            h0, h1, q0, q1 = h1, t * h1 + h0, q1, t * q1 + q0
+            if 0 < q1 < 2**24:
+                m = q1 * -(-2**23 // q1)   # the smallest multiple with 24 bits
+                if m < 2**24:
+                    found.append(m * 2.0**s)
+            rest = rest - t
+            rest = 1 / rest if rest else 0
+    return np.float32(found)
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_and_cos_near_multiples_of_half_pi(name):
+    # the reduction's hard cases: remainders as small as float32 allows (|sin| down to ~3e-9
+    # at 1e28), at every exponent, both signs; and the neighbours of k * pi/2 for k to 2**24
+    seed = 3625 + (name == "cos")
+    print("seed", seed)
+    hard = hard_reductions()
+    assert hard.size > 1000 and np.abs(np.sin(hard.astype(np.float64))).min() < 1e-8
+    k = np.random.default_rng(seed).integers(1, 2**24, 1 << 16).astype(np.float64)
+    x = np.concatenate([hard, -hard, (k * (np.pi / 2)).astype(np.float32)])
+    exact = getattr(np, name)(x.astype(np.float64))
+    got = getattr(fa, name)(fa.asarray(x)).get()
+    err = ulps(got, exact)
+    worst = int(np.argmax(err))
+    assert err[worst] <= 0.51, (name, x[worst], got[worst], exact[worst])
+
+
 def test_views_and_float64_arguments_keep_their_routes():
     seed = 3620
     print("seed", seed)
