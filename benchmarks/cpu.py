@@ -60,6 +60,9 @@ def row(run: harness.Run, figure: str, contenders: dict, target: str, rounds: in
     """Race ``contenders`` (``fusedarrays``, ``numpy`` and, where given, peers) and record the
     row; the peers' figures in the same unit."""
     names = [n for n in contenders if n in ("fusedarrays", "numpy") or run.peers]
+    # each row starts with no block kept from an earlier row's sizes (which would change how
+    # malloc serves the peers' temporaries)
+    fa.free_cached_memory()
     best = race(run, {n: contenders[n] for n in names}, rounds)
     us = {f"{n}_us": round(t * 1e6, 3) for n, t in best.items()}
     r = run.row(figure, best["numpy"] / best["fusedarrays"], target, UNIT, **us, **details)
