@@ -304,7 +304,7 @@ class RowRenderer:
                                                      f"(p{ins.arg}, i{ins.arg})")
         element += per_element("")
         return self.constants(r) + [self.steps[0], "while j < kk:"] + _indent(
-            _coordinates(plan) + element + after("j") + [self.steps[1]])
+            row_coordinates(plan) + element + after("j") + [self.steps[1]])
 
     def section(self, number: int, section: tuple) -> list[str]:
         """One reduction of the row: its walk, then :meth:`result`."""
@@ -320,13 +320,19 @@ class RowRenderer:
         # each section's own names: their types differ (an any's byte, a sum's float64)
         a, u = f"acc{number}", f"u{number}"
 
-        def fold(lane: str) -> list[str]:
+        def fold(lane: str) -> list[str]:   # the element's value u<number>, then its fold
             return [f"{u} = {element.convert(value, acc, lane)}"] + [
                 s.format(v=u).replace("acc", a) for s in REDUCTIONS[name].combine]
         out = plan.operands[temp].code
         result = a if COMPUTE_CODE[out] == acc else f"cv_{out}({a})"
-        walk = self.walk(element, fold, lambda at, lanes=None: [], number == 0)
+        walk = self.section_walk(number, element, fold, acc)
         return self.result(number, section, acc, [f"{a} = cv_{acc}({text})"] + walk, result)
+
+    def section_walk(self, number: int, r: _Renderer, fold, acc: str) -> list[str]:
+        """Section ``number``'s pass over the row: :meth:`walk` folding each element (``fold
+        (lane)``: the element's value ``u<number>``, then the lines folding it into the
+        section's accumulator, of type ``acc``); a target may walk it otherwise."""
+        return self.walk(r, fold, lambda at, lanes=None: [], number == 0)
 
     def result(self, number: int, section: tuple, acc: str, lines: list[str],
                result: str) -> list[str]:
@@ -356,7 +362,7 @@ class RowRenderer:
         return _renderer(self.plan, list(self.plan.body))._constant_loads(0, lambda k: f"b{k}")
 
 
-def _coordinates(plan: RowPlan) -> list[str]:
+def row_coordinates(plan: RowPlan) -> list[str]:
     """Each operand's index ``i<k>`` of the row's element at flat index ``j`` (C order); none
     for ``B`` operands, read at the row's base."""
     rank = len(plan.red)

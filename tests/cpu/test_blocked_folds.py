@@ -69,3 +69,28 @@ def test_max_and_min_keep_nans_and_float64_and_complex_folds():
     z = (g.standard_normal((5, 99)) + 1j * g.standard_normal((5, 99))).astype(np.complex64)
     np.testing.assert_allclose(fa.exp(fa.asarray(z) / 2).sum(axis=1).get(),
                                np.exp(z.astype(np.complex128) / 2).sum(axis=1), rtol=2e-6)
+
+
+@pytest.mark.parametrize("width", [2 * FOLD_BLOCK + 5, 1000])
+def test_row_kernels_softmax_and_log_sum_exp(width):
+    # one row kernel (compiler/rowfusion.py): its sections' elements call exp, so the cpu
+    # target computes them a block at a time (and a view walked backwards, cut into kernels)
+    g = rng(10 + width)
+    a = (g.standard_normal((41, width)) * 4).astype(np.float32)
+    for x, ref in ((fa.asarray(a), a), (fa.asarray(a)[::-1, ::-1], a[::-1, ::-1])):
+        check_softmax_and_log_sum_exp(x, ref.astype(np.float64))
+    x = fa.asarray(a)
+    e = fa.exp(x - x.max(axis=1, keepdims=True))
+    kernels = fa.explain(e / e.sum(axis=1, keepdims=True)).kernels
+    assert len(kernels) == 1 and "vb1[t]" in str(kernels[0])   # one row kernel, blocked
+
+
+def check_softmax_and_log_sum_exp(x, ref):
+    e = fa.exp(x - x.max(axis=1, keepdims=True))
+    got = (e / e.sum(axis=1, keepdims=True)).get()
+    want = np.exp(ref - ref.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, want / want.sum(axis=1, keepdims=True), rtol=2e-6, atol=1e-9)
+    top = x.max(axis=1, keepdims=True)
+    lse = (fa.log(fa.exp(x - top).sum(axis=1, keepdims=True)) + top).get()
+    want = np.log(np.exp(ref - ref.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(lse, want + ref.max(axis=1, keepdims=True), rtol=2e-6, atol=2e-6)

@@ -24,7 +24,7 @@ from ..plan import KernelPlan, kernel_param_names
 from ..product_codegen import ProductRenderer
 from ..reduction import ReducePlan
 from ..reduction_codegen import ReduceRenderer
-from ..rowfusion import RowPlan, RowRenderer, row_bases
+from ..rowfusion import RowPlan, RowRenderer, row_bases, row_coordinates
 from ..scan_codegen import ScanRenderer
 from ..tensor_fold import TensorFoldPlan, fold_lines, fold_params
 
@@ -174,9 +174,34 @@ def render_kernel(plan: KernelPlan) -> str:
 
 class _CpuRows(RowRenderer):
     """A row's sections one after another, each result passed through the reduction's
-    temporary (which the cuda kernel leaves unwritten)."""
+    temporary (which the cuda kernel leaves unwritten); a section whose elements call a math
+    function or divide computes them a block at a time (:data:`FOLD_BLOCK`)."""
 
     wide_sums = WIDE_SUMS
+
+    def __init__(self, plan: RowPlan):
+        super().__init__(plan)
+        self.buffers: dict[int, str] = {}   # a blocked section → its buffer's NumPy type
+
+    def section_walk(self, number: int, r, fold, acc: str) -> list[str]:
+        lines = fold("")
+        value, combine = lines[:1], lines[1:]
+        element = r.lines_at(2, "", lambda ins, lane: f"ld_{self.plan.operands[ins.arg].access}"
+                                                      f"(p{ins.arg}, i{ins.arg})")
+        if acc not in _NUMPY or not _worth_blocking(element + value):
+            return super().section_walk(number, r, fold, acc)
+        self.buffers[number] = _NUMPY[acc]
+        u = f"u{number}"
+        block = ["j = xb + t"] + row_coordinates(self.plan) + element + value
+        return self.constants(r) + [
+            f"for xb in range(0, kk, {FOLD_BLOCK}):", f"    m = min({FOLD_BLOCK}, kk - xb)",
+            "    for t in range(m):"] + _indent(block + [f"vb{number}[t] = {u}"], 2) + [
+            "    for t in range(m):", f"        {u} = vb{number}[t]"] + _indent(combine, 2)
+
+    def hoisted(self) -> list[str]:
+        """After :meth:`body`: the blocked sections' buffers too."""
+        return super().hoisted() + [f"vb{n} = np.empty({FOLD_BLOCK}, {t})"
+                                    for n, t in self.buffers.items()]
 
     def result(self, number: int, section: tuple, acc: str, lines: list[str],
                result: str) -> list[str]:
