@@ -17,7 +17,8 @@ def rng(extra=0):
     return np.random.default_rng(seed)
 
 
-@pytest.mark.parametrize("width", [1, FOLD_BLOCK - 1, FOLD_BLOCK, FOLD_BLOCK + 1, 3 * FOLD_BLOCK + 7])
+@pytest.mark.parametrize("width",
+                         [1, FOLD_BLOCK - 1, FOLD_BLOCK, FOLD_BLOCK + 1, 3 * FOLD_BLOCK + 7])
 def test_row_sums_and_scans_of_a_broadcast_row_statistic(width):
     g = rng(width)
     a = g.standard_normal((37, width)).astype(np.float32)

@@ -143,33 +143,79 @@ def render_reduce(plan: ReducePlan) -> str:
 
 def render_kernel(plan: KernelPlan) -> str:
     """Chunks of ``CPU_CHUNK`` elements (whole rows in a 2-D walk; a tiled walk: ``TILE`` rows
-    walked ``TILE`` columns at a time, so a transposed operand's cache lines are read once)."""
+    walked ``TILE`` columns at a time, so a transposed operand's cache lines are read once); a
+    chunk whose float32 ``sin``/``cos`` arguments are all below ``NEAR`` takes the near ones
+    (:func:`_near_chunks`)."""
     r = _Renderer(plan)
     params = kernel_param_names(plan)
     r.pos = lambda lane: "(r * d1 + c)" if plan.schedule in ("rows", "tiled") else "i"
     if plan.schedule in ("rows", "tiled"):
         row = r._row_base() + r._constant_loads(1, r._rb)
-        body = r.scalar_element(lambda k: r._row_index(k, "c"))
+        index = lambda k: r._row_index(k, "c")   # noqa: E731
         # tiled: TILE rows walked TILE columns at a time (a transposed operand's lines reused)
         tiled, cols = plan.schedule == "tiled", f"c0, min(c0 + {TILE}, d1)"
-        loop = ["for r in range(lo, hi):"] + _indent(
-            row + [f"for c in range({cols if tiled else 'd1'}):"] + _indent(body))
-        loop = [f"for c0 in range(0, d1, {TILE}):"] + _indent(loop) if tiled else loop
+
+        def walk(body: list[str]) -> list[str]:
+            loop = ["for r in range(lo, hi):"] + _indent(
+                row + [f"for c in range({cols if tiled else 'd1'}):"] + _indent(body))
+            return [f"for c0 in range(0, d1, {TILE}):"] + _indent(loop) if tiled else loop
         total, grain = "d0", str(TILE) if tiled else f"max(1, {CPU_CHUNK} // max(d1, 1))"
+        coordinates = []
     else:
         strided = plan.schedule == "nd" and any(o.layout != "C" for o in plan.operands)
-        index = r._flat_index if plan.schedule == "flat" else (
-            lambda k, i: r._nd_index(k))
-        body = (r._nd_coordinates() if strided else []) + r.scalar_element(
-            lambda k: index(k, "i"))
-        loop = ["for i in range(lo, hi):"] + _indent(body)
+        flat = r._flat_index
+        index = (lambda k: flat(k, "i")) if plan.schedule == "flat" else (   # noqa: E731
+            lambda k: r._nd_index(k))
+        coordinates = r._nd_coordinates() if strided else []
+
+        def walk(body: list[str]) -> list[str]:
+            return ["for i in range(lo, hi):"] + _indent(coordinates + body)
         total, grain = "n", str(CPU_CHUNK)
     lines = [f"total = {total}", f"grain = {grain}", "chunks = (total + grain - 1) // grain",
              "if k0 >= k1:", "    return chunks"]
     lines += r._constant_loads(0, lambda k: f"b{k}")
     lines += ["for k in range(k0, min(k1, chunks)):", "    lo = k * grain",
-              "    hi = min(lo + grain, total)"] + _indent(loop) + ["return chunks"]
+              "    hi = min(lo + grain, total)"] + _indent(_near_chunks(r, index, walk)) + [
+        "return chunks"]
     return _function(plan.name, ["k0", "k1"] + params, lines)
+
+
+# float32 sin and cos of a chunk whose arguments are all below vecmath.NEAR in magnitude
+_NEAR_LIMIT = 65536.0
+_NEAR = {"sin": "fa_sin_near_f32", "cos": "fa_cos_near_f32"}
+
+
+def _near_chunks(r: _Renderer, index, walk) -> list[str]:
+    """A chunk's elements (``walk(body)``: the loops around an element's lines). Where the
+    elements compute float32 ``sin`` or ``cos``, a first pass computes only their arguments and
+    counts those at or above ``NEAR`` (or not finite; it stores nothing, so an operand written
+    in place is read as it was): with none, the chunk takes ``cpu/vecmath.py``'s float32 near
+    functions (NumPy's accuracy, 3-4x faster), else the ones exact over the whole range."""
+    plan = r.plan
+
+    def load(ins, lane):
+        return f"ld_{r.access(ins.arg)}(p{ins.arg}, {index(ins.arg)})"
+    values = r.lines_at(2, "", load)
+    body = values + r.stores("", index)
+    calls = [ins for ins in plan.body if ins.kind == "op" and ins.arg[0] in _NEAR
+             and ins.arg[1][0] == "f32" and ins.var is not None and r.level[ins.var] == 2]
+    if not calls or any(ins.kind in ("random", "gather") for ins in plan.body):
+        return walk(body)
+    cone, by_var = {ins.inputs[0] for ins in calls}, {ins.var: ins for ins in plan.body}
+    for ins in reversed(plan.body):
+        if ins.var in cone:
+            cone.update(ins.inputs)
+    needed = {r.name(v, "") for v in cone if v in by_var} | {
+        r.recip_name(v) for v in cone if v in r.recips}
+    check = [line for line in values if line.split(" = ", 1)[0] in needed] + [
+        f"far += 0 if abs({r.name(ins.inputs[0], '')}) < {_NEAR_LIMIT} else 1" for ins in calls]
+    fast = list(body)
+    for ins in calls:
+        head = f"{r.name(ins.var, '')} = math.{ins.arg[0]}("
+        fast = [head.replace(f"math.{ins.arg[0]}", _NEAR[ins.arg[0]]) + ln[len(head):]
+                if ln.startswith(head) else ln for ln in fast]
+    return ["far = 0"] + walk(check) + ["if far == 0:"] + _indent(walk(fast)) + [
+        "else:"] + _indent(walk(body))
 
 
 class _CpuRows(RowRenderer):
