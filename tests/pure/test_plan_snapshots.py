@@ -68,6 +68,13 @@ def _flat():
     return kernel(op("add", op("multiply", a, graph.scalar(2.5, F32)), b))
 
 
+def _near_sin():
+    """float32 sin and cos of per-element values: the cpu target checks each chunk's arguments,
+    then takes the near functions or the exact ones."""
+    a, b = leaf((1000,)), leaf((1000,))
+    return kernel(op("add", op("sin", op("multiply", a, graph.scalar(2.5, F32))), op("cos", b)))
+
+
 def _flat_strided():
     a = leaf((500,), strides=(3,), offset=1)
     return kernel(op("sqrt", a))
@@ -240,6 +247,7 @@ def _across():
 
 CASES = {
     "kernel_flat": (_flat, "flat"), "kernel_flat_strided": (_flat_strided, "flat"),
+    "kernel_near_sin": (_near_sin, "flat"),
     "kernel_broadcast_rows": (_broadcast_rows, "rows"), "kernel_tiled": (_tiled, "tiled"),
     "kernel_nd": (_nd, "nd"), "kernel_float16": (_float16_cast, "flat"),
     "gather": (_gather, None), "gather_flagged": (_gather_flagged, None),
