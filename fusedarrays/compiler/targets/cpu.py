@@ -180,8 +180,9 @@ def render_kernel(plan: KernelPlan) -> str:
     return _function(plan.name, ["k0", "k1"] + params, lines)
 
 
-# float32 sin and cos of a chunk whose arguments are all below vecmath.NEAR in magnitude
-_NEAR_LIMIT = 65536.0
+# float32 sin and cos of a chunk whose arguments are all below this take the near functions
+# (cpu/vecmath.py: accurate below its NEAR, which a test holds this to)
+NEAR_LIMIT = 65536.0
 _NEAR = {"sin": "fa_sin_near_f32", "cos": "fa_cos_near_f32"}
 
 
@@ -208,7 +209,7 @@ def _near_chunks(r: _Renderer, index, walk) -> list[str]:
     needed = {r.name(v, "") for v in cone if v in by_var} | {
         r.recip_name(v) for v in cone if v in r.recips}
     check = [line for line in values if line.split(" = ", 1)[0] in needed] + [
-        f"far += 0 if abs({r.name(ins.inputs[0], '')}) < {_NEAR_LIMIT} else 1" for ins in calls]
+        f"far += 0 if abs({r.name(ins.inputs[0], '')}) < {NEAR_LIMIT} else 1" for ins in calls]
     fast = list(body)
     for ins in calls:
         head = f"{r.name(ins.var, '')} = math.{ins.arg[0]}("
