@@ -226,6 +226,7 @@ class CpuBackend(HostMemory):
         ns["fa_fma_f64"], ns["fa_fma_f32"] = _fma_intrinsic(64), _fma_intrinsic(32)
         # sin and cos of a chunk whose float32 arguments are all below vecmath.NEAR
         ns.update(vecmath.near_functions(self._jit, ns["fa_fma_f32"]))
+        ns.update(vecmath.far_functions(self._jit))   # and of any other chunk
         ns["fa_divrcp_f32"] = self._jit(_divrcp_f32, ns)
         ns["fa_divby_f32"] = ns["fa_rowdivby_f32"] = self._jit(_divby_f32, ns)
         ns["fa_divrcph_f32"], ns["fa_divbyh_f32"] = ns["fa_divrcp_f32"], ns["fa_divby_f32"]

@@ -246,12 +246,7 @@ def math_module(jit, inline: bool = True) -> types.ModuleType:
 
     module = types.ModuleType("fusedarrays_cpu_math")
     module.__dict__.update({k: v for k, v in vars(math).items() if not k.startswith("__")})
-    names = {"np": np, "math": math, "fma": _fmuladd(), **{
-        k: v for k, v in globals().items() if k.isupper() and isinstance(v, float)}}
-    names.update({f"W{k}": WORDS[k] for k in range(2, 12)}, S_MIN=S_MIN)
-    names["_exp64"] = jit(_exp64, names)
-    for fn in (_word, _quadrant, _sin_cos):   # inlined by numba: too large for LLVM's inliner
-        names[fn.__name__] = jit(fn, names, inline=how)
+    names = _helpers(jit, how)
     for name, fn in FLOAT32.items():
         stub = _stub(name)
         # inlined into the kernel by numba: LLVM's inliner leaves a call this large, and a call
@@ -260,6 +255,27 @@ def math_module(jit, inline: bool = True) -> types.ModuleType:
         overload(stub, inline=how)(_chooser(nbtypes.float32, fast, getattr(math, name)))
         setattr(module, name, stub)
     return module
+
+
+def _helpers(jit, how: str) -> dict:
+    """The globals of :data:`FLOAT32`'s functions: constants, and the helpers compiled with
+    ``jit``, inlined (``how``: ``"always"``) or called."""
+    names = {"np": np, "math": math, "fma": _fmuladd(), **{
+        k: v for k, v in globals().items() if k.isupper() and isinstance(v, float)}}
+    names.update({f"W{k}": WORDS[k] for k in range(2, 12)}, S_MIN=S_MIN)
+    names["_exp64"] = jit(_exp64, names)
+    for fn in (_word, _quadrant, _sin_cos):   # inlined by numba: too large for LLVM's inliner
+        names[fn.__name__] = jit(fn, names, inline=how)
+    return names
+
+
+def far_functions(jit) -> dict:
+    """``fa_sin_far_f32``, ``fa_cos_far_f32``: :func:`sin_f32` and :func:`cos_f32` as calls,
+    for the chunks whose arguments are not all below NEAR: compiled once per process (inlined,
+    the exact reduction made every kernel with sin or cos compile ~1.5 s longer), their loop
+    left scalar."""
+    names = _helpers(jit, "always")
+    return {"fa_sin_far_f32": jit(sin_f32, names), "fa_cos_far_f32": jit(cos_f32, names)}
 
 
 def _chooser(float32, fast, libm):

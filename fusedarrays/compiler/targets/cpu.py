@@ -184,6 +184,7 @@ def render_kernel(plan: KernelPlan) -> str:
 # (cpu/vecmath.py: accurate below its NEAR, which a test holds this to)
 NEAR_LIMIT = 65536.0
 _NEAR = {"sin": "fa_sin_near_f32", "cos": "fa_cos_near_f32"}
+_FAR = {"sin": "fa_sin_far_f32", "cos": "fa_cos_far_f32"}
 
 
 def _near_chunks(r: _Renderer, index, walk) -> list[str]:
@@ -191,7 +192,8 @@ def _near_chunks(r: _Renderer, index, walk) -> list[str]:
     elements compute float32 ``sin`` or ``cos``, a first pass computes only their arguments and
     counts those at or above ``NEAR`` (or not finite; it stores nothing, so an operand written
     in place is read as it was): with none, the chunk takes ``cpu/vecmath.py``'s float32 near
-    functions (NumPy's accuracy, 3-4x faster), else the ones exact over the whole range."""
+    functions (NumPy's accuracy, 3-4x faster), else calls of the ones exact over the whole
+    range (compiled once, not inlined into every kernel)."""
     plan = r.plan
 
     def load(ins, lane):
@@ -210,13 +212,14 @@ def _near_chunks(r: _Renderer, index, walk) -> list[str]:
         r.recip_name(v) for v in cone if v in r.recips}
     check = [line for line in values if line.split(" = ", 1)[0] in needed] + [
         f"far += 0 if abs({r.name(ins.inputs[0], '')}) < {NEAR_LIMIT} else 1" for ins in calls]
-    fast = list(body)
+    fast, slow = list(body), list(body)
     for ins in calls:
         head = f"{r.name(ins.var, '')} = math.{ins.arg[0]}("
-        fast = [head.replace(f"math.{ins.arg[0]}", _NEAR[ins.arg[0]]) + ln[len(head):]
-                if ln.startswith(head) else ln for ln in fast]
+        fast, slow = ([head.replace(f"math.{ins.arg[0]}", names[ins.arg[0]]) + ln[len(head):]
+                       if ln.startswith(head) else ln for ln in lines]
+                      for names, lines in ((_NEAR, fast), (_FAR, slow)))
     return ["far = 0"] + walk(check) + ["if far == 0:"] + _indent(walk(fast)) + [
-        "else:"] + _indent(walk(body))
+        "else:"] + _indent(walk(slow))
 
 
 class _CpuRows(RowRenderer):
