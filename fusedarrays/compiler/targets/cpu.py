@@ -71,14 +71,16 @@ def _worth_blocking(value: list[str]) -> bool:
     return any(_COSTLY.search(line) for line in value)
 
 
-def _blocked(length: str, value: list[str], fold: list[str], strides: list[str]) -> list[str]:
+def _blocked(length: str, value: list[str], fold: list[str], strides: list[str] = (),
+             v: str = "v", buffer: str = "vb") -> list[str]:
     """Elements ``0 … length - 1``: ``value`` (the element ``xb + t``'s lines, its value in
-    ``v``) for a block of them into ``vb``, then ``fold`` (over ``v``) for each in order; where
-    every one of ``strides`` (names in ``value``) is zero, a copy of the loop with them 0."""
+    ``v``) for a block of them into ``buffer``, then ``fold`` (over ``v``) for each in order;
+    where every one of ``strides`` (names in ``value``) is zero, a copy of the loop with them
+    0."""
     loop = [f"for xb in range(0, {length}, {FOLD_BLOCK}):",
             f"    m = min({FOLD_BLOCK}, {length} - xb)", "    for t in range(m):"] + _indent(
-        value + ["vb[t] = v"], 2) + ["    for t in range(m):", "        v = vb[t]"] + _indent(
-        fold, 2)
+        value + [f"{buffer}[t] = {v}"], 2) + [
+        "    for t in range(m):", f"        {v} = {buffer}[t]"] + _indent(fold, 2)
     if not strides:
         return loop
     zero = re.compile(r"\b(" + "|".join(map(re.escape, strides)) + r")\b")
@@ -212,14 +214,14 @@ def _near_chunks(r: _Renderer, index, walk) -> list[str]:
         r.recip_name(v) for v in cone if v in r.recips}
     check = [line for line in values if line.split(" = ", 1)[0] in needed] + [
         f"far += 0 if abs({r.name(ins.inputs[0], '')}) < {NEAR_LIMIT} else 1" for ins in calls]
-    fast, slow = list(body), list(body)
-    for ins in calls:
-        head = f"{r.name(ins.var, '')} = math.{ins.arg[0]}("
-        fast, slow = ([head.replace(f"math.{ins.arg[0]}", names[ins.arg[0]]) + ln[len(head):]
-                       if ln.startswith(head) else ln for ln in lines]
-                      for names, lines in ((_NEAR, fast), (_FAR, slow)))
-    return ["far = 0"] + walk(check) + ["if far == 0:"] + _indent(walk(fast)) + [
-        "else:"] + _indent(walk(slow))
+    heads = {f"{r.name(ins.var, '')} = math.{ins.arg[0]}(": ins.arg[0] for ins in calls}
+
+    def calling(names: dict) -> list[str]:
+        """The element's lines with those calls made to ``names[sin or cos]``."""
+        return [next((f"{h[:h.index('math.')]}{names[fn]}({ln[len(h):]}"
+                      for h, fn in heads.items() if ln.startswith(h)), ln) for ln in body]
+    return ["far = 0"] + walk(check) + ["if far == 0:"] + _indent(walk(calling(_NEAR))) + [
+        "else:"] + _indent(walk(calling(_FAR)))
 
 
 class _CpuRows(RowRenderer):
@@ -241,12 +243,9 @@ class _CpuRows(RowRenderer):
         if acc not in _NUMPY or not _worth_blocking(element + value):
             return super().section_walk(number, r, fold, acc)
         self.buffers[number] = _NUMPY[acc]
-        u = f"u{number}"
         block = ["j = xb + t"] + row_coordinates(self.plan) + element + value
-        return self.constants(r) + [
-            f"for xb in range(0, kk, {FOLD_BLOCK}):", f"    m = min({FOLD_BLOCK}, kk - xb)",
-            "    for t in range(m):"] + _indent(block + [f"vb{number}[t] = {u}"], 2) + [
-            "    for t in range(m):", f"        {u} = vb{number}[t]"] + _indent(combine, 2)
+        return self.constants(r) + _blocked("kk", block, combine, v=f"u{number}",
+                                             buffer=f"vb{number}")
 
     def hoisted(self) -> list[str]:
         """After :meth:`body`: the blocked sections' buffers too."""
