@@ -51,14 +51,14 @@ CPUS = _cpus()
 class _Job:
     """One launch's pieces, taken by every thread that works on it from the same iterator."""
 
-    __slots__ = ("kernel", "args", "pieces", "left", "count", "lock", "done", "error")
+    __slots__ = ("kernel", "args", "pieces", "left", "lock", "done", "error")
 
     def __init__(self, kernel, args: tuple, bounds: list[int]):
         self.kernel, self.args = kernel, args
         # next() on a list iterator is atomic under the GIL: each piece goes to one thread
         self.pieces = iter(list(zip(bounds, bounds[1:])))
-        self.left = len(bounds) - 1
-        self.count = np.full(1, self.left, np.int64)   # left, where the spinning caller reads it
+        # pieces not finished, in memory the spinning caller reads (changed under the lock)
+        self.left = np.full(1, len(bounds) - 1, np.int64)
         self.lock = threading.Lock()
         self.done = threading.Lock()   # held until the last piece is finished
         self.done.acquire()
@@ -72,17 +72,16 @@ class _Job:
             except BaseException as exc:   # noqa: BLE001 - raised by the caller
                 self.error = exc
             with self.lock:
-                self.left -= 1
-                self.count[0] = self.left
-                if not self.left:
+                self.left[0] -= 1
+                if not self.left[0]:
                     self.done.release()
 
     def wait(self) -> None:
         with self.lock:
-            pending = self.left
+            pending = self.left[0]
         if pending:
             spin = _spinner()
-            if spin is not None and spin(self.count.ctypes.data, SPINS):
+            if spin is not None and spin(self.left.ctypes.data, SPINS):
                 pending = 0   # done is released too (under the lock, after the count)
         if pending:
             try:
