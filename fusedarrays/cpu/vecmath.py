@@ -19,7 +19,9 @@ argument is reduced for every finite float32 by one branch-free integer Payne-Ha
 model for this CPU refuses to vectorise), three 56-bit products. These helpers are inlined by
 numba (``inline="always"``): LLVM's inliner leaves a call of this size, and the call keeps the
 loop scalar. ~5x libm's scalar ``sinf`` at 10^6 elements, still ~4x NumPy's AVX-512 loop
-(8 float64 lanes and the integer reduction, against 16 float32 lanes).
+(8 float64 lanes and the integer reduction, against 16 float32 lanes): a kernel calls these two
+(:func:`far_functions`) only for chunks with an argument of :data:`NEAR` or more, and takes
+:func:`sin_near_f32`, :func:`cos_near_f32` for the others.
 
 Accuracy: each float32 function evaluates in float64 (a reduced argument and a polynomial whose
 truncation error is below 1e-9 relative) and rounds once to float32, so results are within
