@@ -133,6 +133,25 @@ def test_near_sin_and_cos_are_numpys_accuracy_and_far_chunks_stay_exact(name):
                                   np.signbit(getattr(np, name)(zeros)))
 
 
+def test_near_chunks_in_every_schedule():
+    # rows (a broadcast row), tiled (a transpose), nd and flat walks check their chunks alike; a
+    # row holding a far value sends its chunk to the exact functions
+    seed = 3632
+    print("seed", seed)
+    g = np.random.default_rng(seed)
+    a = (g.standard_normal((300, 257)) * 20).astype(np.float32)
+    b = (g.standard_normal(257) * 20).astype(np.float32)
+    a[7, 3] = 1e6
+    x, y = fa.asarray(a), fa.asarray(b)
+    # each against float64 sin or cos of the float32 argument fusedarrays computes
+    cases = [(fa.sin(x + y[None, :]), np.sin, a + b[None, :]),
+             (fa.cos(x.T * 2), np.cos, a.T * np.float32(2)),
+             (fa.sin(x[::-1, ::-2]), np.sin, a[::-1, ::-2])]
+    for got, fn, arg in cases:
+        assert "far = 0" in fa.explain(got).source
+        assert ulps(got.get(), fn(arg.astype(np.float64))).max() <= NEAR_ULPS
+
+
 def test_views_and_float64_arguments_keep_their_routes():
     seed = 3620
     print("seed", seed)
